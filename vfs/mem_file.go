@@ -1,0 +1,268 @@
+package vfs
+
+import (
+	"bytes"
+	"io"
+	"io/fs"
+	"maps"
+	"math/rand/v2"
+	"path"
+	"slices"
+	"syscall"
+)
+
+// memFile is an open handle of Mem. Its fields are guarded by mem.mu.
+type memFile struct {
+	mem  *Mem
+	name string // cleaned path it was opened by; names it in errors
+	node *memNode
+	// generation is mem.generation when opened; a crash makes it stale.
+	generation uint64
+	position   int64 // write position; may exceed len(node.data) after another handle truncates
+	mapped     bool  // this handle holds one of node.mapCount
+	closed     bool
+}
+
+var _ File = (*memFile)(nil)
+
+// begin checks that the handle is usable and runs the fault function.
+// Call with mem.mu held.
+func (f *memFile) begin(op Op) error {
+	switch {
+	case f.closed:
+		return opError(op, f.name, fs.ErrClosed)
+	case f.generation != f.mem.generation:
+		return opError(op, f.name, ErrCrashed)
+	}
+	return f.mem.inject(op, f.name)
+}
+
+func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpRead); err != nil {
+		return 0, err
+	}
+	if off < 0 {
+		return 0, opError(OpRead, f.name, syscall.EINVAL)
+	}
+	data := f.node.data
+	if off >= int64(len(data)) {
+		return 0, io.EOF
+	}
+	n := copy(p, data[off:])
+	if n < len(p) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (f *memFile) Write(p []byte) (int, error) {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpWrite); err != nil {
+		return 0, err
+	}
+	if f.node.mapCount > 0 {
+		return 0, opError(OpWrite, f.name, ErrMapped)
+	}
+	end := f.position + int64(len(p))
+	if end > memFileBytesMax {
+		return 0, opError(OpWrite, f.name, syscall.EFBIG)
+	}
+	if end > int64(len(f.node.data)) {
+		f.node.data = resize(f.node.data, int(end))
+	}
+	copy(f.node.data[f.position:], p)
+	f.position = end
+	return len(p), nil
+}
+
+func (f *memFile) Size() (int64, error) {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpSize); err != nil {
+		return 0, err
+	}
+	return int64(len(f.node.data)), nil
+}
+
+func (f *memFile) Truncate(size int64) error {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpTruncate); err != nil {
+		return err
+	}
+	switch {
+	case f.node.mapCount > 0:
+		return opError(OpTruncate, f.name, ErrMapped)
+	case size < 0:
+		return opError(OpTruncate, f.name, syscall.EINVAL)
+	case size > memFileBytesMax:
+		return opError(OpTruncate, f.name, syscall.EFBIG)
+	}
+	f.node.data = resize(f.node.data, int(size))
+	f.position = size
+	return nil
+}
+
+// Sync copies the current bytes, including writes through a mapping, to
+// the durable bytes.
+func (f *memFile) Sync() error {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpSync); err != nil {
+		return err
+	}
+	f.node.durable = append(f.node.durable[:0], f.node.data...)
+	return nil
+}
+
+// Map returns a slice aliasing the file's current bytes. While any handle
+// has the file mapped, Write, Truncate, Create over it and a Map that would
+// extend it fail with ErrMapped, so the bytes are never reallocated under
+// a mapping.
+func (f *memFile) Map(size int) ([]byte, error) {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpMap); err != nil {
+		return nil, err
+	}
+	switch {
+	case size < 0:
+		return nil, opError(OpMap, f.name, syscall.EINVAL)
+	case size > memFileBytesMax:
+		return nil, opError(OpMap, f.name, syscall.EFBIG)
+	case f.mapped:
+		return nil, opError(OpMap, f.name, ErrMapped)
+	case size == 0:
+		return []byte{}, nil
+	}
+	if size > len(f.node.data) {
+		if f.node.mapCount > 0 {
+			return nil, opError(OpMap, f.name, ErrMapped)
+		}
+		f.node.data = resize(f.node.data, size)
+	}
+	f.mapped = true
+	f.node.mapCount++
+	return f.node.data[:size:size], nil
+}
+
+func (f *memFile) Unmap() error {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if err := f.begin(OpUnmap); err != nil {
+		return err
+	}
+	f.unmap()
+	return nil
+}
+
+// unmap releases this handle's mapping, if any. Call with mem.mu held.
+func (f *memFile) unmap() {
+	if !f.mapped {
+		return
+	}
+	f.mapped = false
+	f.node.mapCount--
+	if f.node.mapCount < 0 {
+		panic("vfs: negative map count")
+	}
+}
+
+// Close unmaps and releases the handle. A handle lost in a crash is
+// released too, and Close reports ErrCrashed.
+func (f *memFile) Close() error {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	if f.generation != f.mem.generation && !f.closed {
+		f.closed = true
+		return opError(OpClose, f.name, ErrCrashed)
+	}
+	if err := f.begin(OpClose); err != nil {
+		return err
+	}
+	f.unmap()
+	f.closed = true
+	return nil
+}
+
+func (f *memFile) Fd() uintptr {
+	return ^uintptr(0)
+}
+
+// resize sets len(data) to size, zeroing any bytes it adds (the capacity
+// beyond len may hold bytes from before a shrinking Truncate).
+func resize(data []byte, size int) []byte {
+	if size <= len(data) {
+		return data[:size]
+	}
+	old := len(data)
+	data = slices.Grow(data, size-old)[:size]
+	clear(data[old:])
+	return data
+}
+
+// crashCorruptOneIn is the chance (1 in this many) that Crash flips one byte
+// of a kept torn tail.
+const crashCorruptOneIn = 4
+
+// Crash simulates power loss and reboot. Afterwards each directory holds
+// its durable entries only; each file holds its durable bytes and, when its
+// current bytes extend them (appends only since the last Sync), a prefix of
+// random length of the unsynced tail, in which one byte is corrupted with
+// probability 1/crashCorruptOneIn. What survives is on disk: it is both
+// current and durable. Every handle open before the crash fails with
+// ErrCrashed from then on, and slices from Map no longer alias the file.
+//
+// The outcome depends only on the operations since NewMem and on rng, which
+// is read in a fixed order. Crash(nil) is CrashClean. The fault function
+// stays installed.
+func (m *Mem) Crash(rng *rand.Rand) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.generation++
+	reborn := map[*memNode]*memNode{} // a node under two durable names stays one node
+	for _, dirName := range slices.Sorted(maps.Keys(m.dirs)) {
+		dir := m.dirs[dirName]
+		entries := make(map[string]*memNode, len(dir.durable))
+		for _, name := range slices.Sorted(maps.Keys(dir.durable)) {
+			if _, isDir := m.dirs[path.Join(dirName, name)]; isDir {
+				// The file was removed (not yet durable) and a directory,
+				// durable at once, took its name. The directory wins.
+				continue
+			}
+			old := dir.durable[name]
+			node, ok := reborn[old]
+			if !ok {
+				node = old.afterCrash(rng)
+				reborn[old] = node
+			}
+			entries[name] = node
+		}
+		dir.current = entries
+		dir.durable = maps.Clone(entries)
+	}
+}
+
+// CrashClean is Crash keeping exactly the durable state: no torn tails.
+func (m *Mem) CrashClean() {
+	m.Crash(nil)
+}
+
+// afterCrash returns the node as found after reboot; rng nil keeps no tail.
+func (n *memNode) afterCrash(rng *rand.Rand) *memNode {
+	data := bytes.Clone(n.durable)
+	appended := len(n.data) > len(n.durable) && bytes.Equal(n.data[:len(n.durable)], n.durable)
+	if rng != nil && appended {
+		tail := n.data[len(n.durable):]
+		kept := rng.IntN(len(tail) + 1)
+		start := len(data)
+		data = append(data, tail[:kept]...)
+		if kept > 0 && rng.IntN(crashCorruptOneIn) == 0 {
+			data[start+rng.IntN(kept)] ^= byte(1 + rng.IntN(255))
+		}
+	}
+	return &memNode{data: data, durable: bytes.Clone(data)}
+}
