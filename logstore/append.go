@@ -1,0 +1,196 @@
+package logstore
+
+import (
+	"fmt"
+	"math"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
+)
+
+// AppendInfo describes what an append wrote.
+type AppendInfo struct {
+	FirstOffset  rb.Offset // base offset of the first batch
+	LastOffset   rb.Offset // last offset of the last batch
+	MaxTimestamp int64
+	Batches      int
+	Bytes        int
+	newEpoch     bool // a batch carries an epoch above the cache's latest
+}
+
+// Append appends whole batches that carry their own offsets, as a mirror
+// does with what its source assigned. Offsets must be strictly increasing
+// and the first base offset >= LogEndOffset (gaps are allowed: compaction
+// leaves them); leader epochs must not decrease. Every batch's framing and
+// CRC are checked first; on any error nothing of batches is written.
+func (l *Log) Append(batches []byte) (AppendInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return AppendInfo{}, err
+	}
+	info, err := l.validate(batches)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return info, l.write(batches, info)
+}
+
+// AppendAssign appends batches of a writable topic: it stamps each batch,
+// in place in batches, with the next offsets from LogEndOffset and with
+// leaderEpoch (neither is covered by the CRC), then appends them like
+// Append.
+func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return AppendInfo{}, err
+	}
+	if latest, ok := l.epochs.Latest(); leaderEpoch < 0 || ok && leaderEpoch < latest.Epoch {
+		return AppendInfo{}, fmt.Errorf("%w: leader epoch %d below the log's latest", ErrInvalidAppend, leaderEpoch)
+	}
+	next := l.logEndOffset()
+	it := rb.NewIter(batches, false)
+	for it.Next() {
+		b := it.Batch()
+		b.SetBaseOffset(next)
+		b.SetLeaderEpoch(leaderEpoch)
+		next = b.NextOffset()
+	}
+	if err := it.Err(); err != nil {
+		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidAppend, err)
+	}
+	info, err := l.validate(batches)
+	if err != nil {
+		return AppendInfo{}, err
+	}
+	return info, l.write(batches, info)
+}
+
+// validate checks batches against the log without changing anything.
+func (l *Log) validate(batches []byte) (AppendInfo, error) {
+	if len(batches) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no batches", ErrInvalidAppend)
+	}
+	if int64(len(batches)) > l.cfg.SegmentBytes {
+		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrTooLarge, len(batches), l.cfg.SegmentBytes)
+	}
+	info := AppendInfo{MaxTimestamp: -1, Bytes: len(batches)}
+	next := l.logEndOffset()
+	latest := rb.NoEpoch
+	if e, ok := l.epochs.Latest(); ok {
+		latest = e.Epoch
+	}
+	it := rb.NewIter(batches, true)
+	for it.Next() {
+		b := it.Batch()
+		if b.BaseOffset() < next {
+			return AppendInfo{}, fmt.Errorf("%w: batch %d: base offset %d below the next offset %d", ErrInvalidAppend, info.Batches, b.BaseOffset(), next)
+		}
+		if e := b.LeaderEpoch(); e < latest {
+			return AppendInfo{}, fmt.Errorf("%w: batch %d at offset %d: leader epoch %d below %d", ErrInvalidAppend, info.Batches, b.BaseOffset(), e, latest)
+		} else if e > latest {
+			info.newEpoch, latest = true, e
+		}
+		if info.Batches == 0 {
+			info.FirstOffset = b.BaseOffset()
+		}
+		info.LastOffset, next = b.LastOffset(), b.NextOffset()
+		info.MaxTimestamp = max(info.MaxTimestamp, b.MaxTimestamp())
+		info.Batches++
+	}
+	if err := it.Err(); err != nil {
+		return AppendInfo{}, fmt.Errorf("%w: %w", ErrInvalidAppend, err)
+	}
+	if info.LastOffset-info.FirstOffset > math.MaxInt32 {
+		return AppendInfo{}, fmt.Errorf("%w: offsets %d to %d span more than a segment can index", ErrInvalidAppend, info.FirstOffset, info.LastOffset)
+	}
+	return info, nil
+}
+
+// write appends validated batches: new epochs are checkpointed first (so a
+// durable batch never has an epoch the checkpoint lacks), the segment is
+// rolled if needed, then the bytes go out in one write.
+func (l *Log) write(batches []byte, info AppendInfo) error {
+	if info.newEpoch {
+		for it := rb.NewIter(batches, false); it.Next(); {
+			l.assignEpoch(it.Batch())
+		}
+		if err := l.writeEpochs(); err != nil {
+			return l.undoEpochs(err)
+		}
+	}
+	if l.shouldRoll(info) {
+		if err := l.roll(info.FirstOffset); err != nil {
+			return l.undoEpochs(err)
+		}
+	}
+	s := l.active()
+	if err := s.appendBatches(batches); err != nil {
+		return l.undoEpochs(err)
+	}
+	if l.cfg.Flush == FlushEveryAppend {
+		if err := s.log.Sync(); err != nil {
+			return l.fail(err)
+		}
+		return nil
+	}
+	l.unflushed = true
+	return nil
+}
+
+// undoEpochs drops epoch entries past the log end after a failed append.
+func (l *Log) undoEpochs(cause error) error {
+	if l.epochs.TruncateFromEnd(l.logEndOffset()) {
+		if err := l.writeEpochs(); err != nil {
+			return l.fail(fmt.Errorf("%w (and restoring the epoch checkpoint failed: %v)", cause, err))
+		}
+	}
+	return fmt.Errorf("logstore: %s: append: %w", l.dir, cause)
+}
+
+func (l *Log) shouldRoll(info AppendInfo) bool {
+	s := l.active()
+	entries := info.Bytes/int(max(l.cfg.IndexIntervalBytes, rb.HeaderSize)) + 2
+	switch {
+	case info.LastOffset-s.base > math.MaxInt32:
+		return true
+	case s.size == 0:
+		return false
+	case s.size+int64(info.Bytes) > l.cfg.SegmentBytes:
+		return true
+	case l.cfg.SegmentAge > 0 && l.cfg.now().Sub(s.opened) >= l.cfg.SegmentAge:
+		return true
+	}
+	return (s.offsets.entries+entries)*offsetEntrySize > len(s.offsets.mapped) ||
+		(s.times.entries+entries)*timeEntrySize > len(s.times.mapped)
+}
+
+// roll makes a new active segment starting at base, after sealing the
+// old one (synced, indexes trimmed). An empty old segment stays: reads
+// skip it, and it keeps the log start offset covered.
+func (l *Log) roll(base rb.Offset) error {
+	old := l.active()
+	if err := old.seal(); err != nil {
+		return l.fail(err)
+	}
+	s, err := createSegment(l.fs, l.dir, base, l.cfg)
+	if err == nil {
+		err = l.fs.SyncDir(l.dir)
+		if err != nil {
+			s.release()
+		}
+	}
+	if err != nil {
+		// Leave no trace of the new segment and keep appending to the old.
+		if rerr := removeSegmentFiles(l.fs, l.dir, base); rerr != nil {
+			return l.fail(fmt.Errorf("%w (and removing the new segment failed: %v)", err, rerr))
+		}
+		if uerr := old.unseal(); uerr != nil {
+			return l.fail(uerr)
+		}
+		return err
+	}
+	l.segments = append(l.segments, s)
+	l.unflushed = false
+	return nil
+}

@@ -1,0 +1,95 @@
+package logstore
+
+import (
+	"fmt"
+	"time"
+)
+
+// FlushPolicy says when appended bytes are made durable with fdatasync.
+type FlushPolicy int
+
+const (
+	// FlushEveryAppend syncs the segment before Append returns.
+	FlushEveryAppend FlushPolicy = iota
+	// FlushInterval syncs every Config.FlushInterval (the Dir runs the timer);
+	// an append is durable at the next tick.
+	FlushInterval
+	// FlushOS leaves writeback to the OS; segments are still synced on roll,
+	// truncation and close.
+	FlushOS
+)
+
+func (p FlushPolicy) String() string {
+	switch p {
+	case FlushEveryAppend:
+		return "every-append"
+	case FlushInterval:
+		return "interval"
+	case FlushOS:
+		return "os"
+	}
+	return fmt.Sprintf("FlushPolicy(%d)", int(p))
+}
+
+// Config holds the per-log settings. Names follow Kafka's topic configs.
+type Config struct {
+	// SegmentBytes rolls the active segment before an append would make it
+	// larger (segment.bytes). At most 2 GiB - 1: positions are uint32.
+	SegmentBytes int64
+	// SegmentAge rolls the active segment once its first append is this old
+	// (segment.ms); 0 disables.
+	SegmentAge time.Duration
+	// IndexIntervalBytes is the distance between sparse index entries
+	// (index.interval.bytes).
+	IndexIntervalBytes int64
+	// IndexBytesMax is the preallocated size of each index file; a full
+	// index rolls the segment (segment.index.bytes).
+	IndexBytesMax int
+	Flush         FlushPolicy
+	FlushInterval time.Duration
+	// RetentionAge and RetentionBytes bound the log for ApplyRetention
+	// (retention.ms, retention.bytes); 0 disables each. Mirror topics take
+	// their log start offset from the source instead.
+	RetentionAge   time.Duration
+	RetentionBytes int64
+	// Now is the clock; nil means time.Now. Tests pass a virtual clock.
+	Now func() time.Time
+}
+
+// DefaultConfig is Kafka's defaults.
+func DefaultConfig() Config {
+	return Config{
+		SegmentBytes:       1 << 30,
+		SegmentAge:         7 * 24 * time.Hour,
+		IndexIntervalBytes: 4096,
+		IndexBytesMax:      10 << 20,
+		Flush:              FlushOS,
+		FlushInterval:      time.Second,
+	}
+}
+
+// Validate reports the first bad setting by name.
+func (c Config) Validate() error {
+	switch {
+	case c.SegmentBytes < 1024 || c.SegmentBytes > 1<<31-1:
+		return fmt.Errorf("logstore: config segment.bytes %d out of range [1024, 2147483647]", c.SegmentBytes)
+	case c.IndexIntervalBytes < 0:
+		return fmt.Errorf("logstore: config index.interval.bytes %d is negative", c.IndexIntervalBytes)
+	case c.IndexBytesMax < 4*timeEntrySize:
+		return fmt.Errorf("logstore: config segment.index.bytes %d below %d", c.IndexBytesMax, 4*timeEntrySize)
+	case c.Flush < FlushEveryAppend || c.Flush > FlushOS:
+		return fmt.Errorf("logstore: config flush policy %d unknown", int(c.Flush))
+	case c.Flush == FlushInterval && c.FlushInterval <= 0:
+		return fmt.Errorf("logstore: config flush.ms %v must be positive", c.FlushInterval)
+	case c.SegmentAge < 0 || c.RetentionAge < 0 || c.RetentionBytes < 0:
+		return fmt.Errorf("logstore: config segment.ms, retention.ms and retention.bytes must not be negative")
+	}
+	return nil
+}
+
+func (c Config) now() time.Time {
+	if c.Now != nil {
+		return c.Now()
+	}
+	return time.Now()
+}

@@ -1,0 +1,380 @@
+package logstore
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mirrord/mirrord/vfs"
+)
+
+var (
+	// ErrExists: Create of a partition the directory already holds.
+	ErrExists = errors.New("logstore: partition exists")
+	// ErrNotFound: a partition the directory does not hold.
+	ErrNotFound = errors.New("logstore: partition not found")
+	// ErrInvalidName: a topic name Kafka would not accept.
+	ErrInvalidName = errors.New("logstore: invalid topic name")
+)
+
+// TopicPartition names one partition.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
+
+// TopicID is a Kafka topic ID, printed as Kafka prints a Uuid: URL-safe
+// base64 without padding.
+type TopicID [16]byte
+
+func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
+
+// ParseTopicID reads the form String writes.
+func ParseTopicID(s string) (TopicID, error) {
+	var id TopicID
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(b) != len(id) {
+		return id, fmt.Errorf("logstore: topic id %q is not 16 bytes of URL-safe base64", s)
+	}
+	copy(id[:], b)
+	return id, nil
+}
+
+// NewTopicID returns a random topic ID (never the zero ID).
+func NewTopicID() TopicID {
+	var id TopicID
+	for id == (TopicID{}) {
+		rand.Read(id[:])
+	}
+	return id
+}
+
+// PartitionInfo describes one partition log of a Dir.
+type PartitionInfo struct {
+	TopicPartition
+	TopicID TopicID
+}
+
+type partition struct {
+	info PartitionInfo
+	log  *Log
+}
+
+// Dir is a data directory: meta.properties (cluster.id, node.id) and one
+// directory per partition, named <topic>-<partition> as Kafka names them,
+// holding partition.metadata (the topic ID) and the log. Deleted
+// partitions are renamed to <name>.<random>-delete first, so a crash
+// mid-delete is finished at the next open.
+//
+// With FlushInterval, Dir owns one goroutine that flushes every log each
+// interval; Close stops it and waits.
+type Dir struct {
+	fs        vfs.FS
+	path      string
+	cfg       Config
+	clusterID string
+	nodeID    int32
+
+	mu         sync.Mutex
+	partitions map[TopicPartition]*partition
+	closed     bool
+
+	stopFlusher chan struct{}
+	flusherDone chan struct{}
+}
+
+const (
+	metaPropertiesName      = "meta.properties"
+	partitionMetadataName   = "partition.metadata"
+	deletedSuffix           = "-delete"
+	maxTopicNameLength      = 249
+	defaultNodeID           = 1
+	partitionMetadataFormat = "version: 0\ntopic_id: %s\n"
+)
+
+// OpenDir opens (creating if needed) the data directory at dirPath and every
+// partition log in it. cfg is the default for Create.
+func OpenDir(fs vfs.FS, dirPath string, cfg Config) (*Dir, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(dirPath); err != nil {
+		return nil, err
+	}
+	d := &Dir{fs: fs, path: dirPath, cfg: cfg, partitions: map[TopicPartition]*partition{}}
+	if err := d.loadMeta(); err != nil {
+		return nil, err
+	}
+	if err := d.loadPartitions(); err != nil {
+		d.closeLogs()
+		return nil, err
+	}
+	if cfg.Flush == FlushInterval {
+		d.stopFlusher, d.flusherDone = make(chan struct{}), make(chan struct{})
+		go d.flushEvery(cfg.FlushInterval)
+	}
+	return d, nil
+}
+
+// loadMeta reads meta.properties, writing a new cluster ID at first start.
+func (d *Dir) loadMeta() error {
+	name := path.Join(d.path, metaPropertiesName)
+	data, ok, err := readFile(d.fs, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		d.clusterID, d.nodeID = NewTopicID().String(), defaultNodeID
+		meta := fmt.Appendf(nil, "version=1\ncluster.id=%s\nnode.id=%d\n", d.clusterID, d.nodeID)
+		return writeFileAtomic(d.fs, d.path, metaPropertiesName, meta)
+	}
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		key, value, _ := strings.Cut(string(line), "=")
+		switch key {
+		case "cluster.id":
+			d.clusterID = value
+		case "node.id":
+			n, err := strconv.ParseInt(value, 10, 32)
+			if err != nil {
+				return fmt.Errorf("%w: %s line %d: node.id %q", ErrCorrupt, name, i+1, value)
+			}
+			d.nodeID = int32(n)
+		}
+	}
+	if _, err := ParseTopicID(d.clusterID); err != nil {
+		return fmt.Errorf("%w: %s: cluster.id %q", ErrCorrupt, name, d.clusterID)
+	}
+	return nil
+}
+
+func (d *Dir) loadPartitions() error {
+	names, err := d.fs.List(d.path)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		full := path.Join(d.path, name)
+		if strings.HasSuffix(name, deletedSuffix) {
+			if err := d.fs.RemoveAll(full); err != nil {
+				return err
+			}
+			continue
+		}
+		tp, ok := parsePartitionDirName(name)
+		if !ok {
+			continue
+		}
+		data, ok, err := readFile(d.fs, path.Join(full, partitionMetadataName))
+		if err != nil {
+			return err
+		}
+		if !ok {
+			// Create crashed before the partition existed: nothing in it
+			// was ever acknowledged.
+			if err := d.fs.RemoveAll(full); err != nil {
+				return err
+			}
+			continue
+		}
+		id, err := decodePartitionMetadata(data)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrCorrupt, path.Join(full, partitionMetadataName), err)
+		}
+		log, err := Open(d.fs, full, d.cfg)
+		if err != nil {
+			return err
+		}
+		d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
+	}
+	return nil
+}
+
+func parsePartitionDirName(name string) (TopicPartition, bool) {
+	i := strings.LastIndexByte(name, '-')
+	if i <= 0 {
+		return TopicPartition{}, false
+	}
+	n, err := strconv.ParseInt(name[i+1:], 10, 32)
+	if err != nil || n < 0 || validTopicName(name[:i]) != nil {
+		return TopicPartition{}, false
+	}
+	return TopicPartition{Topic: name[:i], Partition: int32(n)}, true
+}
+
+func decodePartitionMetadata(data []byte) (TopicID, error) {
+	var encoded string
+	if _, err := fmt.Sscanf(string(data), partitionMetadataFormat, &encoded); err != nil {
+		return TopicID{}, fmt.Errorf("want %q: %w", partitionMetadataFormat, err)
+	}
+	return ParseTopicID(encoded)
+}
+
+// validTopicName applies Kafka's rule: 1-249 of [a-zA-Z0-9._-], not "." or "..".
+func validTopicName(topic string) error {
+	if topic == "" || topic == "." || topic == ".." || len(topic) > maxTopicNameLength {
+		return fmt.Errorf("%w: %q", ErrInvalidName, topic)
+	}
+	for _, c := range []byte(topic) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return fmt.Errorf("%w: %q: character %q", ErrInvalidName, topic, c)
+		}
+	}
+	return nil
+}
+
+// ClusterID is this data directory's cluster ID, made at first start.
+func (d *Dir) ClusterID() string { return d.clusterID }
+
+// NodeID is this data directory's node ID.
+func (d *Dir) NodeID() int32 { return d.nodeID }
+
+// Create makes an empty partition log with cfg. The partition is durable
+// when Create returns.
+func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
+	if err := validTopicName(tp.Topic); err != nil {
+		return nil, err
+	}
+	if tp.Partition < 0 {
+		return nil, fmt.Errorf("logstore: partition %d of %q is negative", tp.Partition, tp.Topic)
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, ErrClosed
+	}
+	if _, ok := d.partitions[tp]; ok {
+		return nil, fmt.Errorf("%w: %s", ErrExists, tp)
+	}
+	full := path.Join(d.path, tp.String())
+	if err := d.fs.MkdirAll(full); err != nil {
+		return nil, err
+	}
+	if err := writeFileAtomic(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id)); err != nil {
+		return nil, err
+	}
+	if err := d.fs.SyncDir(d.path); err != nil {
+		return nil, err
+	}
+	log, err := Open(d.fs, full, cfg)
+	if err != nil {
+		return nil, err
+	}
+	d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
+	return log, nil
+}
+
+// Get returns the log of tp.
+func (d *Dir) Get(tp TopicPartition) (*Log, PartitionInfo, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, ok := d.partitions[tp]
+	if !ok {
+		return nil, PartitionInfo{}, false
+	}
+	return p.log, p.info, true
+}
+
+// List returns every partition, sorted by topic and partition.
+func (d *Dir) List() []PartitionInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	infos := make([]PartitionInfo, 0, len(d.partitions))
+	for _, p := range d.partitions {
+		infos = append(infos, p.info)
+	}
+	sort.Slice(infos, func(i, j int) bool {
+		if infos[i].Topic != infos[j].Topic {
+			return infos[i].Topic < infos[j].Topic
+		}
+		return infos[i].Partition < infos[j].Partition
+	})
+	return infos
+}
+
+// Delete closes and removes the partition tp. It is durable when it
+// returns: the rename to a -delete name is synced before anything is removed.
+func (d *Dir) Delete(tp TopicPartition) error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	p, ok := d.partitions[tp]
+	if !ok {
+		return fmt.Errorf("%w: %s", ErrNotFound, tp)
+	}
+	delete(d.partitions, tp)
+	if err := p.log.Close(); err != nil && !errors.Is(err, ErrClosed) {
+		return err
+	}
+	full := path.Join(d.path, tp.String())
+	var suffix [8]byte
+	rand.Read(suffix[:])
+	doomed := fmt.Sprintf("%s.%x%s", full, suffix, deletedSuffix)
+	if err := d.fs.Rename(full, doomed); err != nil {
+		return err
+	}
+	if err := d.fs.SyncDir(d.path); err != nil {
+		return err
+	}
+	return d.fs.RemoveAll(doomed)
+}
+
+// Close stops the flusher and closes every log.
+func (d *Dir) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return ErrClosed
+	}
+	d.closed = true
+	d.mu.Unlock()
+	if d.stopFlusher != nil {
+		close(d.stopFlusher)
+		<-d.flusherDone
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.closeLogs()
+}
+
+func (d *Dir) closeLogs() error {
+	var first error
+	for _, p := range d.partitions {
+		if err := p.log.Close(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// flushEvery runs on the flusher goroutine. A failed flush marks that log
+// failed (its next write returns the error); the others go on.
+func (d *Dir) flushEvery(interval time.Duration) {
+	defer close(d.flusherDone)
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-d.stopFlusher:
+			return
+		case <-ticker.C:
+		}
+		d.mu.Lock()
+		logs := make([]*Log, 0, len(d.partitions))
+		for _, p := range d.partitions {
+			logs = append(logs, p.log)
+		}
+		d.mu.Unlock()
+		for _, log := range logs {
+			_ = log.Flush() // a failure marks the log failed; its next write reports it
+		}
+	}
+}

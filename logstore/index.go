@@ -1,0 +1,223 @@
+package logstore
+
+import (
+	"encoding/binary"
+	"fmt"
+	"sort"
+
+	"github.com/mirrord/mirrord/vfs"
+)
+
+const (
+	offsetEntrySize = 8  // relative base offset uint32, position uint32
+	timeEntrySize   = 12 // max timestamp so far int64, relative offset uint32
+)
+
+// index is a memory-mapped file of fixed-size entries sorted by their first
+// key. While a segment is active its index file is mapped at IndexBytesMax
+// bytes (zero filled past the last entry); trim cuts it to the entries at
+// roll and close. Invariant: entries are strictly increasing in relative
+// offset (and, for the time index, in timestamp).
+type index struct {
+	file      vfs.File
+	name      string
+	entrySize int
+	mapped    []byte
+	entries   int // entries in use: mapped[:entries*entrySize]
+}
+
+// openIndex maps the index file name (creating it if missing) with room
+// for capacity bytes. The entries in use are the first size/entrySize;
+// the caller validates them.
+func openIndex(fs vfs.FS, name string, entrySize, capacity int, create bool) (*index, error) {
+	var (
+		file vfs.File
+		err  error
+	)
+	if create {
+		file, err = fs.Create(name)
+	} else {
+		file, err = fs.Open(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	size, err := file.Size()
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	entries := int(size) / entrySize
+	capacity = max(capacity-capacity%entrySize, entries*entrySize)
+	mapped, err := file.Map(capacity)
+	if err != nil {
+		file.Close()
+		return nil, err
+	}
+	return &index{file: file, name: name, entrySize: entrySize, mapped: mapped, entries: entries}, nil
+}
+
+func (x *index) full() bool { return (x.entries+1)*x.entrySize > len(x.mapped) }
+
+func (x *index) entry(i int) []byte { return x.mapped[i*x.entrySize : (i+1)*x.entrySize] }
+
+// truncateEntries keeps the first n entries and zeroes the rest in use.
+func (x *index) truncateEntries(n int) {
+	if n >= x.entries {
+		return
+	}
+	clear(x.mapped[n*x.entrySize : x.entries*x.entrySize])
+	x.entries = n
+}
+
+// trim unmaps the index, cuts the file to the entries in use and syncs it.
+// The index stays readable: it is mapped again at its trimmed size.
+func (x *index) trim() error {
+	if err := x.file.Unmap(); err != nil {
+		return err
+	}
+	size := x.entries * x.entrySize
+	if err := x.file.Truncate(int64(size)); err != nil {
+		return err
+	}
+	if err := x.file.Sync(); err != nil {
+		return err
+	}
+	mapped, err := x.file.Map(size)
+	if err != nil {
+		return err
+	}
+	x.mapped = mapped
+	return nil
+}
+
+func (x *index) sync() error { return x.file.Sync() }
+
+func (x *index) close() error {
+	err := x.file.Unmap()
+	if cerr := x.file.Close(); err == nil {
+		err = cerr
+	}
+	x.mapped = nil
+	return err
+}
+
+// Offset index: entry i says the batch at file position Position has base
+// offset segmentBase + RelativeOffset.
+
+func (x *index) offsetAt(i int) (relative uint32, position uint32) {
+	e := x.entry(i)
+	return binary.BigEndian.Uint32(e), binary.BigEndian.Uint32(e[4:])
+}
+
+func (x *index) appendOffset(relative, position uint32) {
+	e := x.mapped[x.entries*offsetEntrySize:]
+	binary.BigEndian.PutUint32(e, relative)
+	binary.BigEndian.PutUint32(e[4:], position)
+	x.entries++
+}
+
+// lookupOffset returns the position of the last indexed batch whose
+// relative base offset is <= relative, or 0 when there is none.
+func (x *index) lookupOffset(relative uint32) uint32 {
+	i := sort.Search(x.entries, func(i int) bool {
+		r, _ := x.offsetAt(i)
+		return r > relative
+	})
+	if i == 0 {
+		return 0
+	}
+	_, position := x.offsetAt(i - 1)
+	return position
+}
+
+// validateOffsets checks the invariants of an offset index against a log
+// of logSize bytes.
+func (x *index) validateOffsets(logSize int64) error {
+	var lastRelative, lastPosition uint32
+	for i := range x.entries {
+		relative, position := x.offsetAt(i)
+		if i > 0 && (relative <= lastRelative || position <= lastPosition) {
+			return fmt.Errorf("%w: %s: entry %d (%d, %d) not after (%d, %d)", ErrCorrupt, x.name, i, relative, position, lastRelative, lastPosition)
+		}
+		if int64(position) >= logSize {
+			return fmt.Errorf("%w: %s: entry %d position %d beyond log size %d", ErrCorrupt, x.name, i, position, logSize)
+		}
+		lastRelative, lastPosition = relative, position
+	}
+	return nil
+}
+
+// Time index: entry i says that batches up to relative offset
+// RelativeOffset have timestamps up to Timestamp (the largest so far).
+
+func (x *index) timeAt(i int) (timestamp int64, relative uint32) {
+	e := x.entry(i)
+	return int64(binary.BigEndian.Uint64(e)), binary.BigEndian.Uint32(e[8:])
+}
+
+func (x *index) lastTimestamp() int64 {
+	if x.entries == 0 {
+		return -1
+	}
+	timestamp, _ := x.timeAt(x.entries - 1)
+	return timestamp
+}
+
+// appendTime adds an entry if timestamp grows the maximum so far.
+func (x *index) appendTime(timestamp int64, relative uint32) {
+	if x.entries > 0 {
+		last, lastRelative := x.timeAt(x.entries - 1)
+		if timestamp <= last || relative <= lastRelative {
+			return
+		}
+	}
+	e := x.mapped[x.entries*timeEntrySize:]
+	binary.BigEndian.PutUint64(e, uint64(timestamp))
+	binary.BigEndian.PutUint32(e[8:], relative)
+	x.entries++
+}
+
+// lookupTime returns the relative offset of the last entry whose timestamp
+// is < timestamp: batches before it cannot hold a timestamp >= timestamp.
+func (x *index) lookupTime(timestamp int64) (relative uint32, ok bool) {
+	i := sort.Search(x.entries, func(i int) bool {
+		t, _ := x.timeAt(i)
+		return t >= timestamp
+	})
+	if i == 0 {
+		return 0, false
+	}
+	_, relative = x.timeAt(i - 1)
+	return relative, true
+}
+
+func (x *index) validateTimes() error {
+	var lastTimestamp int64
+	var lastRelative uint32
+	for i := range x.entries {
+		timestamp, relative := x.timeAt(i)
+		if i > 0 && (timestamp <= lastTimestamp || relative <= lastRelative) {
+			return fmt.Errorf("%w: %s: entry %d (%d, %d) not after (%d, %d)", ErrCorrupt, x.name, i, timestamp, relative, lastTimestamp, lastRelative)
+		}
+		lastTimestamp, lastRelative = timestamp, relative
+	}
+	return nil
+}
+
+// grow maps the index again with room for capacity bytes.
+func (x *index) grow(capacity int) error {
+	capacity -= capacity % x.entrySize
+	if capacity <= len(x.mapped) {
+		return nil
+	}
+	if err := x.file.Unmap(); err != nil {
+		return err
+	}
+	mapped, err := x.file.Map(capacity)
+	if err != nil {
+		return err
+	}
+	x.mapped = mapped
+	return nil
+}

@@ -1,0 +1,471 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mirrord/mirrord/epoch"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/vfs"
+)
+
+var (
+	// ErrCorrupt marks data on disk that fails its checks.
+	ErrCorrupt = errors.New("logstore: corrupt")
+	// ErrInvalidAppend marks an append rejected before anything was
+	// written: overlapping or out-of-order offsets, a decreasing leader
+	// epoch, or a batch that is truncated or corrupt (then it also wraps
+	// recordbatch.ErrCorrupt or recordbatch.ErrTruncated).
+	ErrInvalidAppend = errors.New("logstore: invalid append")
+	// ErrTooLarge: an append larger than a segment.
+	ErrTooLarge = errors.New("logstore: append larger than segment.bytes")
+	// ErrOffsetOutOfRange: a read outside [logStartOffset, logEndOffset].
+	ErrOffsetOutOfRange = errors.New("logstore: offset out of range")
+	// ErrClosed: the log was closed.
+	ErrClosed = errors.New("logstore: log closed")
+	// ErrFailed: an earlier write failed in a way that could not be undone;
+	// the log refuses writes until it is reopened (which recovers it).
+	ErrFailed = errors.New("logstore: log failed")
+)
+
+// Log is one partition's log: a directory of segments plus checkpoints.
+//
+// Concurrency: one mutex. Writers (append, truncate, roll, retention,
+// flush) hold it exclusively; Read holds it shared while it looks up a
+// position and takes a reference on the segment, then does no I/O under
+// it. Invariants, checked by checkInvariants in tests:
+//
+//	segments is non-empty and sorted by base; only the last is active
+//	logStartOffset >= segments[0].base
+//	logStartOffset <= highWatermark <= logEndOffset
+//	every epoch entry starts in [logStartOffset, logEndOffset)
+type Log struct {
+	fs  vfs.FS
+	dir string
+	cfg Config
+
+	mu             sync.RWMutex
+	segments       []*segment
+	logStartOffset rb.Offset
+	highWatermark  rb.Offset
+	epochs         *epoch.Cache
+	cleanMarker    bool  // the clean-shutdown marker is on disk; remove before writing
+	unflushed      bool  // bytes appended since the last sync
+	failed         error // set once a write could not be undone
+	closed         bool
+}
+
+// Open opens (creating if needed) the log in dir. After an unclean
+// shutdown it recovers the active segment: every batch's framing and CRC
+// is checked and a torn or corrupt tail is cut.
+func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if err := fs.MkdirAll(dir); err != nil {
+		return nil, err
+	}
+	l := &Log{fs: fs, dir: dir, cfg: cfg}
+	if err := l.load(); err != nil {
+		for _, s := range l.segments {
+			s.release()
+		}
+		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
+	}
+	return l, nil
+}
+
+func (l *Log) load() error {
+	bases, err := l.listSegments()
+	if err != nil {
+		return err
+	}
+	var offsets offsetsCheckpoint
+	data, ok, err := readFile(l.fs, path.Join(l.dir, offsetsCheckpointName))
+	if err != nil {
+		return err
+	}
+	if ok {
+		if offsets, err = decodeOffsetsCheckpoint(offsetsCheckpointName, data); err != nil {
+			return err
+		}
+	}
+	if l.epochs, err = l.readEpochs(); err != nil {
+		return err
+	}
+	clean, err := l.fs.Exists(path.Join(l.dir, cleanShutdownName))
+	if err != nil {
+		return err
+	}
+	l.cleanMarker = clean
+	// A crash during AdvanceLogStart may leave segments wholly below the
+	// checkpointed start: finish deleting them.
+	for len(bases) > 1 && bases[1] <= offsets.logStartOffset {
+		if err := removeSegmentFiles(l.fs, l.dir, bases[0]); err != nil {
+			return err
+		}
+		bases = bases[1:]
+	}
+	if err := l.openSegments(bases, clean, offsets.logStartOffset); err != nil {
+		return err
+	}
+	if len(l.segments) == 0 {
+		s, err := createSegment(l.fs, l.dir, offsets.logStartOffset, l.cfg)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return err
+		}
+	}
+	if !clean {
+		if err := l.dropTrailingEmpty(); err != nil {
+			return err
+		}
+	}
+	l.logStartOffset = max(offsets.logStartOffset, l.segments[0].base)
+	leo := l.logEndOffset()
+	if !clean && leo <= l.logStartOffset && (len(l.segments) > 1 || l.segments[0].base != l.logStartOffset) {
+		// A crash lost everything a reader could see (perhaps the start
+		// had moved past data that was not yet durable).
+		return l.truncateFullyAndStartAt(l.logStartOffset)
+	}
+	l.highWatermark = min(max(offsets.highWatermark, l.logStartOffset), leo)
+	changed := l.epochs.TruncateFromEnd(leo)
+	changed = l.epochs.TruncateFromStart(l.logStartOffset) || changed
+	if changed {
+		return l.writeEpochs()
+	}
+	return nil
+}
+
+// openSegments opens the segments at bases. The last one is recovered
+// unless the log was shut down cleanly; any other that fails its checks is
+// recovered too, and the segments after a cut one are deleted.
+func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offset) error {
+	check := func(b rb.Batch) error { return l.checkRecovered(b, logStartOffset) }
+	for i, base := range bases {
+		active := i == len(bases)-1
+		s, err := openSegment(l.fs, l.dir, base, l.cfg, active)
+		if err != nil {
+			return err
+		}
+		l.segments = append(l.segments, s)
+		if active && !clean {
+			_, err = s.recover(check)
+		} else if err = s.load(); errors.Is(err, rb.ErrCorrupt) || errors.Is(err, rb.ErrTruncated) || errors.Is(err, ErrCorrupt) {
+			var cut int64
+			if cut, err = s.recover(check); err == nil && cut > 0 && !active {
+				return l.dropSegmentsAfter(i, bases)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if !active && s.unsealed {
+			if err := s.seal(); err != nil { // its indexes were rebuilt
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// dropSegmentsAfter deletes the files of the segments after bases[i]
+// (they follow a corrupt one) and makes segment i active again.
+func (l *Log) dropSegmentsAfter(i int, bases []rb.Offset) error {
+	for _, base := range bases[i+1:] {
+		if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
+			return err
+		}
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return err
+	}
+	return l.segments[i].unseal()
+}
+
+// checkRecovered is the plausibility check of a recovered batch beyond its
+// CRC, which does not cover baseOffset and partitionLeaderEpoch: since a
+// new epoch is checkpointed before its first batch is written, the cache
+// must already say that the batch's offsets belong to the batch's epoch.
+// Batches wholly below the log start offset are not checked (their cache
+// entries may be gone).
+func (l *Log) checkRecovered(b rb.Batch, logStartOffset rb.Offset) error {
+	if b.LastOffset() < logStartOffset || b.LeaderEpoch() == rb.NoEpoch && l.epochs.Len() == 0 {
+		return nil
+	}
+	if e, ok := l.epochs.EpochForOffset(max(b.BaseOffset(), logStartOffset)); !ok || e != b.LeaderEpoch() {
+		return fmt.Errorf("%w: batch at offset %d has leader epoch %d, the epoch checkpoint says %d", rb.ErrCorrupt, b.BaseOffset(), b.LeaderEpoch(), e)
+	}
+	return nil
+}
+
+// assignEpoch starts a new cache entry when b's epoch is above the latest
+// (as Kafka's LogSegment.recover does; lower epochs were checked away).
+func (l *Log) assignEpoch(b rb.Batch) {
+	latest, ok := l.epochs.Latest()
+	if e := b.LeaderEpoch(); e != rb.NoEpoch && (!ok || e > latest.Epoch) {
+		l.epochs.Assign(e, b.BaseOffset())
+	}
+}
+
+// listSegments returns the base offsets of the *.log files, sorted, and
+// removes leftovers: temporary files and indexes without a log.
+func (l *Log) listSegments() ([]rb.Offset, error) {
+	names, err := l.fs.List(l.dir)
+	if err != nil {
+		return nil, err
+	}
+	logs := map[rb.Offset]bool{}
+	var bases []rb.Offset
+	for _, name := range names {
+		if base, ok := parseSegmentName(name, extLog); ok {
+			logs[base] = true
+			bases = append(bases, base)
+		}
+	}
+	for _, name := range names {
+		orphan := strings.HasSuffix(name, tmpSuffix)
+		for _, ext := range []string{extIndex, extTimeIndex} {
+			if base, ok := parseSegmentName(name, ext); ok && !logs[base] {
+				orphan = true
+			}
+		}
+		if orphan {
+			if err := l.fs.Remove(path.Join(l.dir, name)); err != nil {
+				return nil, err
+			}
+		}
+	}
+	sort.Slice(bases, func(i, j int) bool { return bases[i] < bases[j] })
+	return bases, nil
+}
+
+func parseSegmentName(name, ext string) (rb.Offset, bool) {
+	digits, ok := strings.CutSuffix(name, ext)
+	if !ok || len(digits) != 20 {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return rb.Offset(n), err == nil && n >= 0
+}
+
+func removeSegmentFiles(fs vfs.FS, dir string, base rb.Offset) error {
+	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		name := segmentPath(dir, base, ext)
+		if exists, err := fs.Exists(name); err != nil {
+			return err
+		} else if exists {
+			if err := fs.Remove(name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (l *Log) readEpochs() (*epoch.Cache, error) {
+	data, ok, err := readFile(l.fs, path.Join(l.dir, epochCheckpointName))
+	if err != nil || !ok {
+		c, _ := epoch.New(nil)
+		return c, err
+	}
+	entries, err := epoch.Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %w", ErrCorrupt, epochCheckpointName, err)
+	}
+	return epoch.New(entries)
+}
+
+func (l *Log) writeEpochs() error {
+	return writeFileAtomic(l.fs, l.dir, epochCheckpointName, epoch.Encode(l.epochs.Entries()))
+}
+
+func (l *Log) writeOffsets() error {
+	c := offsetsCheckpoint{logStartOffset: l.logStartOffset, highWatermark: l.highWatermark}
+	return writeFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode())
+}
+
+func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
+
+func (l *Log) logEndOffset() rb.Offset { return l.active().next }
+
+// LogEndOffset is the offset the next appended record gets.
+func (l *Log) LogEndOffset() rb.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logEndOffset()
+}
+
+// LogStartOffset is the first offset a reader may ask for.
+func (l *Log) LogStartOffset() rb.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.logStartOffset
+}
+
+// HighWatermark is the end of what consumers may read.
+func (l *Log) HighWatermark() rb.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.highWatermark
+}
+
+// SetHighWatermark moves the high watermark, clamped to [logStartOffset,
+// logEndOffset], and returns the value set. It is persisted by Checkpoint
+// and Close, as Kafka checkpoints it periodically.
+func (l *Log) SetHighWatermark(o rb.Offset) rb.Offset {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.highWatermark = min(max(o, l.logStartOffset), l.logEndOffset())
+	return l.highWatermark
+}
+
+// Size is the number of bytes in all segments.
+func (l *Log) Size() int64 {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var size int64
+	for _, s := range l.segments {
+		size += s.size
+	}
+	return size
+}
+
+// Segments is the number of segments.
+func (l *Log) Segments() int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return len(l.segments)
+}
+
+// Epochs returns a copy of the leader-epoch cache entries.
+func (l *Log) Epochs() []epoch.Entry {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Entries()
+}
+
+// LatestEpoch is the leader epoch of the last batch, or NoEpoch.
+func (l *Log) LatestEpoch() rb.Epoch {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if e, ok := l.epochs.Latest(); ok {
+		return e.Epoch
+	}
+	return rb.NoEpoch
+}
+
+// EndOffsetForEpoch answers OffsetForLeaderEpoch from this log.
+func (l *Log) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.EndOffsetFor(requested, l.logEndOffset())
+}
+
+// Checkpoint persists the log start offset and high watermark.
+func (l *Log) Checkpoint() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	return l.writeOffsets()
+}
+
+// Close syncs and seals the active segment, writes the checkpoints and the
+// clean-shutdown marker, and releases the segments (open reads keep them
+// until they release).
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	l.closed = true
+	var err error
+	if l.failed == nil {
+		err = l.active().seal()
+		if err == nil {
+			err = l.writeOffsets()
+		}
+		if err == nil && !l.cleanMarker {
+			err = writeFileAtomic(l.fs, l.dir, cleanShutdownName, nil)
+		}
+	}
+	for _, s := range l.segments {
+		if rerr := s.release(); err == nil {
+			err = rerr
+		}
+	}
+	l.segments = nil
+	if err != nil {
+		return fmt.Errorf("logstore: close %s: %w", l.dir, err)
+	}
+	return nil
+}
+
+// beginWrite is called, holding mu, before anything changes on disk: the
+// clean-shutdown marker goes first so that a crash from here on is
+// recovered.
+func (l *Log) beginWrite() error {
+	switch {
+	case l.closed:
+		return ErrClosed
+	case l.failed != nil:
+		return fmt.Errorf("%w: %w", ErrFailed, l.failed)
+	case !l.cleanMarker:
+		return nil
+	}
+	if err := l.fs.Remove(path.Join(l.dir, cleanShutdownName)); err != nil {
+		return err
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.cleanMarker = false
+	return nil
+}
+
+// fail marks the log failed after a write error that left it uncertain.
+func (l *Log) fail(err error) error {
+	if l.failed == nil {
+		l.failed = err
+	}
+	return fmt.Errorf("logstore: %s: %w", l.dir, err)
+}
+
+// Roll seals the active segment and starts a new one at the log end
+// offset, unless the active segment is empty.
+func (l *Log) Roll() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return err
+	}
+	if l.active().size == 0 {
+		return nil
+	}
+	return l.roll(l.logEndOffset())
+}
+
+// Flush syncs appended bytes that are not yet durable.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed || !l.unflushed {
+		return nil
+	}
+	if err := l.active().log.Sync(); err != nil {
+		return l.fail(err)
+	}
+	l.unflushed = false
+	return nil
+}

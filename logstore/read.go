@@ -1,0 +1,145 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/vfs"
+)
+
+// Slice is a range of one segment file holding whole batches, except that
+// the last one may be cut by the byte limit, as in a Kafka fetch. The
+// caller sends it (sendfile from File.Fd, or ReadAt) and then calls
+// Release; until then the segment's files stay open even if the segment
+// is deleted. A truncation may still shorten the file under a reader: a
+// short read is an error for that fetch, never wrong bytes.
+type Slice struct {
+	File     vfs.File
+	Position int64
+	Length   int64
+	seg      *segment
+}
+
+// Release lets the segment close once deleted. Safe on an empty Slice.
+func (s Slice) Release() error {
+	if s.seg == nil {
+		return nil
+	}
+	return s.seg.release()
+}
+
+// Read finds the batches from offset on: it returns a Slice starting at the
+// batch that holds offset (or the first after it, across compaction gaps
+// and segment ends), stopping before the first batch that holds maxOffset
+// (pass LogEndOffset, HighWatermark or a last stable offset) and after at
+// most maxBytes bytes. With minOneBatch a first batch larger than maxBytes
+// is returned whole, so a reader always makes progress (KIP-74). An empty
+// Slice means nothing is there yet.
+func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOneBatch bool) (Slice, error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return Slice{}, ErrClosed
+	}
+	leo := l.logEndOffset()
+	if offset < l.logStartOffset || offset > leo {
+		return Slice{}, fmt.Errorf("%w: offset %d outside [%d, %d]", ErrOffsetOutOfRange, offset, l.logStartOffset, leo)
+	}
+	maxOffset = min(maxOffset, leo)
+	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
+	for ; i >= 0 && i < len(l.segments) && offset < maxOffset; i++ {
+		s := l.segments[i]
+		start, err := s.findPosition(offset)
+		if err != nil {
+			return Slice{}, err
+		}
+		if start == s.size {
+			continue // offset falls in a gap after this segment's last batch
+		}
+		end := s.size
+		if maxOffset < s.next {
+			if end, err = s.findPosition(maxOffset); err != nil {
+				return Slice{}, err
+			}
+		}
+		if end == start {
+			return Slice{}, nil
+		}
+		length := min(end-start, maxBytes)
+		if minOneBatch && length < end-start {
+			first, err := s.batchSizeAt(start)
+			if err != nil {
+				return Slice{}, err
+			}
+			length = max(length, first)
+		}
+		if length <= 0 {
+			return Slice{}, nil
+		}
+		s.acquire()
+		return Slice{File: s.log, Position: start, Length: length, seg: s}, nil
+	}
+	return Slice{}, nil
+}
+
+func (s *segment) batchSizeAt(position int64) (int64, error) {
+	var header [rb.HeaderSize]byte
+	if _, err := s.log.ReadAt(header[:], position); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	b, err := rb.ParseHeader(header[:])
+	if err != nil {
+		return 0, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, segmentPath(s.dir, s.base, extLog), position, err)
+	}
+	return b.SizeOnDisk(), nil
+}
+
+// ReadBytes is Read into memory, for tests and for callers without
+// sendfile. It appends to dst.
+func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOneBatch bool) ([]byte, error) {
+	slice, err := l.Read(offset, maxBytes, maxOffset, minOneBatch)
+	if err != nil {
+		return dst, err
+	}
+	defer slice.Release()
+	start := len(dst)
+	dst = append(dst, make([]byte, slice.Length)...)
+	n, err := slice.File.ReadAt(dst[start:], slice.Position)
+	if int64(n) < slice.Length {
+		return dst[:start], fmt.Errorf("logstore: read %d of %d bytes at position %d (truncated while reading?): %w", n, slice.Length, slice.Position, err)
+	}
+	return dst, nil
+}
+
+// OffsetForTimestamp returns the base offset of the first batch whose max
+// timestamp is >= timestamp (ListOffsets by time; the caller narrows it to
+// a record inside the batch), or ok=false when there is none.
+func (l *Log) OffsetForTimestamp(timestamp int64) (offset rb.Offset, ok bool, err error) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	for _, s := range l.segments {
+		offset, _, ok, err = s.findTimestamp(timestamp)
+		if err != nil || ok {
+			return max(offset, l.logStartOffset), ok, err
+		}
+	}
+	return 0, false, nil
+}
+
+// MaxTimestamp returns the largest batch max timestamp in the log and the
+// base offset of its batch (ListOffsets MAX_TIMESTAMP), or ok=false when
+// the log is empty.
+func (l *Log) MaxTimestamp() (timestamp int64, offset rb.Offset, ok bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	timestamp = -1
+	for _, s := range l.segments {
+		if s.maxTimestamp > timestamp {
+			timestamp, offset, ok = s.maxTimestamp, s.base+rb.Offset(s.maxTimestampRel), true
+		}
+	}
+	return timestamp, offset, ok
+}

@@ -1,0 +1,446 @@
+package logstore
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/vfs"
+)
+
+// segment is one <baseOffset>.log file of whole batches with its offset
+// and time indexes. Invariants: the log file is exactly size bytes of
+// whole, valid batches with strictly increasing offsets, all >= base;
+// next is the offset after the last batch (base when empty).
+type segment struct {
+	fs      vfs.FS
+	dir     string
+	base    rb.Offset
+	log     vfs.File
+	offsets *index
+	times   *index
+
+	size            int64
+	next            rb.Offset
+	maxTimestamp    int64 // largest batch max timestamp; -1 when empty
+	maxTimestampRel uint32
+	bytesSinceIndex int64
+	indexInterval   int64
+	indexBytesMax   int
+	unsealed        bool      // indexes mapped with room to grow since the last seal
+	opened          time.Time // for roll by age
+
+	// refs counts the log's own reference plus one per outstanding read.
+	// The files close when it drops to zero.
+	refs atomic.Int32
+}
+
+func segmentPath(dir string, base rb.Offset, ext string) string {
+	return path.Join(dir, fmt.Sprintf("%020d%s", base, ext))
+}
+
+const (
+	extLog       = ".log"
+	extIndex     = ".index"
+	extTimeIndex = ".timeindex"
+)
+
+// createSegment makes the three files of an empty segment. The caller
+// syncs the directory.
+func createSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, error) {
+	log, err := fs.Create(segmentPath(dir, base, extLog))
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{fs: fs, dir: dir, base: base, log: log, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax}
+	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
+		log.Close()
+		return nil, err
+	}
+	if s.times, err = openIndex(fs, segmentPath(dir, base, extTimeIndex), timeEntrySize, cfg.IndexBytesMax, true); err != nil {
+		s.offsets.close()
+		log.Close()
+		return nil, err
+	}
+	s.unsealed = true
+	s.refs.Store(1)
+	return s, nil
+}
+
+// openSegment opens an existing segment. Indexes that are missing or fail
+// their checks are rebuilt from the log. The active segment's indexes are
+// mapped with room to grow.
+func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config, active bool) (*segment, error) {
+	log, err := fs.Open(segmentPath(dir, base, extLog))
+	if err != nil {
+		return nil, err
+	}
+	size, err := log.Size()
+	if err != nil {
+		log.Close()
+		return nil, err
+	}
+	s := &segment{fs: fs, dir: dir, base: base, log: log, size: size, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax}
+	s.refs.Store(1)
+	capacity := 0
+	if active {
+		capacity = cfg.IndexBytesMax
+	}
+	if s.offsets, err = openOrCreateIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, capacity); err != nil {
+		log.Close()
+		return nil, err
+	}
+	if s.times, err = openOrCreateIndex(fs, segmentPath(dir, base, extTimeIndex), timeEntrySize, capacity); err != nil {
+		s.offsets.close()
+		log.Close()
+		return nil, err
+	}
+	s.unsealed = active
+	return s, nil
+}
+
+func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (*index, error) {
+	exists, err := fs.Exists(name)
+	if err != nil {
+		return nil, err
+	}
+	return openIndex(fs, name, entrySize, capacity, !exists)
+}
+
+// load derives next and maxTimestamp on a segment trusted to be whole:
+// it checks the indexes and walks the batches after the last index entry.
+// It reports ErrCorrupt when that walk fails; the caller recovers.
+func (s *segment) load() error {
+	if s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
+		return s.rebuildIndexes(s.size)
+	}
+	var from int64
+	if n := s.offsets.entries; n > 0 {
+		_, position := s.offsets.offsetAt(n - 1)
+		from = int64(position)
+	}
+	if n := s.times.entries; n > 0 {
+		s.maxTimestamp, s.maxTimestampRel = s.times.timeAt(n - 1)
+	}
+	return s.walk(from, s.size, false, func(position int64, b rb.Batch) error {
+		s.observe(b)
+		return nil
+	})
+}
+
+// rebuildIndexes drops both indexes and rebuilds them from the batches
+// in [0, end), reading headers only.
+func (s *segment) rebuildIndexes(end int64) error {
+	if err := s.unseal(); err != nil {
+		return err
+	}
+	s.offsets.truncateEntries(0)
+	s.times.truncateEntries(0)
+	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
+	return s.walk(0, end, false, func(position int64, b rb.Batch) error {
+		if s.offsets.full() || s.times.full() {
+			return fmt.Errorf("%w: %s: index full while rebuilding", ErrCorrupt, s.offsets.name)
+		}
+		s.index(position, b)
+		return nil
+	})
+}
+
+// recover verifies every batch (framing, CRC, increasing offsets, and
+// check, which returns an error wrapping recordbatch.ErrCorrupt to reject
+// a batch), cuts the log at the first bad one and rebuilds the indexes.
+// It returns the number of bytes cut.
+func (s *segment) recover(check func(b rb.Batch) error) (int64, error) {
+	if err := s.unseal(); err != nil {
+		return 0, err
+	}
+	s.offsets.truncateEntries(0)
+	s.times.truncateEntries(0)
+	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
+	var good int64
+	err := s.walk(0, s.size, true, func(position int64, b rb.Batch) error {
+		if b.BaseOffset() < s.next || b.LastOffset()-s.base > math.MaxInt32 {
+			return fmt.Errorf("%w: base offset %d out of order after %d", rb.ErrCorrupt, b.BaseOffset(), s.next)
+		}
+		if s.offsets.full() || s.times.full() {
+			return fmt.Errorf("%w: index full", rb.ErrCorrupt)
+		}
+		if err := check(b); err != nil {
+			return err
+		}
+		s.index(position, b)
+		good = position + int64(len(b))
+		return nil
+	})
+	if err != nil && !errors.Is(err, rb.ErrCorrupt) && !errors.Is(err, rb.ErrTruncated) {
+		return 0, err
+	}
+	cut := s.size - good
+	if cut > 0 {
+		if err := s.log.Truncate(good); err != nil {
+			return 0, err
+		}
+		if err := s.log.Sync(); err != nil {
+			return 0, err
+		}
+		s.size = good
+	}
+	return cut, nil
+}
+
+// index records batch b, which starts at position, in the indexes and in
+// the segment's running state.
+func (s *segment) index(position int64, b rb.Batch) {
+	if s.bytesSinceIndex > 0 && s.bytesSinceIndex >= s.indexInterval {
+		s.offsets.appendOffset(uint32(b.BaseOffset()-s.base), uint32(position))
+		s.bytesSinceIndex = 0
+		s.observe(b)
+		s.times.appendTime(s.maxTimestamp, s.maxTimestampRel)
+	} else {
+		s.observe(b)
+	}
+	s.bytesSinceIndex += b.SizeOnDisk()
+}
+
+func (s *segment) observe(b rb.Batch) {
+	s.next = b.NextOffset()
+	if t := b.MaxTimestamp(); t > s.maxTimestamp {
+		s.maxTimestamp, s.maxTimestampRel = t, uint32(b.BaseOffset()-s.base)
+	}
+}
+
+// walk calls fn for every batch in [from, to) of the log file, in order.
+// With verify the whole batch is read and its CRC checked; without, only
+// its header is read. It stops at the first error, returned wrapped with
+// the segment and position.
+func (s *segment) walk(from, to int64, verify bool, fn func(position int64, b rb.Batch) error) error {
+	r := newWindowReader(s.log)
+	defer r.release()
+	for position := from; position < to; {
+		header, err := r.peek(position, rb.HeaderSize, to)
+		if err == nil {
+			var b rb.Batch
+			if b, err = rb.ParseHeader(header); err == nil {
+				if size := b.SizeOnDisk(); verify {
+					var whole []byte
+					if whole, err = r.peek(position, int(size), to); err == nil {
+						if b, err = rb.Parse(whole); err == nil {
+							err = b.Verify()
+						}
+					}
+				} else if position+size > to {
+					err = fmt.Errorf("%w: batch of %d bytes past the end", rb.ErrTruncated, size)
+				}
+			}
+			if err == nil {
+				err = fn(position, b)
+				position += b.SizeOnDisk()
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(s.dir, s.base, extLog), position, err)
+		}
+	}
+	return nil
+}
+
+// findPosition returns the position of the first batch whose last offset
+// is >= target, or s.size when there is none.
+func (s *segment) findPosition(target rb.Offset) (int64, error) {
+	if target >= s.next {
+		return s.size, nil
+	}
+	var from int64
+	if target > s.base {
+		from = int64(s.offsets.lookupOffset(uint32(target - s.base)))
+	}
+	found := s.size
+	errFound := errors.New("found")
+	err := s.walk(from, s.size, false, func(position int64, b rb.Batch) error {
+		if b.LastOffset() >= target {
+			found = position
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return 0, err
+	}
+	return found, nil
+}
+
+// findTimestamp returns the base offset and position of the first batch
+// whose max timestamp is >= timestamp.
+func (s *segment) findTimestamp(timestamp int64) (rb.Offset, int64, bool, error) {
+	if s.maxTimestamp < timestamp {
+		return 0, 0, false, nil
+	}
+	var from int64
+	if relative, ok := s.times.lookupTime(timestamp); ok {
+		from = int64(s.offsets.lookupOffset(relative))
+	}
+	var offset rb.Offset
+	position := int64(-1)
+	errFound := errors.New("found")
+	err := s.walk(from, s.size, false, func(p int64, b rb.Batch) error {
+		if b.MaxTimestamp() >= timestamp {
+			offset, position = b.BaseOffset(), p
+			return errFound
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errFound) {
+		return 0, 0, false, err
+	}
+	return offset, position, position >= 0, nil
+}
+
+// appendBatches writes whole, validated batches at the end of the log file.
+// On a write error the file is cut back so it holds no partial batch.
+func (s *segment) appendBatches(batches []byte) error {
+	if _, err := s.log.Write(batches); err != nil {
+		if terr := s.log.Truncate(s.size); terr != nil {
+			return fmt.Errorf("%w (and cutting back the partial write failed: %v)", err, terr)
+		}
+		return err
+	}
+	position := s.size
+	for it := rb.NewIter(batches, false); it.Next(); {
+		s.index(position+int64(it.Position()), it.Batch())
+	}
+	s.size += int64(len(batches))
+	return nil
+}
+
+// truncateTo removes every batch from position on, syncs, and rebuilds the
+// indexes for what is left.
+func (s *segment) truncateTo(position int64) error {
+	if position >= s.size {
+		return nil
+	}
+	if err := s.log.Truncate(position); err != nil {
+		return err
+	}
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	s.size = position
+	return s.rebuildIndexes(position)
+}
+
+// seal is called when the segment stops being active: a final time index
+// entry, then indexes trimmed and everything synced.
+func (s *segment) seal() error {
+	if s.maxTimestamp >= 0 && !s.times.full() {
+		s.times.appendTime(s.maxTimestamp, s.maxTimestampRel)
+	}
+	if err := s.log.Sync(); err != nil {
+		return err
+	}
+	if err := s.offsets.trim(); err != nil {
+		return err
+	}
+	if err := s.times.trim(); err != nil {
+		return err
+	}
+	s.unsealed = false
+	return nil
+}
+
+// unseal maps the indexes with room to grow, for appends or a rebuild.
+func (s *segment) unseal() error {
+	if s.unsealed {
+		return nil
+	}
+	if err := s.offsets.grow(s.indexBytesMax); err != nil {
+		return err
+	}
+	if err := s.times.grow(s.indexBytesMax); err != nil {
+		return err
+	}
+	s.unsealed = true
+	return nil
+}
+
+func (s *segment) acquire() { s.refs.Add(1) }
+
+// release drops one reference; the last one closes the files.
+func (s *segment) release() error {
+	if s.refs.Add(-1) > 0 {
+		return nil
+	}
+	err := s.offsets.close()
+	if terr := s.times.close(); err == nil {
+		err = terr
+	}
+	if lerr := s.log.Close(); err == nil {
+		err = lerr
+	}
+	return err
+}
+
+// remove deletes the segment's files; open reads keep working until they
+// release. The caller syncs the directory.
+func (s *segment) remove() error {
+	var first error
+	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		if err := s.fs.Remove(segmentPath(s.dir, s.base, ext)); err != nil && first == nil {
+			first = err
+		}
+	}
+	if err := s.release(); first == nil {
+		first = err
+	}
+	return first
+}
+
+// windowReader serves reads of a file from a reusable buffer.
+type windowReader struct {
+	file  vfs.File
+	buf   *[]byte
+	start int64 // file position of (*buf)[0]
+	n     int   // valid bytes in *buf
+}
+
+const windowSize = 64 << 10
+
+var windowPool = sync.Pool{New: func() any { b := make([]byte, windowSize); return &b }}
+
+func newWindowReader(file vfs.File) windowReader {
+	return windowReader{file: file, buf: windowPool.Get().(*[]byte)}
+}
+
+func (r *windowReader) release() {
+	if cap(*r.buf) == windowSize {
+		windowPool.Put(r.buf)
+	}
+	r.buf = nil
+}
+
+// peek returns the size bytes at position, never reading at or past limit.
+func (r *windowReader) peek(position int64, size int, limit int64) ([]byte, error) {
+	if position+int64(size) > limit {
+		return nil, fmt.Errorf("%w: %d bytes at %d past the end %d", rb.ErrTruncated, size, position, limit)
+	}
+	if position >= r.start && position+int64(size) <= r.start+int64(r.n) {
+		offset := position - r.start
+		return (*r.buf)[offset : offset+int64(size)], nil
+	}
+	if size > len(*r.buf) {
+		grown := make([]byte, size)
+		r.buf = &grown
+	}
+	want := min(int64(len(*r.buf)), limit-position)
+	n, err := r.file.ReadAt((*r.buf)[:want], position)
+	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == want) {
+		return nil, fmt.Errorf("logstore: read at %d: %w", position, err)
+	}
+	r.start, r.n = position, n
+	return (*r.buf)[:size], nil
+}

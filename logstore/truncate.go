@@ -1,0 +1,216 @@
+package logstore
+
+import (
+	rb "github.com/mirrord/mirrord/recordbatch"
+)
+
+// TruncateTo removes every batch that holds an offset >= offset (a batch
+// holding offset is removed whole), so that afterwards LogEndOffset <=
+// offset. It is durable when it returns. Below the log start offset it
+// empties the log and starts it at offset.
+func (l *Log) TruncateTo(offset rb.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return err
+	}
+	if offset >= l.logEndOffset() {
+		return nil
+	}
+	if offset < l.logStartOffset {
+		return l.truncateFullyAndStartAt(offset)
+	}
+	// Whole segments past offset go first, newest first.
+	removed := false
+	for len(l.segments) > 1 && l.active().base >= offset {
+		if err := l.active().remove(); err != nil {
+			return l.fail(err)
+		}
+		l.segments = l.segments[:len(l.segments)-1]
+		removed = true
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(err)
+		}
+	}
+	s := l.active()
+	if err := s.unseal(); err != nil {
+		return l.fail(err)
+	}
+	position, err := s.findPosition(offset)
+	if err != nil {
+		return l.fail(err)
+	}
+	if err := s.truncateTo(position); err != nil {
+		return l.fail(err)
+	}
+	l.unflushed = false
+	if err := l.dropTrailingEmpty(); err != nil {
+		return err
+	}
+	if l.logEndOffset() <= l.logStartOffset {
+		// Nothing a reader could see is left.
+		return l.truncateFullyAndStartAt(l.logStartOffset)
+	}
+	return l.afterTruncation()
+}
+
+// dropTrailingEmpty removes empty segments at the end of the log (left
+// by a truncation, or by a roll whose appends a crash lost), so the log
+// end offset is always the end of the last batch, or the base of the only
+// segment.
+func (l *Log) dropTrailingEmpty() error {
+	removed := false
+	for len(l.segments) > 1 && l.active().size == 0 {
+		if err := l.active().remove(); err != nil {
+			return l.fail(err)
+		}
+		l.segments = l.segments[:len(l.segments)-1]
+		removed = true
+	}
+	if !removed {
+		return nil
+	}
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	if err := l.active().unseal(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// afterTruncation brings the high watermark and epoch cache in line with
+// a log end offset that moved back.
+func (l *Log) afterTruncation() error {
+	leo := l.logEndOffset()
+	l.highWatermark = min(l.highWatermark, leo)
+	if l.epochs.TruncateFromEnd(leo) {
+		if err := l.writeEpochs(); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// TruncateFullyAndStartAt deletes every segment and starts an empty log
+// at offset: a mirror does this when its source's log start moved past
+// everything it holds.
+func (l *Log) TruncateFullyAndStartAt(offset rb.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return err
+	}
+	return l.truncateFullyAndStartAt(offset)
+}
+
+func (l *Log) truncateFullyAndStartAt(offset rb.Offset) error {
+	for len(l.segments) > 0 {
+		if err := l.active().remove(); err != nil {
+			return l.fail(err)
+		}
+		l.segments = l.segments[:len(l.segments)-1]
+	}
+	s, err := createSegment(l.fs, l.dir, offset, l.cfg)
+	if err != nil {
+		return l.fail(err)
+	}
+	l.segments = append(l.segments, s)
+	if err := l.fs.SyncDir(l.dir); err != nil {
+		return l.fail(err)
+	}
+	l.logStartOffset, l.highWatermark, l.unflushed = offset, offset, false
+	l.epochs.TruncateFromEnd(0)
+	if err := l.writeOffsets(); err != nil {
+		return l.fail(err)
+	}
+	if err := l.writeEpochs(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// AdvanceLogStart moves the log start offset to offset (DeleteRecords, or
+// a mirror following its source's log start), exactly: it is persisted
+// before it returns. Segments wholly below it are deleted. Past the log
+// end offset it empties the log and starts it at offset.
+func (l *Log) AdvanceLogStart(offset rb.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err := l.beginWrite(); err != nil {
+		return err
+	}
+	return l.advanceLogStart(offset)
+}
+
+func (l *Log) advanceLogStart(offset rb.Offset) error {
+	if offset <= l.logStartOffset {
+		return nil
+	}
+	if offset > l.logEndOffset() {
+		return l.truncateFullyAndStartAt(offset)
+	}
+	l.logStartOffset = offset
+	l.highWatermark = max(l.highWatermark, offset)
+	if err := l.writeOffsets(); err != nil {
+		return l.fail(err)
+	}
+	removed := false
+	for len(l.segments) > 1 && l.segments[1].base <= offset {
+		if err := l.segments[0].remove(); err != nil {
+			return l.fail(err)
+		}
+		l.segments = l.segments[1:]
+		removed = true
+	}
+	if removed {
+		if err := l.fs.SyncDir(l.dir); err != nil {
+			return l.fail(err)
+		}
+	}
+	// An entry left starting at the log end (the start moved to the end)
+	// goes too, as it would when the log is reopened.
+	changed := l.epochs.TruncateFromStart(offset)
+	if l.epochs.TruncateFromEnd(l.logEndOffset()) || changed {
+		if err := l.writeEpochs(); err != nil {
+			return l.fail(err)
+		}
+	}
+	return nil
+}
+
+// ApplyRetention deletes the oldest whole segments of a writable topic
+// while the log is larger than RetentionBytes or a segment's newest batch
+// is older than RetentionAge. The active segment is never deleted. It
+// returns the number of segments deleted.
+func (l *Log) ApplyRetention() (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.cfg.RetentionAge == 0 && l.cfg.RetentionBytes == 0 {
+		return 0, nil
+	}
+	var size int64
+	for _, s := range l.segments {
+		size += s.size
+	}
+	cutoff := l.cfg.now().Add(-l.cfg.RetentionAge).UnixMilli()
+	n := 0
+	for ; n < len(l.segments)-1; n++ {
+		s := l.segments[n]
+		tooOld := l.cfg.RetentionAge > 0 && s.maxTimestamp < cutoff
+		tooBig := l.cfg.RetentionBytes > 0 && size-s.size >= l.cfg.RetentionBytes
+		if !tooOld && !tooBig {
+			break
+		}
+		size -= s.size
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if err := l.beginWrite(); err != nil {
+		return 0, err
+	}
+	return n, l.advanceLogStart(l.segments[n].base)
+}
