@@ -1,0 +1,42 @@
+// Command mirrord is the mirrord daemon and CLI. See README.md.
+//
+//	mirrord demo [--data-dir DIR] [--bytes N]   storage demo (the node is not built yet)
+//	mirrord serve ...                           not built yet
+//	mirrord mirrors ...                         not built yet
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+const usage = `usage: mirrord <command> [options]
+
+commands:
+  demo      append and read back a few hundred MB through the log store, with throughput
+  serve     the Kafka-protocol node (not built yet)
+  mirrors   mirror administration (not built yet)
+`
+
+func main() {
+	if len(os.Args) < 2 {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	var err error
+	switch command, args := os.Args[1], os.Args[2:]; command {
+	case "demo":
+		err = runDemo(args)
+	case "serve", "mirrors":
+		err = fmt.Errorf("%s is not built yet: this build has the storage layer only (see README.md, \"What is built\")", command)
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return
+	default:
+		err = fmt.Errorf("unknown command %q\n%s", command, usage)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "mirrord: %v\n", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,94 @@
+// The dependency direction of STYLE.md, enforced:
+//
+//	cmd -> engine -> {netio, logstore} -> epoch -> recordbatch
+//
+// plus the leaf packages (recordbatch, vfs). netio knows nothing of
+// logstore, engine or vfs; epoch does no I/O; nothing imports cmd/ or bench/.
+package mirrord_test
+
+import (
+	"encoding/json"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/mirrord/mirrord"
+
+// allowed lists, per package (relative to the module), the module packages
+// it may import directly. A package missing here may not exist.
+var allowed = map[string][]string{
+	"recordbatch": {},
+	"vfs":         {},
+	"epoch":       {"recordbatch"},
+	"logstore":    {"epoch", "recordbatch", "vfs"},
+	"netio":       {"epoch", "recordbatch"},
+	"engine":      {"netio", "logstore", "epoch", "recordbatch", "vfs"},
+	"bench":       {"engine", "netio", "logstore", "epoch", "recordbatch", "vfs"},
+	"cmd/mirrord": {"engine", "netio", "logstore", "epoch", "recordbatch", "vfs", "bench"},
+}
+
+// noIO lists packages that must not touch files or the network.
+var noIO = map[string][]string{
+	"epoch":       {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+	"recordbatch": {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+}
+
+type goPackage struct {
+	ImportPath string
+	Imports    []string
+}
+
+func TestDependencyDirection(t *testing.T) {
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	decoder := json.NewDecoder(strings.NewReader(string(out)))
+	seen := 0
+	for {
+		var p goPackage
+		if err := decoder.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("go list output: %v", err)
+		}
+		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
+		if name == "" {
+			continue // this test's own package
+		}
+		seen++
+		rules, ok := allowed[name]
+		if !ok {
+			t.Errorf("package %s has no entry in the dependency rules of deps_test.go", name)
+			continue
+		}
+		for _, imported := range p.Imports {
+			for _, banned := range noIO[name] {
+				if imported == banned {
+					t.Errorf("%s imports %s: it must do no I/O", name, imported)
+				}
+			}
+			target, internal := strings.CutPrefix(imported, module+"/")
+			if !internal {
+				continue
+			}
+			if !contains(rules, target) {
+				t.Errorf("%s imports %s: not allowed by the dependency direction (allowed: %v)", name, target, rules)
+			}
+		}
+	}
+	if seen < len(allowed) {
+		t.Errorf("go list showed %d module packages, the rules name %d", seen, len(allowed))
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
