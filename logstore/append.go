@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"errors"
 	"fmt"
 	"math"
 
@@ -116,6 +117,12 @@ func (l *Log) write(batches []byte, info AppendInfo) error {
 			l.assignEpoch(it.Batch())
 		}
 		if err := l.writeEpochs(); err != nil {
+			if !errors.Is(err, errReplaced) {
+				// The old checkpoint stands (a full disk fails here):
+				// undo the cache only, the log stays writable.
+				l.epochs.TruncateFromEnd(l.logEndOffset())
+				return fmt.Errorf("logstore: %s: append: %w", l.dir, err)
+			}
 			return l.undoEpochs(err)
 		}
 	}
@@ -125,7 +132,12 @@ func (l *Log) write(batches []byte, info AppendInfo) error {
 		}
 	}
 	s := l.active()
-	if err := s.appendBatches(batches); err != nil {
+	if s.size == 0 {
+		s.opened = l.cfg.now() // segment.ms counts from the first append
+	}
+	if uncertain, err := s.appendBatches(batches); uncertain {
+		return l.fail(err)
+	} else if err != nil {
 		return l.undoEpochs(err)
 	}
 	if l.cfg.Flush == FlushEveryAppend {

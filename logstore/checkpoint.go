@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"path"
 	"strconv"
@@ -16,6 +17,11 @@ const (
 	cleanShutdownName     = ".clean-shutdown"
 	tmpSuffix             = ".tmp"
 )
+
+// errReplaced marks a writeFileAtomic error after the rename: the new
+// contents are in place, perhaps not durably. An error without it left the
+// old contents in place.
+var errReplaced = errors.New("logstore: file replaced, directory not synced")
 
 // writeFileAtomic replaces dir/name with data: write a temporary file,
 // sync it, rename it over the old one, sync the directory. A crash leaves
@@ -41,7 +47,10 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	if err := fs.Rename(tmp, target); err != nil {
 		return err
 	}
-	return fs.SyncDir(dir)
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", errReplaced, err)
+	}
+	return nil
 }
 
 // readFile returns the whole file, or ok=false when it does not exist.

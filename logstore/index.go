@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -71,20 +72,28 @@ func (x *index) truncateEntries(n int) {
 }
 
 // trim unmaps the index, cuts the file to the entries in use and syncs it.
-// The index stays readable: it is mapped again at its trimmed size.
+// The index stays readable: it is mapped again at its trimmed size, also
+// when cutting or syncing failed (a slice of an unmapped file is a
+// segfault to read).
 func (x *index) trim() error {
 	if err := x.file.Unmap(); err != nil {
 		return err
 	}
+	x.mapped = nil
 	size := x.entries * x.entrySize
-	if err := x.file.Truncate(int64(size)); err != nil {
-		return err
+	err := x.file.Truncate(int64(size))
+	if err == nil {
+		err = x.file.Sync()
 	}
-	if err := x.file.Sync(); err != nil {
-		return err
-	}
+	return errors.Join(err, x.remap(size))
+}
+
+// remap maps the index at size bytes after an Unmap. When that fails the
+// index is left empty, which is valid: lookups walk from the start.
+func (x *index) remap(size int) error {
 	mapped, err := x.file.Map(size)
 	if err != nil {
+		x.mapped, x.entries = nil, 0
 		return err
 	}
 	x.mapped = mapped
@@ -214,9 +223,10 @@ func (x *index) grow(capacity int) error {
 	if err := x.file.Unmap(); err != nil {
 		return err
 	}
+	x.mapped = nil
 	mapped, err := x.file.Map(capacity)
 	if err != nil {
-		return err
+		return errors.Join(err, x.remap(x.entries*x.entrySize))
 	}
 	x.mapped = mapped
 	return nil

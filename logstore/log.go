@@ -198,10 +198,16 @@ func (l *Log) dropSegmentsAfter(i int, bases []rb.Offset) error {
 // Batches wholly below the log start offset are not checked (their cache
 // entries may be gone).
 func (l *Log) checkRecovered(b rb.Batch, logStartOffset rb.Offset) error {
-	if b.LastOffset() < logStartOffset || b.LeaderEpoch() == rb.NoEpoch && l.epochs.Len() == 0 {
+	if b.LastOffset() < logStartOffset {
 		return nil
 	}
-	if e, ok := l.epochs.EpochForOffset(max(b.BaseOffset(), logStartOffset)); !ok || e != b.LeaderEpoch() {
+	// Offsets below the earliest entry belong to batches without an epoch
+	// (NoEpoch), which may precede the first epoch.
+	e, ok := l.epochs.EpochForOffset(max(b.BaseOffset(), logStartOffset))
+	if !ok {
+		e = rb.NoEpoch
+	}
+	if e != b.LeaderEpoch() {
 		return fmt.Errorf("%w: batch at offset %d has leader epoch %d, the epoch checkpoint says %d", rb.ErrCorrupt, b.BaseOffset(), b.LeaderEpoch(), e)
 	}
 	return nil
@@ -400,12 +406,13 @@ func (l *Log) Close() error {
 			err = writeFileAtomic(l.fs, l.dir, cleanShutdownName, nil)
 		}
 	}
+	// The segments stay listed (their files close when the last read
+	// releases them) so the offset accessors keep answering after Close.
 	for _, s := range l.segments {
 		if rerr := s.release(); err == nil {
 			err = rerr
 		}
 	}
-	l.segments = nil
 	if err != nil {
 		return fmt.Errorf("logstore: close %s: %w", l.dir, err)
 	}

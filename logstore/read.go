@@ -1,9 +1,7 @@
 package logstore
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -52,7 +50,7 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
 	for ; i >= 0 && i < len(l.segments) && offset < maxOffset; i++ {
 		s := l.segments[i]
-		start, err := s.findPosition(offset)
+		start, first, err := s.findBatch(offset)
 		if err != nil {
 			return Slice{}, err
 		}
@@ -70,10 +68,6 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 		}
 		length := min(end-start, maxBytes)
 		if minOneBatch && length < end-start {
-			first, err := s.batchSizeAt(start)
-			if err != nil {
-				return Slice{}, err
-			}
 			length = max(length, first)
 		}
 		if length <= 0 {
@@ -85,18 +79,6 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 	return Slice{}, nil
 }
 
-func (s *segment) batchSizeAt(position int64) (int64, error) {
-	var header [rb.HeaderSize]byte
-	if _, err := s.log.ReadAt(header[:], position); err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
-	}
-	b, err := rb.ParseHeader(header[:])
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s at position %d: %w", ErrCorrupt, segmentPath(s.dir, s.base, extLog), position, err)
-	}
-	return b.SizeOnDisk(), nil
-}
-
 // ReadBytes is Read into memory, for tests and for callers without
 // sendfile. It appends to dst.
 func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOneBatch bool) ([]byte, error) {
@@ -105,6 +87,9 @@ func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset 
 		return dst, err
 	}
 	defer slice.Release()
+	if slice.Length == 0 {
+		return dst, nil // an empty Slice has no File
+	}
 	start := len(dst)
 	dst = append(dst, make([]byte, slice.Length)...)
 	n, err := slice.File.ReadAt(dst[start:], slice.Position)
@@ -120,6 +105,9 @@ func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset 
 func (l *Log) OffsetForTimestamp(timestamp int64) (offset rb.Offset, ok bool, err error) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
+	if l.closed {
+		return 0, false, ErrClosed
+	}
 	for _, s := range l.segments {
 		offset, _, ok, err = s.findTimestamp(timestamp)
 		if err != nil || ok {

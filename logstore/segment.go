@@ -34,7 +34,8 @@ type segment struct {
 	indexInterval   int64
 	indexBytesMax   int
 	unsealed        bool      // indexes mapped with room to grow since the last seal
-	opened          time.Time // for roll by age
+	indexMissing    bool      // an index file was missing at open: load rebuilds both
+	opened          time.Time // for roll by age: the first append, or the open
 
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
@@ -92,32 +93,40 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config, active bool)
 	if active {
 		capacity = cfg.IndexBytesMax
 	}
-	if s.offsets, err = openOrCreateIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, capacity); err != nil {
+	var offsetsCreated, timesCreated bool
+	if s.offsets, offsetsCreated, err = openOrCreateIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, capacity); err != nil {
 		log.Close()
 		return nil, err
 	}
-	if s.times, err = openOrCreateIndex(fs, segmentPath(dir, base, extTimeIndex), timeEntrySize, capacity); err != nil {
+	if s.times, timesCreated, err = openOrCreateIndex(fs, segmentPath(dir, base, extTimeIndex), timeEntrySize, capacity); err != nil {
 		s.offsets.close()
 		log.Close()
 		return nil, err
 	}
 	s.unsealed = active
+	s.indexMissing = offsetsCreated || timesCreated
 	return s, nil
 }
 
-func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (*index, error) {
+// openOrCreateIndex opens the index name, or creates it empty (created is
+// true) when it is missing.
+func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (x *index, created bool, err error) {
 	exists, err := fs.Exists(name)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return openIndex(fs, name, entrySize, capacity, !exists)
+	x, err = openIndex(fs, name, entrySize, capacity, !exists)
+	return x, !exists, err
 }
 
 // load derives next and maxTimestamp on a segment trusted to be whole:
 // it checks the indexes and walks the batches after the last index entry.
-// It reports ErrCorrupt when that walk fails; the caller recovers.
+// It reports ErrCorrupt when that walk fails; the caller recovers. A
+// missing index is rebuilt: an empty time index would lose the segment's
+// max timestamp when an earlier batch holds it.
 func (s *segment) load() error {
-	if s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
+	if s.indexMissing || s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
+		s.indexMissing = false
 		return s.rebuildIndexes(s.size)
 	}
 	var from int64
@@ -128,10 +137,12 @@ func (s *segment) load() error {
 	if n := s.times.entries; n > 0 {
 		s.maxTimestamp, s.maxTimestampRel = s.times.timeAt(n - 1)
 	}
-	return s.walk(from, s.size, false, func(position int64, b rb.Batch) error {
-		s.observe(b)
-		return nil
-	})
+	w := s.walk(from, s.size, false)
+	defer w.close()
+	for w.next() {
+		s.observe(w.batch)
+	}
+	return w.err
 }
 
 // rebuildIndexes drops both indexes and rebuilds them from the batches
@@ -143,13 +154,12 @@ func (s *segment) rebuildIndexes(end int64) error {
 	s.offsets.truncateEntries(0)
 	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
-	return s.walk(0, end, false, func(position int64, b rb.Batch) error {
-		if s.offsets.full() || s.times.full() {
-			return fmt.Errorf("%w: %s: index full while rebuilding", ErrCorrupt, s.offsets.name)
-		}
-		s.index(position, b)
-		return nil
-	})
+	w := s.walk(0, end, false)
+	defer w.close()
+	for w.next() {
+		s.index(w.position, w.batch)
+	}
+	return w.err
 }
 
 // recover verifies every batch (framing, CRC, increasing offsets, and
@@ -164,21 +174,20 @@ func (s *segment) recover(check func(b rb.Batch) error) (int64, error) {
 	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
 	var good int64
-	err := s.walk(0, s.size, true, func(position int64, b rb.Batch) error {
+	w := s.walk(0, s.size, true)
+	defer w.close()
+	for w.next() {
+		b := w.batch
 		if b.BaseOffset() < s.next || b.LastOffset()-s.base > math.MaxInt32 {
-			return fmt.Errorf("%w: base offset %d out of order after %d", rb.ErrCorrupt, b.BaseOffset(), s.next)
-		}
-		if s.offsets.full() || s.times.full() {
-			return fmt.Errorf("%w: index full", rb.ErrCorrupt)
+			break // out of order: the tail from here is not ours
 		}
 		if err := check(b); err != nil {
-			return err
+			break
 		}
-		s.index(position, b)
-		good = position + int64(len(b))
-		return nil
-	})
-	if err != nil && !errors.Is(err, rb.ErrCorrupt) && !errors.Is(err, rb.ErrTruncated) {
+		s.index(w.position, b)
+		good = w.position + int64(len(b))
+	}
+	if err := w.err; err != nil && !errors.Is(err, rb.ErrCorrupt) && !errors.Is(err, rb.ErrTruncated) {
 		return 0, err
 	}
 	cut := s.size - good
@@ -195,9 +204,14 @@ func (s *segment) recover(check func(b rb.Batch) error) (int64, error) {
 }
 
 // index records batch b, which starts at position, in the indexes and in
-// the segment's running state.
+// the segment's running state. When either index is full the entry is
+// skipped (both, so that load's walk from the last offset entry still
+// sees every batch after the last time entry): the index is sparse, a
+// lookup just walks further. shouldRoll rolls before an index fills,
+// except when one append into an empty segment needs more entries than
+// the index holds.
 func (s *segment) index(position int64, b rb.Batch) {
-	if s.bytesSinceIndex > 0 && s.bytesSinceIndex >= s.indexInterval {
+	if s.bytesSinceIndex > 0 && s.bytesSinceIndex >= s.indexInterval && !s.offsets.full() && !s.times.full() {
 		s.offsets.appendOffset(uint32(b.BaseOffset()-s.base), uint32(position))
 		s.bytesSinceIndex = 0
 		s.observe(b)
@@ -215,64 +229,97 @@ func (s *segment) observe(b rb.Batch) {
 	}
 }
 
-// walk calls fn for every batch in [from, to) of the log file, in order.
+// walker iterates over the batches in [from, to) of a segment's log
+// file: for w.next() { w.position, w.batch }, then w.err, then w.close().
 // With verify the whole batch is read and its CRC checked; without, only
-// its header is read. It stops at the first error, returned wrapped with
-// the segment and position.
-func (s *segment) walk(from, to int64, verify bool, fn func(position int64, b rb.Batch) error) error {
+// its header (w.batch is then a header view: see recordbatch.ParseHeader).
+// It stops at the first error, wrapped with the segment and position.
+type walker struct {
+	s        *segment
+	r        windowReader
+	position int64 // of batch
+	nextAt   int64
+	to       int64
+	verify   bool
+	batch    rb.Batch
+	err      error
+}
+
+func (s *segment) walk(from, to int64, verify bool) walker {
 	r := newWindowReader(s.log)
-	defer r.release()
-	for position := from; position < to; {
-		header, err := r.peek(position, rb.HeaderSize, to)
-		if err == nil {
-			var b rb.Batch
-			if b, err = rb.ParseHeader(header); err == nil {
-				if size := b.SizeOnDisk(); verify {
-					var whole []byte
-					if whole, err = r.peek(position, int(size), to); err == nil {
-						if b, err = rb.Parse(whole); err == nil {
-							err = b.Verify()
-						}
-					}
-				} else if position+size > to {
-					err = fmt.Errorf("%w: batch of %d bytes past the end", rb.ErrTruncated, size)
-				}
-			}
-			if err == nil {
-				err = fn(position, b)
-				position += b.SizeOnDisk()
-			}
-		}
-		if err != nil {
-			return fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(s.dir, s.base, extLog), position, err)
-		}
+	if !verify {
+		r.chunk = headerWindowSize
 	}
-	return nil
+	return walker{s: s, r: r, nextAt: from, to: to, verify: verify}
+}
+
+func (w *walker) close() { w.r.release() }
+
+func (w *walker) next() bool {
+	if w.err != nil || w.nextAt >= w.to {
+		return false
+	}
+	b, err := w.read(w.nextAt)
+	if err != nil {
+		w.err = fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(w.s.dir, w.s.base, extLog), w.nextAt, err)
+		return false
+	}
+	w.position, w.batch = w.nextAt, b
+	w.nextAt += b.SizeOnDisk()
+	return true
+}
+
+func (w *walker) read(position int64) (rb.Batch, error) {
+	header, err := w.r.peek(position, rb.HeaderSize, w.to)
+	if err != nil {
+		return nil, err
+	}
+	b, err := rb.ParseHeader(header)
+	if err != nil {
+		return nil, err
+	}
+	size := b.SizeOnDisk()
+	if !w.verify {
+		if position+size > w.to {
+			return nil, fmt.Errorf("%w: batch of %d bytes past the end", rb.ErrTruncated, size)
+		}
+		return b, nil
+	}
+	whole, err := w.r.peek(position, int(size), w.to)
+	if err != nil {
+		return nil, err
+	}
+	if b, err = rb.Parse(whole); err != nil {
+		return nil, err
+	}
+	return b, b.Verify()
 }
 
 // findPosition returns the position of the first batch whose last offset
 // is >= target, or s.size when there is none.
 func (s *segment) findPosition(target rb.Offset) (int64, error) {
+	position, _, err := s.findBatch(target)
+	return position, err
+}
+
+// findBatch is findPosition that also returns the size of the batch found
+// (0 when there is none).
+func (s *segment) findBatch(target rb.Offset) (position, size int64, err error) {
 	if target >= s.next {
-		return s.size, nil
+		return s.size, 0, nil
 	}
 	var from int64
 	if target > s.base {
 		from = int64(s.offsets.lookupOffset(uint32(target - s.base)))
 	}
-	found := s.size
-	errFound := errors.New("found")
-	err := s.walk(from, s.size, false, func(position int64, b rb.Batch) error {
-		if b.LastOffset() >= target {
-			found = position
-			return errFound
+	w := s.walk(from, s.size, false)
+	defer w.close()
+	for w.next() {
+		if w.batch.LastOffset() >= target {
+			return w.position, w.batch.SizeOnDisk(), nil
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errFound) {
-		return 0, err
 	}
-	return found, nil
+	return s.size, 0, w.err
 }
 
 // findTimestamp returns the base offset and position of the first batch
@@ -285,41 +332,38 @@ func (s *segment) findTimestamp(timestamp int64) (rb.Offset, int64, bool, error)
 	if relative, ok := s.times.lookupTime(timestamp); ok {
 		from = int64(s.offsets.lookupOffset(relative))
 	}
-	var offset rb.Offset
-	position := int64(-1)
-	errFound := errors.New("found")
-	err := s.walk(from, s.size, false, func(p int64, b rb.Batch) error {
-		if b.MaxTimestamp() >= timestamp {
-			offset, position = b.BaseOffset(), p
-			return errFound
+	w := s.walk(from, s.size, false)
+	defer w.close()
+	for w.next() {
+		if w.batch.MaxTimestamp() >= timestamp {
+			return w.batch.BaseOffset(), w.position, true, nil
 		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, errFound) {
-		return 0, 0, false, err
 	}
-	return offset, position, position >= 0, nil
+	return 0, 0, false, w.err
 }
 
 // appendBatches writes whole, validated batches at the end of the log file.
-// On a write error the file is cut back so it holds no partial batch.
-func (s *segment) appendBatches(batches []byte) error {
+// On a write error the file is cut back so it holds no partial batch; when
+// that fails too, uncertain is true: the file may hold a partial batch
+// past size, and the write position is unknown.
+func (s *segment) appendBatches(batches []byte) (uncertain bool, err error) {
 	if _, err := s.log.Write(batches); err != nil {
 		if terr := s.log.Truncate(s.size); terr != nil {
-			return fmt.Errorf("%w (and cutting back the partial write failed: %v)", err, terr)
+			return true, fmt.Errorf("%w (and cutting back the partial write failed: %v)", err, terr)
 		}
-		return err
+		return false, err
 	}
 	position := s.size
 	for it := rb.NewIter(batches, false); it.Next(); {
 		s.index(position+int64(it.Position()), it.Batch())
 	}
 	s.size += int64(len(batches))
-	return nil
+	return false, nil
 }
 
-// truncateTo removes every batch from position on, syncs, and rebuilds the
-// indexes for what is left.
+// truncateTo removes every batch from position on, rebuilds the indexes
+// for what is left, and syncs. The segment follows the file even when the
+// sync fails.
 func (s *segment) truncateTo(position int64) error {
 	if position >= s.size {
 		return nil
@@ -327,11 +371,11 @@ func (s *segment) truncateTo(position int64) error {
 	if err := s.log.Truncate(position); err != nil {
 		return err
 	}
-	if err := s.log.Sync(); err != nil {
+	s.size = position
+	if err := s.rebuildIndexes(position); err != nil {
 		return err
 	}
-	s.size = position
-	return s.rebuildIndexes(position)
+	return s.log.Sync()
 }
 
 // seal is called when the segment stops being active: a final time index
@@ -385,35 +429,38 @@ func (s *segment) release() error {
 	return err
 }
 
-// remove deletes the segment's files; open reads keep working until they
-// release. The caller syncs the directory.
-func (s *segment) remove() error {
-	var first error
+// removeFiles deletes the segment's files; open reads keep working until
+// they release. The caller syncs the directory and releases the log's
+// reference.
+func (s *segment) removeFiles() error {
 	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
-		if err := s.fs.Remove(segmentPath(s.dir, s.base, ext)); err != nil && first == nil {
-			first = err
+		if err := s.fs.Remove(segmentPath(s.dir, s.base, ext)); err != nil {
+			return err
 		}
 	}
-	if err := s.release(); first == nil {
-		first = err
-	}
-	return first
+	return nil
 }
 
 // windowReader serves reads of a file from a reusable buffer.
 type windowReader struct {
+	chunk int // bytes to read ahead at a time: the buffer, or less
 	file  vfs.File
 	buf   *[]byte
 	start int64 // file position of (*buf)[0]
 	n     int   // valid bytes in *buf
 }
 
-const windowSize = 64 << 10
+const (
+	windowSize = 64 << 10
+	// headerWindowSize is the read-ahead of walks that read headers only:
+	// a few index intervals' worth, so a lookup reads little past its batch.
+	headerWindowSize = 8 << 10
+)
 
 var windowPool = sync.Pool{New: func() any { b := make([]byte, windowSize); return &b }}
 
 func newWindowReader(file vfs.File) windowReader {
-	return windowReader{file: file, buf: windowPool.Get().(*[]byte)}
+	return windowReader{file: file, buf: windowPool.Get().(*[]byte), chunk: windowSize}
 }
 
 func (r *windowReader) release() {
@@ -436,7 +483,7 @@ func (r *windowReader) peek(position int64, size int, limit int64) ([]byte, erro
 		grown := make([]byte, size)
 		r.buf = &grown
 	}
-	want := min(int64(len(*r.buf)), limit-position)
+	want := min(int64(max(r.chunk, size)), int64(len(*r.buf)), limit-position)
 	n, err := r.file.ReadAt((*r.buf)[:want], position)
 	if err != nil && !(errors.Is(err, io.EOF) && int64(n) == want) {
 		return nil, fmt.Errorf("logstore: read at %d: %w", position, err)

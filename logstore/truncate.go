@@ -1,6 +1,8 @@
 package logstore
 
 import (
+	"slices"
+
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
@@ -23,10 +25,9 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 	// Whole segments past offset go first, newest first.
 	removed := false
 	for len(l.segments) > 1 && l.active().base >= offset {
-		if err := l.active().remove(); err != nil {
-			return l.fail(err)
+		if err := l.dropSegment(len(l.segments) - 1); err != nil {
+			return err
 		}
-		l.segments = l.segments[:len(l.segments)-1]
 		removed = true
 	}
 	if removed {
@@ -63,10 +64,9 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 func (l *Log) dropTrailingEmpty() error {
 	removed := false
 	for len(l.segments) > 1 && l.active().size == 0 {
-		if err := l.active().remove(); err != nil {
-			return l.fail(err)
+		if err := l.dropSegment(len(l.segments) - 1); err != nil {
+			return err
 		}
-		l.segments = l.segments[:len(l.segments)-1]
 		removed = true
 	}
 	if !removed {
@@ -76,6 +76,22 @@ func (l *Log) dropTrailingEmpty() error {
 		return l.fail(err)
 	}
 	if err := l.active().unseal(); err != nil {
+		return l.fail(err)
+	}
+	return nil
+}
+
+// dropSegment deletes the files of segment i, the first or the last, and
+// takes it out of the log. Once its files are gone it is out, even if
+// closing them fails: that error fails the log, but no segment with
+// closed files stays to be read.
+func (l *Log) dropSegment(i int) error {
+	s := l.segments[i]
+	if err := s.removeFiles(); err != nil {
+		return l.fail(err)
+	}
+	l.segments = slices.Delete(l.segments, i, i+1)
+	if err := s.release(); err != nil {
 		return l.fail(err)
 	}
 	return nil
@@ -106,18 +122,38 @@ func (l *Log) TruncateFullyAndStartAt(offset rb.Offset) error {
 	return l.truncateFullyAndStartAt(offset)
 }
 
+// A start moving forward is checkpointed before anything is deleted, as
+// in advanceLogStart, so that a failure or crash midway cannot reopen as
+// an empty log at the old start (its end moved back). The old segments
+// stay in the log (their files unlinked but open) until the new one
+// exists: a failure leaves a failed log that still answers reads, never
+// one without segments.
 func (l *Log) truncateFullyAndStartAt(offset rb.Offset) error {
-	for len(l.segments) > 0 {
-		if err := l.active().remove(); err != nil {
+	if offset > l.logStartOffset {
+		c := offsetsCheckpoint{logStartOffset: offset, highWatermark: offset}
+		if err := writeFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode()); err != nil {
 			return l.fail(err)
 		}
-		l.segments = l.segments[:len(l.segments)-1]
+	}
+	for i := len(l.segments) - 1; i >= 0; i-- {
+		if err := l.segments[i].removeFiles(); err != nil {
+			return l.fail(err)
+		}
 	}
 	s, err := createSegment(l.fs, l.dir, offset, l.cfg)
 	if err != nil {
 		return l.fail(err)
 	}
-	l.segments = append(l.segments, s)
+	var released error
+	for _, old := range l.segments {
+		if err := old.release(); released == nil {
+			released = err
+		}
+	}
+	l.segments = append(l.segments[:0], s)
+	if released != nil {
+		return l.fail(released)
+	}
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
@@ -159,10 +195,9 @@ func (l *Log) advanceLogStart(offset rb.Offset) error {
 	}
 	removed := false
 	for len(l.segments) > 1 && l.segments[1].base <= offset {
-		if err := l.segments[0].remove(); err != nil {
-			return l.fail(err)
+		if err := l.dropSegment(0); err != nil {
+			return err
 		}
-		l.segments = l.segments[1:]
 		removed = true
 	}
 	if removed {
