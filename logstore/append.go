@@ -135,11 +135,13 @@ func (l *Log) write(batches []byte, info AppendInfo) error {
 	if s.size == 0 {
 		s.opened = l.cfg.now() // segment.ms counts from the first append
 	}
+	at := s.size
 	if uncertain, err := s.appendBatches(batches); uncertain {
 		return l.fail(err)
 	} else if err != nil {
 		return l.undoEpochs(err)
 	}
+	l.lastAppend = lastAppend{offset: info.FirstOffset, segmentBase: s.base, position: at, size: rb.Batch(batches).SizeOnDisk(), valid: true}
 	if l.cfg.Flush == FlushEveryAppend {
 		if err := s.log.Sync(); err != nil {
 			return l.fail(err)

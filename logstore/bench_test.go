@@ -226,3 +226,52 @@ func rawRead(b *testing.B, name string, size int64, count int) {
 		}
 	}
 }
+
+// BenchmarkTailRead is a tailing consumer: each iteration appends one
+// 16 KiB batch and reads it back from its first offset, the offset the
+// consumer's previous fetch ended at. With lastAppend that read skips the
+// index search and header walk; "search" forces the search by reading
+// one batch further back, for comparison.
+func BenchmarkTailRead(b *testing.B) {
+	for _, search := range []bool{false, true} {
+		b.Run(fmt.Sprintf("search=%v", search), func(b *testing.B) {
+			log, err := Open(vfs.OS, filepath.Join(b.TempDir(), "t-0"), DefaultConfig())
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer log.Close()
+			set := benchSet(16<<10, 16<<10)
+			next := rb.Offset(0)
+			var previous rb.Offset
+			for range 64 { // some history, so the index has entries to search
+				previous = next
+				next = restamp(set, next)
+				if _, err := log.Append(set); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			var readTime time.Duration
+			for b.Loop() {
+				first := next
+				next = restamp(set, next)
+				if _, err := log.Append(set); err != nil {
+					b.Fatal(err)
+				}
+				from := first
+				if search {
+					from = previous
+				}
+				start := time.Now()
+				slice, err := log.Read(from, 1<<20, next, true)
+				readTime += time.Since(start)
+				if err != nil || slice.Length < int64(len(set)) {
+					b.Fatalf("read at %d: %d bytes, %v", from, slice.Length, err)
+				}
+				slice.Release()
+				previous = first
+			}
+			b.ReportMetric(float64(readTime.Nanoseconds())/float64(b.N), "read-ns/op")
+		})
+	}
+}

@@ -18,15 +18,15 @@ const (
 	tmpSuffix             = ".tmp"
 )
 
-// errReplaced marks a writeFileAtomic error after the rename: the new
+// errReplaced marks a WriteFileAtomic error after the rename: the new
 // contents are in place, perhaps not durably. An error without it left the
 // old contents in place.
 var errReplaced = errors.New("logstore: file replaced, directory not synced")
 
-// writeFileAtomic replaces dir/name with data: write a temporary file,
+// WriteFileAtomic replaces dir/name with data: write a temporary file,
 // sync it, rename it over the old one, sync the directory. A crash leaves
 // either the old or the new contents, never a mix.
-func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+func WriteFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	target := path.Join(dir, name)
 	tmp := target + tmpSuffix
 	f, err := fs.Create(tmp)
@@ -53,8 +53,8 @@ func writeFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 	return nil
 }
 
-// readFile returns the whole file, or ok=false when it does not exist.
-func readFile(fs vfs.FS, name string) (data []byte, ok bool, err error) {
+// ReadFile returns the whole file, or ok=false when it does not exist.
+func ReadFile(fs vfs.FS, name string) (data []byte, ok bool, err error) {
 	exists, err := fs.Exists(name)
 	if err != nil || !exists {
 		return nil, false, err

@@ -129,14 +129,14 @@ func OpenDir(fs vfs.FS, dirPath string, cfg Config) (*Dir, error) {
 // loadMeta reads meta.properties, writing a new cluster ID at first start.
 func (d *Dir) loadMeta() error {
 	name := path.Join(d.path, metaPropertiesName)
-	data, ok, err := readFile(d.fs, name)
+	data, ok, err := ReadFile(d.fs, name)
 	if err != nil {
 		return err
 	}
 	if !ok {
 		d.clusterID, d.nodeID = NewTopicID().String(), defaultNodeID
 		meta := fmt.Appendf(nil, "version=1\ncluster.id=%s\nnode.id=%d\n", d.clusterID, d.nodeID)
-		return writeFileAtomic(d.fs, d.path, metaPropertiesName, meta)
+		return WriteFileAtomic(d.fs, d.path, metaPropertiesName, meta)
 	}
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		key, value, _ := strings.Cut(string(line), "=")
@@ -174,7 +174,7 @@ func (d *Dir) loadPartitions() error {
 		if !ok {
 			continue
 		}
-		data, ok, err := readFile(d.fs, path.Join(full, partitionMetadataName))
+		data, ok, err := ReadFile(d.fs, path.Join(full, partitionMetadataName))
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 		return TopicPartition{}, false
 	}
 	n, err := strconv.ParseInt(name[i+1:], 10, 32)
-	if err != nil || n < 0 || validTopicName(name[:i]) != nil {
+	if err != nil || n < 0 || ValidateTopicName(name[:i]) != nil {
 		return TopicPartition{}, false
 	}
 	return TopicPartition{Topic: name[:i], Partition: int32(n)}, true
@@ -219,8 +219,8 @@ func decodePartitionMetadata(data []byte) (TopicID, error) {
 	return ParseTopicID(encoded)
 }
 
-// validTopicName applies Kafka's rule: 1-249 of [a-zA-Z0-9._-], not "." or "..".
-func validTopicName(topic string) error {
+// ValidateTopicName applies Kafka's rule: 1-249 of [a-zA-Z0-9._-], not "." or "..".
+func ValidateTopicName(topic string) error {
 	if topic == "" || topic == "." || topic == ".." || len(topic) > maxTopicNameLength {
 		return fmt.Errorf("%w: %q", ErrInvalidName, topic)
 	}
@@ -241,7 +241,7 @@ func (d *Dir) NodeID() int32 { return d.nodeID }
 // Create makes an empty partition log with cfg. The partition is durable
 // when Create returns.
 func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
-	if err := validTopicName(tp.Topic); err != nil {
+	if err := ValidateTopicName(tp.Topic); err != nil {
 		return nil, err
 	}
 	if tp.Partition < 0 {
@@ -259,7 +259,7 @@ func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
 	if err := d.fs.MkdirAll(full); err != nil {
 		return nil, err
 	}
-	if err := writeFileAtomic(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id)); err != nil {
+	if err := WriteFileAtomic(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id)); err != nil {
 		return nil, err
 	}
 	if err := d.fs.SyncDir(d.path); err != nil {

@@ -50,6 +50,7 @@ type Log struct {
 	cfg Config
 
 	mu             sync.RWMutex
+	lastAppend     lastAppend
 	segments       []*segment
 	logStartOffset rb.Offset
 	highWatermark  rb.Offset
@@ -86,7 +87,7 @@ func (l *Log) load() error {
 		return err
 	}
 	var offsets offsetsCheckpoint
-	data, ok, err := readFile(l.fs, path.Join(l.dir, offsetsCheckpointName))
+	data, ok, err := ReadFile(l.fs, path.Join(l.dir, offsetsCheckpointName))
 	if err != nil {
 		return err
 	}
@@ -278,7 +279,7 @@ func removeSegmentFiles(fs vfs.FS, dir string, base rb.Offset) error {
 }
 
 func (l *Log) readEpochs() (*epoch.Cache, error) {
-	data, ok, err := readFile(l.fs, path.Join(l.dir, epochCheckpointName))
+	data, ok, err := ReadFile(l.fs, path.Join(l.dir, epochCheckpointName))
 	if err != nil || !ok {
 		c, _ := epoch.New(nil)
 		return c, err
@@ -291,12 +292,12 @@ func (l *Log) readEpochs() (*epoch.Cache, error) {
 }
 
 func (l *Log) writeEpochs() error {
-	return writeFileAtomic(l.fs, l.dir, epochCheckpointName, epoch.Encode(l.epochs.Entries()))
+	return WriteFileAtomic(l.fs, l.dir, epochCheckpointName, epoch.Encode(l.epochs.Entries()))
 }
 
 func (l *Log) writeOffsets() error {
 	c := offsetsCheckpoint{logStartOffset: l.logStartOffset, highWatermark: l.highWatermark}
-	return writeFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode())
+	return WriteFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode())
 }
 
 func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
@@ -403,7 +404,7 @@ func (l *Log) Close() error {
 			err = l.writeOffsets()
 		}
 		if err == nil && !l.cleanMarker {
-			err = writeFileAtomic(l.fs, l.dir, cleanShutdownName, nil)
+			err = WriteFileAtomic(l.fs, l.dir, cleanShutdownName, nil)
 		}
 	}
 	// The segments stay listed (their files close when the last read

@@ -181,6 +181,7 @@ func runModel(t *testing.T, seed uint64, steps int) (ok bool) {
 	cfg.IndexIntervalBytes = int64(rng.IntN(600))
 	cfg.IndexBytesMax = 12 * (4 + rng.IntN(40))
 	cfg.Flush = []FlushPolicy{FlushEveryAppend, FlushOS}[rng.IntN(2)]
+
 	dir := "/data/t-0"
 	log, err := Open(fs, dir, cfg)
 	if err != nil {

@@ -50,7 +50,7 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
 	for ; i >= 0 && i < len(l.segments) && offset < maxOffset; i++ {
 		s := l.segments[i]
-		start, first, err := s.findBatch(offset)
+		start, first, err := l.findBatch(s, offset)
 		if err != nil {
 			return Slice{}, err
 		}
@@ -77,6 +77,15 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 		return Slice{File: s.log, Position: start, Length: length, seg: s}, nil
 	}
 	return Slice{}, nil
+}
+
+// findBatch is segment.findBatch, answered from lastAppend when a reader
+// asks for where the last append began.
+func (l *Log) findBatch(s *segment, offset rb.Offset) (int64, int64, error) {
+	if last := l.lastAppend; last.valid && last.offset == offset && last.segmentBase == s.base && last.position+last.size <= s.size {
+		return last.position, last.size, nil
+	}
+	return s.findBatch(offset)
 }
 
 // ReadBytes is Read into memory, for tests and for callers without

@@ -22,6 +22,7 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 	if offset < l.logStartOffset {
 		return l.truncateFullyAndStartAt(offset)
 	}
+	l.lastAppend = lastAppend{}
 	// Whole segments past offset go first, newest first.
 	removed := false
 	for len(l.segments) > 1 && l.active().base >= offset {
@@ -129,9 +130,10 @@ func (l *Log) TruncateFullyAndStartAt(offset rb.Offset) error {
 // exists: a failure leaves a failed log that still answers reads, never
 // one without segments.
 func (l *Log) truncateFullyAndStartAt(offset rb.Offset) error {
+	l.lastAppend = lastAppend{}
 	if offset > l.logStartOffset {
 		c := offsetsCheckpoint{logStartOffset: offset, highWatermark: offset}
-		if err := writeFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode()); err != nil {
+		if err := WriteFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode()); err != nil {
 			return l.fail(err)
 		}
 	}
