@@ -1,0 +1,187 @@
+package records
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mirrord/mirrord/recordbatch"
+)
+
+// Control record types (the second int16 of a control record's key).
+const (
+	ControlAbort  int16 = 0
+	ControlCommit int16 = 1
+)
+
+// controlKeySize is a control record key: version int16, type int16.
+const controlKeySize = 4
+
+func corrupt(b recordbatch.Batch, format string, args ...any) error {
+	return fmt.Errorf("records: base offset %d: %w: %s", b.BaseOffset(), recordbatch.ErrCorrupt, fmt.Sprintf(format, args...))
+}
+
+// checkFraming checks what the records depend on in the header, so that
+// a Batch made from arbitrary bytes cannot make the accessors panic.
+func checkFraming(b recordbatch.Batch) error {
+	if len(b) < recordbatch.HeaderSize {
+		return fmt.Errorf("records: %w: %d bytes, shorter than a batch header", recordbatch.ErrCorrupt, len(b))
+	}
+	if b.SizeOnDisk() != int64(len(b)) {
+		return corrupt(b, "batch length %d does not match the %d bytes given", b.BatchLength(), len(b))
+	}
+	if b.Magic() != recordbatch.Magic {
+		return corrupt(b, "magic %d, want %d", b.Magic(), recordbatch.Magic)
+	}
+	if b.Codec() > recordbatch.CodecZstd {
+		return corrupt(b, "unknown compression codec %d", uint8(b.Codec()))
+	}
+	return nil
+}
+
+// Validate checks the records of b as Kafka's LogValidator does for magic
+// 2 on Produce: the records decompress (within limit, see Decompress), the
+// header's recordCount is positive and equals lastOffsetDelta+1, every
+// record parses exactly, the offset deltas run 0, 1, 2, ... and no bytes
+// follow the last record. A control batch must hold one record whose key
+// is version 0 and type ABORT or COMMIT.
+//
+// It does not check the CRC (see Batch.Verify), timestamps against the
+// batch's maxTimestamp, or producer fields. Errors wrap
+// recordbatch.ErrCorrupt, or ErrTooLarge when the records decompress past
+// limit. Once the pools are warm it allocates nothing on success.
+func Validate(b recordbatch.Batch, limit int) error {
+	if err := checkFraming(b); err != nil {
+		return err
+	}
+	count := b.RecordCount()
+	if count <= 0 {
+		return corrupt(b, "record count %d, want at least 1", count)
+	}
+	if int64(b.LastOffsetDelta())+1 != int64(count) {
+		return corrupt(b, "last offset delta %d with record count %d", b.LastOffsetDelta(), count)
+	}
+	if b.Control() && count != 1 {
+		return corrupt(b, "control batch with %d records, want 1", count)
+	}
+	return withRecords(b, limit, func(section []byte) error { return validateSection(b, section, count) })
+}
+
+func validateSection(b recordbatch.Batch, section []byte, count int32) error {
+	it := NewIter(section)
+	for i := range count {
+		if !it.Next() {
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+			}
+			return corrupt(b, "%d records, header counts %d", i, count)
+		}
+		record := it.Record()
+		if record.OffsetDelta != i {
+			return corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, it.Position(), record.OffsetDelta, i)
+		}
+		if b.Control() {
+			if _, err := controlType(b, record.Key); err != nil {
+				return err
+			}
+		}
+	}
+	if it.Position() != len(section) {
+		return corrupt(b, "%d bytes after the %d records the header counts", len(section)-it.Position(), count)
+	}
+	return nil
+}
+
+// controlType reads a control record key.
+func controlType(b recordbatch.Batch, key []byte) (int16, error) {
+	if len(key) != controlKeySize {
+		return 0, corrupt(b, "control record key of %d bytes, want %d", len(key), controlKeySize)
+	}
+	version := int16(binary.BigEndian.Uint16(key))
+	kind := int16(binary.BigEndian.Uint16(key[2:]))
+	if version != 0 {
+		return 0, corrupt(b, "control record key version %d, want 0", version)
+	}
+	if kind != ControlAbort && kind != ControlCommit {
+		return 0, corrupt(b, "control record type %d, want 0 (abort) or 1 (commit)", kind)
+	}
+	return kind, nil
+}
+
+// controlLimit bounds the decompressed records of a control batch: its one
+// record takes a few dozen bytes. Kafka writes control batches
+// uncompressed, but nothing forbids compressing them.
+const controlLimit = 64 << 10
+
+// ControlType returns the type of the transaction marker b holds:
+// ControlAbort (0) or ControlCommit (1). It fails, wrapping
+// recordbatch.ErrCorrupt, unless b is a control batch of one well formed
+// record whose key is version 0 and type 0 or 1.
+func ControlType(b recordbatch.Batch) (int16, error) {
+	if err := checkFraming(b); err != nil {
+		return 0, err
+	}
+	if !b.Control() {
+		return 0, corrupt(b, "not a control batch")
+	}
+	if count := b.RecordCount(); count != 1 {
+		return 0, corrupt(b, "control batch with %d records, want 1", count)
+	}
+	var kind int16
+	err := withRecords(b, controlLimit, func(section []byte) error {
+		it := NewIter(section)
+		if !it.Next() {
+			if err := it.Err(); err != nil {
+				return fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+			}
+			return corrupt(b, "control batch without a record")
+		}
+		if it.Position() != len(section) {
+			return corrupt(b, "%d bytes after the control record", len(section)-it.Position())
+		}
+		var err error
+		kind, err = controlType(b, it.Record().Key)
+		return err
+	})
+	return kind, err
+}
+
+// FirstAtOrAfter finds the first record of b whose timestamp is at least
+// timestamp, as Kafka's ListOffsets does within a batch: its offset
+// (baseOffset + offsetDelta) and its timestamp, which is baseTimestamp +
+// timestampDelta, or the batch's maxTimestamp for a LogAppendTime batch.
+// Like Kafka it skips a batch whose maxTimestamp is below timestamp
+// without reading its records. found is false when no record qualifies.
+//
+// It reads records only up to the one it returns, checking that they
+// parse but not their count or offset deltas, so it works on batches
+// compaction has thinned. Errors are those of Validate.
+func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, limit int) (offset recordbatch.Offset, recordTimestamp int64, found bool, err error) {
+	if err := checkFraming(b); err != nil {
+		return 0, 0, false, err
+	}
+	if b.MaxTimestamp() < timestamp || b.RecordCount() <= 0 {
+		return 0, 0, false, nil
+	}
+	err = withRecords(b, limit, func(section []byte) error {
+		it := NewIter(section)
+		for it.Next() {
+			record := it.Record()
+			recordTimestamp = b.BaseTimestamp() + record.TimestampDelta
+			if b.LogAppendTime() {
+				recordTimestamp = b.MaxTimestamp()
+			}
+			if recordTimestamp >= timestamp {
+				offset, found = b.BaseOffset()+recordbatch.Offset(record.OffsetDelta), true
+				return nil
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+		}
+		return nil
+	})
+	if err != nil || !found {
+		return 0, 0, false, err
+	}
+	return offset, recordTimestamp, true, nil
+}
