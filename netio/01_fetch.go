@@ -1,0 +1,393 @@
+package netio
+
+// Fetch, versions 4-18: the hot path. The record bytes of the response go
+// from the segment file to the socket (sendfile.go) around fields this
+// package encodes itself (fetch_encode.go); sessions are in fetch_session.go.
+//
+// Per partition, in request (or session) order, as Kafka's
+// ReplicaManager.readFromLog and Partition.fetchRecords do:
+//
+//   - Topics are named by ID from v13 (unknown: UNKNOWN_TOPIC_ID), by name
+//     before (unknown: UNKNOWN_TOPIC_OR_PARTITION).
+//   - CurrentLeaderEpoch (v9+, -1 skips the check) below ours is
+//     FENCED_LEADER_EPOCH, above ours UNKNOWN_LEADER_EPOCH; from v16 such an
+//     answer names the current leader (tag) and its endpoint (top-level tag).
+//   - LastFetchedEpoch (v12+, -1 skips the check): EndOffsetForEpoch of it
+//     unknown, or a fetch offset below the log start, is OFFSET_OUT_OF_RANGE;
+//     an end offset below the fetch offset or an end epoch other than the
+//     one asked is answered with DivergingEpoch{epoch, end offset} and no
+//     records, so the client truncates.
+//   - Records come from Partition.Read bounded by the partition's max bytes
+//     and by what is left of the response's (request MaxBytes, capped at
+//     fetchResponseBytesMax); the first partition that returns data may
+//     exceed both by one batch (KIP-74), the others may not.
+//   - read_committed answers the aborted transactions of the range (an
+//     empty list, never null); read_uncommitted answers null.
+//   - A partition in error answers -1 for every offset and no records.
+//   - Every fetcher is served as a consumer (up to the high watermark or
+//     last stable offset): ReplicaID and ReplicaState are not looked at,
+//     as no Kafka broker replicates from this node.
+//
+// Long poll: the response goes at once when it holds MinBytes of records,
+// when a partition is in error or diverged, or when MaxWait (capped at
+// fetchWaitMax) is 0. Otherwise the handler waits for a Changed channel of
+// a fetched partition, MaxWait or the server's end, and reads every
+// partition again. It holds no FileRange while waiting, so a truncation
+// that waits for readers cannot stall behind a long poll.
+//
+// Every FileRange read is released exactly once: when a read pass is
+// superseded, after the response is written, or on any error.
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	// fetchWaitMax bounds a request's MaxWaitMillis.
+	fetchWaitMax = 30 * time.Second
+	// fetchResponseBytesMax bounds a request's MaxBytes, as Kafka's
+	// fetch.max.bytes (55 MiB) does.
+	fetchResponseBytesMax = 55 << 20
+	// fetchWaitInline is how many Changed channels the handler selects on
+	// itself; beyond it watcher goroutines take fetchWaitGroup each.
+	fetchWaitInline = 4
+	fetchWaitGroup  = 8
+)
+
+// fetchReply is one Fetch being served: the partitions asked and then
+// answered, and the response fields. It writes its own frame.
+type fetchReply struct {
+	server        *Server
+	version       int16
+	errorCode     int16 // top level: session errors only
+	sessionID     int32
+	partitions    []fetchPartition
+	nodeEndpoints []fetchNodeEndpoint // v16+: the leader named by current_leader tags
+	holes         []fetchHole         // filled by appendFetchResponse
+	changed       []<-chan struct{}   // the last read pass's Changed channels
+}
+
+func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*kmsg.FetchRequest)
+	isolation, err := fetchIsolation(req.IsolationLevel)
+	if err != nil {
+		return nil, err
+	}
+	sessions := c.server.sessions
+	f := &fetchReply{server: c.server, version: req.Version}
+	use := sessions.begin(c, req, f)
+	if f.errorCode == 0 {
+		if err := f.fetch(ctx, req, isolation); err != nil {
+			f.releaseRecords()
+			return nil, err
+		}
+	}
+	sessions.finish(c, use, f)
+	return f, nil
+}
+
+// fetchIsolation parses an isolation level; Kafka refuses to parse a
+// request with any other value, and so do we.
+func fetchIsolation(level int8) (Isolation, error) {
+	switch level {
+	case 0:
+		return ReadUncommitted, nil
+	case 1:
+		return ReadCommitted, nil
+	}
+	return 0, fmt.Errorf("%w: fetch isolation level %d", ErrFrame, level)
+}
+
+// addRequestPartitions makes the request's partitions the ones to fetch.
+func (f *fetchReply) addRequestPartitions(req *kmsg.FetchRequest) {
+	count := 0
+	for _, rt := range req.Topics {
+		count += len(rt.Partitions)
+	}
+	f.partitions = make([]fetchPartition, 0, count)
+	for _, rt := range req.Topics {
+		topic := rt.Topic
+		if req.Version >= 13 {
+			topic = "" // resolved from the ID when read
+		}
+		for _, rp := range rt.Partitions {
+			f.partitions = append(f.partitions, fetchPartition{
+				topic: topic, topicID: rt.TopicID, partition: rp.Partition,
+				fetchOffset: rp.FetchOffset, currentLeaderEpoch: rp.CurrentLeaderEpoch,
+				lastFetchedEpoch: rp.LastFetchedEpoch, partitionMaxBytes: rp.PartitionMaxBytes,
+			})
+		}
+	}
+}
+
+// fetch reads every partition, waiting as the request allows.
+func (f *fetchReply) fetch(ctx context.Context, req *kmsg.FetchRequest, isolation Isolation) error {
+	wait := min(time.Duration(max(req.MaxWaitMillis, 0))*time.Millisecond, fetchWaitMax)
+	deadline := time.Now().Add(wait)
+	maxBytes := min(max(req.MaxBytes, 0), fetchResponseBytesMax)
+	var timer *time.Timer
+	for {
+		bytes, respondNow := f.readAll(isolation, maxBytes)
+		if respondNow || bytes >= int64(req.MinBytes) || len(f.changed) == 0 || !time.Now().Before(deadline) {
+			return nil
+		}
+		f.releaseRecords()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+			defer timer.Stop()
+		}
+		if err := f.waitForChange(ctx, timer.C); err != nil {
+			return err
+		}
+	}
+}
+
+// readAll reads every partition once, releasing what the previous pass
+// read. It returns the record bytes read and whether the response must go
+// now whatever MinBytes says (an error or a diverging epoch).
+func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, respondNow bool) {
+	f.releaseRecords()
+	f.changed = f.changed[:0]
+	f.nodeEndpoints = f.nodeEndpoints[:0]
+	remaining := int64(maxBytes)
+	minOneBatch := true
+	for i := range f.partitions {
+		p := &f.partitions[i]
+		if f.version >= 13 && p.topic == "" && i > 0 && f.partitions[i-1].topicID == p.topicID {
+			p.topic = f.partitions[i-1].topic // one TopicByID per run of a topic
+		}
+		limit := min(remaining, int64(max(p.partitionMaxBytes, 0)))
+		if changed := f.readPartition(p, isolation, int32(limit), minOneBatch); changed != nil {
+			f.changed = append(f.changed, changed)
+		}
+		length := p.records.Length
+		if length > 0 {
+			minOneBatch = false
+		}
+		remaining = max(0, remaining-length)
+		bytes += length
+		respondNow = respondNow || p.errorCode != 0 || p.divergingEpoch.set()
+	}
+	return bytes, respondNow
+}
+
+// readPartition answers one partition and returns its Changed channel
+// (nil when there is no such partition).
+func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBytes int32, minOneBatch bool) <-chan struct{} {
+	p.resetResponse()
+	backend := f.server.backend
+	if f.version >= 13 && p.topic == "" {
+		t, ok := backend.TopicByID(p.topicID)
+		if !ok {
+			p.errorCode = kerr.UnknownTopicID.Code
+			return nil
+		}
+		p.topic = t.Name
+	}
+	partition, err := backend.Partition(p.topic, p.partition)
+	if err != nil {
+		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
+		return nil
+	}
+	changed := partition.Changed()
+	if err := f.readRecords(p, partition, isolation, maxBytes, minOneBatch); err != nil {
+		p.resetResponse()
+		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
+		if f.version >= 16 && (p.errorCode == kerr.FencedLeaderEpoch.Code || p.errorCode == kerr.NotLeaderForPartition.Code) {
+			f.nameLeader(p, partition)
+		}
+	}
+	return changed
+}
+
+// readRecords checks the epochs of p and reads its records.
+func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolation Isolation, maxBytes int32, minOneBatch bool) error {
+	if err := checkLeaderEpoch(p.currentLeaderEpoch, partition.LeaderEpoch()); err != nil {
+		return err
+	}
+	if p.lastFetchedEpoch >= 0 {
+		if diverged, err := checkDivergence(p, partition); err != nil || diverged {
+			return err
+		}
+	}
+	read, err := partition.Read(p.fetchOffset, maxBytes, isolation, minOneBatch)
+	if err != nil {
+		releaseRange(f.server.log, read.Records)
+		return err
+	}
+	if r := read.Records; r.Length < 0 || r.Length > fetchRecordBytesMax || r.Length > 0 && r.File == nil {
+		releaseRange(f.server.log, r)
+		return fmt.Errorf("netio: fetch %s/%d at %d: the backend read a bad range (%d bytes, file %v)", p.topic, p.partition, p.fetchOffset, r.Length, r.File != nil)
+	}
+	p.records = read.Records
+	p.highWatermark = read.Offsets.HighWatermark
+	p.lastStableOffset = read.Offsets.LastStableOffset
+	p.logStartOffset = read.Offsets.LogStartOffset
+	if isolation == ReadCommitted {
+		p.abortedTransactions = read.AbortedTransactions
+		if p.abortedTransactions == nil {
+			p.abortedTransactions = []AbortedTransaction{}
+		}
+	}
+	return nil
+}
+
+// checkLeaderEpoch fences a request's CurrentLeaderEpoch against ours.
+func checkLeaderEpoch(requested, current int32) error {
+	switch {
+	case requested < 0:
+		return nil
+	case requested < current:
+		return kerr.FencedLeaderEpoch
+	case requested > current:
+		return kerr.UnknownLeaderEpoch
+	}
+	return nil
+}
+
+// checkDivergence compares the client's LastFetchedEpoch with our epoch
+// history. When the client's log diverged it fills p.divergingEpoch and
+// the offsets and reports true; p then carries no records.
+func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
+	endEpoch, endOffset := partition.EndOffsetForEpoch(p.lastFetchedEpoch)
+	offsets := partition.Offsets()
+	switch {
+	case endEpoch < 0 || endOffset < 0:
+		return false, kerr.OffsetOutOfRange // the epoch is unknown to us
+	case p.fetchOffset < offsets.LogStartOffset:
+		return false, kerr.OffsetOutOfRange
+	case endOffset >= p.fetchOffset && endEpoch == p.lastFetchedEpoch:
+		return false, nil
+	}
+	p.divergingEpoch = fetchEpochEndOffset{epoch: endEpoch, endOffset: endOffset}
+	p.highWatermark = offsets.HighWatermark
+	p.lastStableOffset = offsets.LastStableOffset
+	p.logStartOffset = offsets.LogStartOffset
+	return true, nil
+}
+
+// nameLeader fills the current_leader tag of p and the endpoint it names
+// (KIP-951): this node leads every partition.
+func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
+	cluster := f.server.backend.Cluster()
+	p.currentLeader = fetchLeader{leaderID: cluster.NodeID, leaderEpoch: partition.LeaderEpoch()}
+	if len(f.nodeEndpoints) == 0 {
+		f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: cluster.NodeID, host: cluster.Host, port: cluster.Port})
+	}
+}
+
+// waitForChange waits until a channel of f.changed closes, expired fires
+// or ctx is done.
+func (f *fetchReply) waitForChange(ctx context.Context, expired <-chan time.Time) error {
+	stats := &f.server.sessions.stats
+	stats.waits.Add(1)
+	stats.waiting.Add(1)
+	defer stats.waiting.Add(-1)
+	if len(f.changed) <= fetchWaitInline {
+		var c [fetchWaitInline]<-chan struct{} // nil channels never fire
+		copy(c[:], f.changed)
+		select {
+		case <-c[0]:
+		case <-c[1]:
+		case <-c[2]:
+		case <-c[3]:
+		case <-expired:
+		case <-ctx.Done():
+			return fmt.Errorf("netio: fetch: %w", ctx.Err())
+		}
+		return nil
+	}
+	woken := make(chan struct{}, 1)
+	stop := make(chan struct{})
+	var watchers sync.WaitGroup // one per fetchWaitGroup channels, waited for before returning
+	defer watchers.Wait()
+	defer close(stop)
+	for start := 0; start < len(f.changed); start += fetchWaitGroup {
+		var group [fetchWaitGroup]<-chan struct{}
+		copy(group[:], f.changed[start:])
+		watchers.Go(func() { watchChanged(group, stop, woken) })
+	}
+	select {
+	case <-woken:
+	case <-expired:
+	case <-ctx.Done():
+		return fmt.Errorf("netio: fetch: %w", ctx.Err())
+	}
+	return nil
+}
+
+// watchChanged signals woken when one of c closes, unless stop closes first.
+func watchChanged(c [fetchWaitGroup]<-chan struct{}, stop <-chan struct{}, woken chan<- struct{}) {
+	select {
+	case <-c[0]:
+	case <-c[1]:
+	case <-c[2]:
+	case <-c[3]:
+	case <-c[4]:
+	case <-c[5]:
+	case <-c[6]:
+	case <-c[7]:
+	case <-stop:
+		return
+	}
+	select {
+	case woken <- struct{}{}:
+	default: // already signalled
+	}
+}
+
+// writeFrame writes the response: the encoded fields from c.out, each
+// partition's records from its file in between. It releases every range,
+// whatever happens.
+func (f *fetchReply) writeFrame(c *conn, h RequestHeader) error {
+	defer f.releaseRecords()
+	out := appendResponseHeader(c.out[:0], h.CorrelationID, f.version >= 12)
+	out, recordBytes := appendFetchResponse(out, f)
+	c.out = out
+	if size := int64(len(out)-4) + recordBytes; size > math.MaxInt32 {
+		return fmt.Errorf("netio: fetch response of %d bytes does not fit a frame", size)
+	}
+	finishFrame(out, recordBytes)
+	stats := &c.server.sessions.stats.transfer
+	written := 0
+	for _, hole := range f.holes {
+		if _, err := c.w.Write(out[written:hole.at]); err != nil {
+			return err
+		}
+		written = hole.at
+		if err := writeFileRange(c, f.partitions[hole.partition].records, stats); err != nil {
+			return err
+		}
+	}
+	if _, err := c.w.Write(out[written:]); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// releaseRecords releases every range f holds.
+func (f *fetchReply) releaseRecords() {
+	for i := range f.partitions {
+		releaseRange(f.server.log, f.partitions[i].records)
+		f.partitions[i].records = FileRange{}
+	}
+}
+
+// releaseRange releases r; a failure is logged, as there is no one to
+// answer it to.
+func releaseRange(log *slog.Logger, r FileRange) {
+	if r.Release == nil {
+		return
+	}
+	if err := r.Release(); err != nil {
+		log.Warn("fetch: releasing a file range failed", "error", err)
+	}
+}

@@ -1,0 +1,94 @@
+package netio
+
+// Metadata, versions 0-13. This node is the only broker and leads every
+// partition (replicas and ISR are just this node). Topic IDs from v10;
+// topics may be asked for by ID from v12 (answered by name). A null topic
+// list (v1+; an empty list in v0) asks for every topic. Unknown topics are
+// created when the request allows auto creation and the backend agrees,
+// as a Kafka broker with auto.create.topics.enable does.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*kmsg.MetadataRequest)
+	resp := req.ResponseKind().(*kmsg.MetadataResponse)
+	backend := c.server.backend
+	cluster := backend.Cluster()
+	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: cluster.NodeID, Host: cluster.Host, Port: cluster.Port}}
+	resp.ClusterID = &cluster.ClusterID
+	resp.ControllerID = cluster.NodeID
+
+	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
+	if all {
+		for _, t := range backend.Topics() {
+			resp.Topics = append(resp.Topics, metadataTopic(c, t))
+		}
+		return resp, nil
+	}
+	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	for _, rt := range req.Topics {
+		t, err := lookupTopic(backend, rt.Topic, rt.TopicID)
+		if err != nil && autoCreate && rt.Topic != nil {
+			t, err = backend.CreateTopic(ctx, *rt.Topic, 1, nil, false)
+			if err != nil {
+				c.server.log.Info("metadata: auto-creating topic failed", "topic", *rt.Topic, "error", err)
+			}
+		}
+		if err != nil {
+			mt := kmsg.NewMetadataResponseTopic()
+			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
+			if rt.Topic == nil {
+				mt.ErrorCode = kerr.UnknownTopicID.Code
+			}
+			resp.Topics = append(resp.Topics, mt)
+			continue
+		}
+		resp.Topics = append(resp.Topics, metadataTopic(c, t))
+	}
+	return resp, nil
+}
+
+// lookupTopic finds a topic by name, or by ID when the name is null.
+func lookupTopic(backend Backend, name *string, id [16]byte) (TopicInfo, error) {
+	var (
+		t  TopicInfo
+		ok bool
+	)
+	if name != nil && *name != "" {
+		t, ok = backend.Topic(*name)
+	} else {
+		t, ok = backend.TopicByID(id)
+	}
+	if !ok {
+		if name == nil || *name == "" {
+			return t, kerr.UnknownTopicID
+		}
+		return t, kerr.UnknownTopicOrPartition
+	}
+	return t, nil
+}
+
+func metadataTopic(c *conn, t TopicInfo) kmsg.MetadataResponseTopic {
+	node := c.server.backend.Cluster().NodeID
+	name := t.Name
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
+	for i := range t.Partitions {
+		mp := kmsg.NewMetadataResponseTopicPartition()
+		mp.Partition, mp.Leader = i, node
+		mp.Replicas, mp.ISR = []int32{node}, []int32{node}
+		if p, err := c.server.backend.Partition(t.Name, i); err == nil {
+			mp.LeaderEpoch = p.LeaderEpoch()
+		} else {
+			mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
+		}
+		mt.Partitions = append(mt.Partitions, mp)
+	}
+	return mt
+}

@@ -1,0 +1,61 @@
+package netio
+
+// FindCoordinator, versions 0-6. This node is every coordinator: the group
+// coordinator (type 0) and the transaction coordinator (type 1) of every
+// key. v4+ asks for a batch of keys (KIP-699) and gets one answer per key;
+// v0-3 ask for one key and get one answer, with an error message ("NONE"
+// on success, Kafka's Errors.message()). Share coordinators (type 2,
+// KIP-932) are not served: INVALID_REQUEST, as a Kafka broker without a
+// share coordinator answers (and as any broker answers below v6). Any
+// other type is INVALID_REQUEST for every key (CoordinatorType.forId
+// throws). A failed key names node -1, host "" and port -1 (Node.noNode).
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const (
+	coordinatorGroup       = 0
+	coordinatorTransaction = 1
+
+	findCoordinatorBatchVersion = 4
+)
+
+func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*kmsg.FindCoordinatorRequest)
+	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
+	cluster := c.server.backend.Cluster()
+	var err *kerr.Error
+	if req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction {
+		err = kerr.InvalidRequest // share coordinators (not served) and unknown types
+	}
+	answer := func(key string) kmsg.FindCoordinatorResponseCoordinator {
+		sc := kmsg.NewFindCoordinatorResponseCoordinator()
+		sc.Key = key
+		if err != nil {
+			message := err.Description
+			sc.ErrorCode, sc.ErrorMessage = err.Code, &message
+			sc.NodeID, sc.Host, sc.Port = -1, "", -1
+			return sc
+		}
+		sc.NodeID, sc.Host, sc.Port = cluster.NodeID, cluster.Host, cluster.Port
+		return sc
+	}
+	if req.Version >= findCoordinatorBatchVersion {
+		for _, key := range req.CoordinatorKeys {
+			resp.Coordinators = append(resp.Coordinators, answer(key))
+		}
+		return resp, nil
+	}
+	sc := answer(req.CoordinatorKey)
+	resp.ErrorCode, resp.NodeID, resp.Host, resp.Port = sc.ErrorCode, sc.NodeID, sc.Host, sc.Port
+	message := "NONE"
+	if err != nil {
+		message = err.Description
+	}
+	resp.ErrorMessage = &message
+	return resp, nil
+}

@@ -1,0 +1,151 @@
+package netio
+
+import (
+	"context"
+	"errors"
+)
+
+// Backend is the node behind the listener. netio knows nothing of how it
+// stores data: the engine supplies a Backend over its log store.
+//
+// Errors: methods return the kerr errors of github.com/twmb/franz-go/pkg/kerr
+// where Kafka has a code for the failure (kerr.UnknownTopicOrPartition,
+// kerr.OutOfOrderSequenceNumber, ...); any other error answers
+// KAFKA_STORAGE_ERROR for data calls and UNKNOWN_SERVER_ERROR otherwise,
+// and is logged.
+type Backend interface {
+	// Cluster describes this node for Metadata and DescribeCluster.
+	Cluster() ClusterInfo
+	// Topics lists the topics, sorted by name.
+	Topics() []TopicInfo
+	Topic(name string) (TopicInfo, bool)
+	TopicByID(id TopicID) (TopicInfo, bool)
+	// CreateTopic makes a writable topic; configs are Kafka topic configs.
+	CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (TopicInfo, error)
+	DeleteTopic(ctx context.Context, name string) error
+	// CreatePartitions grows a topic to count partitions.
+	CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error
+	// Partition returns one partition, or kerr.UnknownTopicOrPartition.
+	Partition(topic string, partition int32) (Partition, error)
+	// Transactions is the producer ID and transaction coordinator.
+	Transactions() Transactions
+}
+
+// TopicID is a Kafka topic ID.
+type TopicID [16]byte
+
+// ClusterInfo is this node's identity and advertised address.
+type ClusterInfo struct {
+	ClusterID string
+	NodeID    int32
+	Host      string
+	Port      int32
+}
+
+// TopicInfo describes a topic.
+type TopicInfo struct {
+	Name       string
+	ID         TopicID
+	Partitions int32
+	Internal   bool
+}
+
+// Offsets are a partition's offsets, as Kafka names them.
+type Offsets struct {
+	LogStartOffset   int64
+	HighWatermark    int64
+	LastStableOffset int64
+	LogEndOffset     int64
+}
+
+// Isolation is a Fetch or ListOffsets isolation level.
+type Isolation int8
+
+const (
+	ReadUncommitted Isolation = 0
+	ReadCommitted   Isolation = 1
+)
+
+// Partition is one partition of a topic on this node.
+type Partition interface {
+	LeaderEpoch() int32
+	Offsets() Offsets
+	// Produce appends batches (whole v2 batches, as received) and returns
+	// the base offset assigned. Read-only (mirror) partitions answer
+	// kerr.ReadOnlyTopic... or the closest code the engine chooses.
+	Produce(ctx context.Context, batches []byte, request ProduceRequest) (ProduceResult, error)
+	// Read returns the records from offset on, bounded by maxBytes and by
+	// the high watermark (ReadUncommitted) or last stable offset
+	// (ReadCommitted). An offset outside [logStart, logEnd] is
+	// kerr.OffsetOutOfRange.
+	Read(offset int64, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error)
+	// Changed returns a channel closed at the next change of the
+	// partition's offsets (an append, a high watermark move, a truncation),
+	// for long polls. Callers re-read Offsets after it fires.
+	Changed() <-chan struct{}
+	// ListOffset answers ListOffsets for one timestamp (-1 latest,
+	// -2 earliest, -3 max timestamp, else the first record at or after it):
+	// the offset, the record's timestamp (-1 where Kafka gives -1) and
+	// the leader epoch of that offset. Not found: offset -1.
+	ListOffset(timestamp int64, isolation Isolation) (offset, recordTimestamp int64, leaderEpoch int32, err error)
+	// EndOffsetForEpoch answers OffsetForLeaderEpoch.
+	EndOffsetForEpoch(epoch int32) (endEpoch int32, endOffset int64)
+	// DeleteRecords moves the log start offset (-1: to the high
+	// watermark) and returns the new low watermark.
+	DeleteRecords(ctx context.Context, offset int64) (int64, error)
+}
+
+// ProduceRequest is what a Produce request says about one partition's batches.
+type ProduceRequest struct {
+	Acks            int16
+	TransactionalID string // "" when not transactional
+}
+
+// ProduceResult is the outcome of a Produce for one partition.
+type ProduceResult struct {
+	BaseOffset     int64
+	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
+	LogStartOffset int64
+}
+
+// ReadResult is what Read found.
+type ReadResult struct {
+	Records             FileRange
+	Offsets             Offsets
+	AbortedTransactions []AbortedTransaction // ReadCommitted only
+}
+
+// FileRange is a range of a file holding record batches (the last may be
+// partial); Release must be called once it is sent.
+type FileRange struct {
+	File     RangeFile // nil when the range is empty
+	Position int64
+	Length   int64
+	Release  func() error // nil when there is nothing to release
+}
+
+// RangeFile is the file behind a FileRange: sendfile uses Fd, the
+// fallback ReadAt.
+type RangeFile interface {
+	ReadAt(p []byte, off int64) (int, error)
+	// Fd is the descriptor for sendfile, or ^uintptr(0) when there is none.
+	Fd() uintptr
+}
+
+// AbortedTransaction is an entry of a Fetch response's aborted list.
+type AbortedTransaction struct {
+	ProducerID  int64
+	FirstOffset int64
+}
+
+// Transactions is the producer ID allocator and transaction coordinator.
+type Transactions interface {
+	// InitProducerID returns a producer ID and epoch; transactional ones
+	// are fenced per transactional ID (an ongoing transaction is aborted).
+	InitProducerID(ctx context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error)
+	AddPartitions(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error
+	EndTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error
+}
+
+// ErrNotBuilt answers requests for parts of the API that are not built.
+var ErrNotBuilt = errors.New("netio: not built")

@@ -1,0 +1,53 @@
+package netio
+
+import (
+	"context"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// api is one Kafka API this server answers: the versions it serves and
+// its handler. A handler returns a kmsg.Response, a frameWriter, or nil
+// (no response), or an error that closes the connection.
+type api struct {
+	minVersion, maxVersion int16
+	serve                  func(ctx context.Context, c *conn, h RequestHeader, req kmsg.Request) (any, error)
+}
+
+const apiVersionsKey = 18
+
+// apis is the dispatch table, by key; ApiVersions advertises it. Each
+// handler lives in the file named after its key (00_produce.go, ...).
+var apis map[int16]api
+
+func init() {
+	apis = map[int16]api{
+		0:  {3, 13, serveProduce},
+		1:  {4, 18, serveFetch},
+		2:  {1, 11, serveListOffsets},
+		3:  {0, 13, serveMetadata},
+		10: {0, 6, serveFindCoordinator},
+		18: {0, 4, serveAPIVersions},
+		19: {2, 7, serveCreateTopics},
+		20: {1, 6, serveDeleteTopics},
+		21: {0, 2, serveDeleteRecords},
+		22: {0, 5, serveInitProducerID},
+		23: {0, 4, serveOffsetForLeaderEpoch},
+		24: {0, 3, serveAddPartitionsToTxn},
+		26: {0, 4, serveEndTxn},
+		37: {0, 3, serveCreatePartitions},
+		60: {0, 2, serveDescribeCluster},
+		75: {0, 0, serveDescribeTopicPartitions},
+	}
+}
+
+// advertisedKeys returns the ApiVersions entries, sorted by key.
+func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
+	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
+	for key, a := range apis {
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: a.minVersion, MaxVersion: a.maxVersion})
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
+	return keys
+}

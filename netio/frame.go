@@ -1,0 +1,189 @@
+package netio
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Framing. Every request and response is a big-endian int32 size followed
+// by that many bytes. A request starts with its header:
+//
+//	int16   api key
+//	int16   api version
+//	int32   correlation id
+//	string  client id (int16 length, -1 = null)    header v1+, every API we serve
+//	tags    tagged fields (uvarint count, then      header v2, flexible versions
+//	        uvarint tag, uvarint size, bytes)
+//
+// A response starts with the correlation id, then (flexible versions, but
+// never for ApiVersions) an empty tagged-field section: one zero byte.
+
+// ErrFrame marks a request that cannot be framed or parsed; the
+// connection that sent it is closed.
+var ErrFrame = errors.New("netio: malformed request")
+
+// RequestHeader is the parsed header of a request.
+type RequestHeader struct {
+	Key           int16
+	Version       int16
+	CorrelationID int32
+	ClientID      string
+}
+
+// readFrame reads one size-prefixed frame into buf (grown as needed),
+// refusing frames larger than limit.
+func readFrame(r io.Reader, buf []byte, limit int32) ([]byte, error) {
+	var size [4]byte
+	if _, err := io.ReadFull(r, size[:]); err != nil {
+		return buf, err
+	}
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 8 || n > limit {
+		return buf, fmt.Errorf("%w: frame size %d outside [8, %d]", ErrFrame, n, limit)
+	}
+	// Grow as bytes arrive, not by the declared size: a peer that claims
+	// 100 MiB and sends nothing must not make us allocate 100 MiB.
+	buf = buf[:0]
+	for len(buf) < int(n) {
+		next := min(int(n), max(2*len(buf), frameChunk))
+		if cap(buf) < next {
+			grown := make([]byte, len(buf), next)
+			copy(grown, buf)
+			buf = grown
+		}
+		if _, err := io.ReadFull(r, buf[len(buf):next]); err != nil {
+			return buf, err
+		}
+		buf = buf[:next]
+	}
+	return buf, nil
+}
+
+// frameChunk is the first read of a frame larger than the buffer.
+const frameChunk = 64 << 10
+
+// parseHeader splits a request frame into its header and body. flexible
+// reports whether the header carries tagged fields, which depends on the
+// key and version (the caller knows them from the first four bytes).
+func parseHeader(frame []byte, flexible func(key, version int16) (bool, bool)) (RequestHeader, []byte, error) {
+	r := reader{buf: frame}
+	h := RequestHeader{Key: r.int16(), Version: r.int16(), CorrelationID: r.int32()}
+	h.ClientID = r.nullableString()
+	if r.err != nil {
+		return h, nil, fmt.Errorf("%w: header: %w", ErrFrame, r.err)
+	}
+	isFlexible, known := flexible(h.Key, h.Version)
+	if !known {
+		return h, r.buf, nil // the caller answers or closes; the body is not parsed
+	}
+	if isFlexible {
+		r.skipTags()
+	}
+	if r.err != nil {
+		return h, nil, fmt.Errorf("%w: header tags: %w", ErrFrame, r.err)
+	}
+	return h, r.buf, nil
+}
+
+// appendResponseHeader starts a response frame in dst: a size placeholder
+// (filled by finishFrame), the correlation id and, for flexible responses,
+// the empty tag section.
+func appendResponseHeader(dst []byte, correlationID int32, flexibleHeader bool) []byte {
+	dst = append(dst, 0, 0, 0, 0)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(correlationID))
+	if flexibleHeader {
+		dst = append(dst, 0)
+	}
+	return dst
+}
+
+// finishFrame writes the size of frame (everything after its first four
+// bytes) plus extra bytes that will follow it on the wire.
+func finishFrame(frame []byte, extra int64) {
+	binary.BigEndian.PutUint32(frame, uint32(int64(len(frame)-4)+extra))
+}
+
+var (
+	errShort   = errors.New("short buffer")
+	errVarint  = errors.New("bad varint")
+	errTooMany = errors.New("too many tagged fields")
+)
+
+// reader decodes big-endian fields with a sticky error: after the first
+// failure every read returns zero and err stays set.
+type reader struct {
+	buf []byte
+	err error
+}
+
+func (r *reader) take(n int) []byte {
+	if r.err != nil {
+		return nil
+	}
+	if n < 0 || n > len(r.buf) {
+		r.err = errShort
+		return nil
+	}
+	b := r.buf[:n]
+	r.buf = r.buf[n:]
+	return b
+}
+
+func (r *reader) int16() int16 {
+	if b := r.take(2); b != nil {
+		return int16(binary.BigEndian.Uint16(b))
+	}
+	return 0
+}
+
+func (r *reader) int32() int32 {
+	if b := r.take(4); b != nil {
+		return int32(binary.BigEndian.Uint32(b))
+	}
+	return 0
+}
+
+func (r *reader) nullableString() string {
+	n := r.int16()
+	if n < 0 {
+		return ""
+	}
+	return string(r.take(int(n)))
+}
+
+func (r *reader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.buf)
+	if n <= 0 {
+		r.err = errVarint
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+// maxTags bounds the tagged fields of a header (Kafka defines none for
+// request headers but the client-id tag; a bound keeps a hostile count
+// from spinning).
+const maxTags = 64
+
+func (r *reader) skipTags() {
+	count := r.uvarint()
+	if count > maxTags {
+		r.err = errTooMany
+		return
+	}
+	for range count {
+		r.uvarint() // tag
+		size := r.uvarint()
+		if size > uint64(len(r.buf)) {
+			r.err = errShort
+			return
+		}
+		r.take(int(size))
+	}
+}

@@ -1,0 +1,274 @@
+package netio
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"net"
+	"sort"
+	"sync"
+	"testing"
+
+	"github.com/mirrord/mirrord/recordbatch"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// memBackend is an in-memory Backend for netio's tests: partitions keep
+// their batches in one byte slice and assign offsets on Produce. It knows
+// nothing of transactions beyond handing out producer IDs.
+type memBackend struct {
+	mu           sync.Mutex
+	topics       map[string]*memTopic
+	nextProducer int64
+	cluster      ClusterInfo
+}
+
+type memTopic struct {
+	info       TopicInfo
+	partitions []*memPartition
+}
+
+type memPartition struct {
+	mu          sync.Mutex
+	data        []byte
+	positions   []int64 // batch start positions
+	start       int64   // log start offset
+	end         int64   // log end offset
+	leaderEpoch int32
+	changed     chan struct{}
+}
+
+func newMemBackend() *memBackend {
+	return &memBackend{topics: map[string]*memTopic{}, cluster: ClusterInfo{ClusterID: "mem-cluster", NodeID: 1, Host: "127.0.0.1", Port: 9092}}
+}
+
+func (b *memBackend) Cluster() ClusterInfo { return b.cluster }
+
+func (b *memBackend) Topics() []TopicInfo {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []TopicInfo
+	for _, t := range b.topics {
+		out = append(out, t.info)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (b *memBackend) Topic(name string) (TopicInfo, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	if !ok {
+		return TopicInfo{}, false
+	}
+	return t.info, true
+}
+
+func (b *memBackend) TopicByID(id TopicID) (TopicInfo, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, t := range b.topics {
+		if t.info.ID == id {
+			return t.info, true
+		}
+	}
+	return TopicInfo{}, false
+}
+
+func (b *memBackend) CreateTopic(_ context.Context, name string, partitions int32, _ map[string]string, validateOnly bool) (TopicInfo, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[name]; ok {
+		return TopicInfo{}, kerr.TopicAlreadyExists
+	}
+	var id TopicID
+	rand.Read(id[:])
+	t := &memTopic{info: TopicInfo{Name: name, ID: id, Partitions: partitions}}
+	for range partitions {
+		t.partitions = append(t.partitions, &memPartition{changed: make(chan struct{})})
+	}
+	if !validateOnly {
+		b.topics[name] = t
+	}
+	return t.info, nil
+}
+
+func (b *memBackend) DeleteTopic(_ context.Context, name string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.topics[name]; !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	delete(b.topics, name)
+	return nil
+}
+
+func (b *memBackend) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[name]
+	switch {
+	case !ok:
+		return kerr.UnknownTopicOrPartition
+	case count <= t.info.Partitions:
+		return kerr.InvalidPartitions
+	case validateOnly:
+		return nil
+	}
+	for int32(len(t.partitions)) < count {
+		t.partitions = append(t.partitions, &memPartition{changed: make(chan struct{})})
+	}
+	t.info.Partitions = count
+	return nil
+}
+
+func (b *memBackend) Partition(topic string, partition int32) (Partition, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	t, ok := b.topics[topic]
+	if !ok || partition < 0 || partition >= int32(len(t.partitions)) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return t.partitions[partition], nil
+}
+
+func (b *memBackend) Transactions() Transactions { return memTransactions{b} }
+
+type memTransactions struct{ b *memBackend }
+
+func (t memTransactions) InitProducerID(context.Context, string, int32, int64, int16) (int64, int16, error) {
+	t.b.mu.Lock()
+	defer t.b.mu.Unlock()
+	t.b.nextProducer++
+	return t.b.nextProducer, 0, nil
+}
+
+func (memTransactions) AddPartitions(_ context.Context, _ string, _ int64, _ int16, _ string, partitions []int32) []error {
+	return make([]error, len(partitions))
+}
+
+func (memTransactions) EndTransaction(context.Context, string, int64, int16, bool) error { return nil }
+
+func (p *memPartition) LeaderEpoch() int32 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.leaderEpoch
+}
+
+func (p *memPartition) Offsets() Offsets {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return Offsets{LogStartOffset: p.start, HighWatermark: p.end, LastStableOffset: p.end, LogEndOffset: p.end}
+}
+
+func (p *memPartition) Produce(_ context.Context, batches []byte, _ ProduceRequest) (ProduceResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	base := p.end
+	it := recordbatch.NewIter(batches, true)
+	for it.Next() {
+		b := it.Batch()
+		b.SetBaseOffset(recordbatch.Offset(p.end))
+		b.SetLeaderEpoch(recordbatch.Epoch(p.leaderEpoch))
+		p.positions = append(p.positions, int64(len(p.data))+int64(it.Position()))
+		p.end = int64(b.NextOffset())
+	}
+	if it.Err() != nil {
+		p.end = base
+		return ProduceResult{}, kerr.CorruptMessage
+	}
+	p.data = append(p.data, batches...)
+	close(p.changed)
+	p.changed = make(chan struct{})
+	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.start}, nil
+}
+
+func (p *memPartition) Read(offset int64, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	offsets := Offsets{LogStartOffset: p.start, HighWatermark: p.end, LastStableOffset: p.end, LogEndOffset: p.end}
+	if offset < p.start || offset > p.end {
+		return ReadResult{Offsets: offsets}, kerr.OffsetOutOfRange
+	}
+	for _, position := range p.positions {
+		b, _ := recordbatch.Parse(p.data[position:])
+		if int64(b.LastOffset()) < offset {
+			continue
+		}
+		length := min(int64(len(p.data))-position, int64(maxBytes))
+		if minOneBatch {
+			length = max(length, int64(len(b)))
+		}
+		file := memFile{bytes.NewReader(bytes.Clone(p.data))}
+		return ReadResult{Records: FileRange{File: file, Position: position, Length: length}, Offsets: offsets}, nil
+	}
+	return ReadResult{Offsets: offsets}, nil
+}
+
+type memFile struct{ *bytes.Reader }
+
+func (memFile) Fd() uintptr { return ^uintptr(0) }
+
+func (p *memPartition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+func (p *memPartition) ListOffset(timestamp int64, _ Isolation) (int64, int64, int32, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch timestamp {
+	case -2:
+		return p.start, -1, p.leaderEpoch, nil
+	case -1:
+		return p.end, -1, p.leaderEpoch, nil
+	}
+	return -1, -1, -1, nil
+}
+
+func (p *memPartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if epoch > p.leaderEpoch {
+		return -1, -1
+	}
+	return p.leaderEpoch, p.end
+}
+
+func (p *memPartition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if offset == -1 {
+		offset = p.end
+	}
+	if offset > p.end {
+		return 0, kerr.OffsetOutOfRange
+	}
+	p.start = max(p.start, offset)
+	return p.start, nil
+}
+
+// startServer serves backend on a loopback port until the test ends.
+func startServer(t *testing.T, backend Backend) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if mem, ok := backend.(*memBackend); ok {
+		addr := ln.Addr().(*net.TCPAddr)
+		mem.cluster.Host, mem.cluster.Port = addr.IP.String(), int32(addr.Port)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- NewServer(Config{Backend: backend}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}

@@ -1,0 +1,232 @@
+package netio
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// Config configures a Server.
+type Config struct {
+	Backend Backend
+	Logger  *slog.Logger
+	// MaxRequestBytes bounds one request frame (socket.request.max.bytes).
+	MaxRequestBytes int32
+	// MaxConnections bounds concurrent client connections.
+	MaxConnections int
+}
+
+const (
+	defaultMaxRequestBytes = 100 << 20
+	defaultMaxConnections  = 4096
+)
+
+// Server serves the Kafka protocol on listeners. Each connection is one
+// goroutine that reads a request, handles it and writes its response
+// before reading the next, as a Kafka broker does (requests on one
+// connection are answered in order; at most one is in flight).
+type Server struct {
+	cfg      Config
+	backend  Backend
+	log      *slog.Logger
+	sessions *fetchSessions
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{} // bounded by MaxConnections
+	closed bool
+	wg     sync.WaitGroup // one per connection goroutine
+}
+
+// NewServer returns a server for cfg.Backend.
+func NewServer(cfg Config) *Server {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = defaultMaxRequestBytes
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = defaultMaxConnections
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), conns: map[*conn]struct{}{}}
+}
+
+// Serve accepts connections on ln until ctx is done, then closes ln and
+// every connection and waits for their goroutines.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	var err error
+	for {
+		var nc net.Conn
+		nc, err = ln.Accept()
+		if err != nil {
+			break
+		}
+		c := &conn{server: s, nc: nc, w: bufio.NewWriterSize(nc, 64<<10)}
+		if !s.track(c) {
+			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
+			nc.Close()
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			defer s.untrack(c)
+			c.serve(ctx)
+		}()
+	}
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+	if ctx.Err() != nil {
+		return nil
+	}
+	return fmt.Errorf("netio: accept: %w", err)
+}
+
+func (s *Server) track(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed || len(s.conns) >= s.cfg.MaxConnections {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+	c.nc.Close()
+	s.sessions.forgetConn(c)
+}
+
+// conn is one client connection, owned by its goroutine.
+type conn struct {
+	server *Server
+	nc     net.Conn
+	w      *bufio.Writer
+	frame  []byte // the last request frame, reused
+	out    []byte // the response being encoded, reused
+}
+
+func (c *conn) serve(ctx context.Context) {
+	log := c.server.log.With("remote", c.nc.RemoteAddr().String())
+	for {
+		var err error
+		c.frame, err = readFrame(c.nc, c.frame, c.server.cfg.MaxRequestBytes)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
+				log.Info("closing connection", "reason", err)
+			}
+			return
+		}
+		if err := c.handle(ctx, c.frame); err != nil {
+			if ctx.Err() == nil {
+				log.Info("closing connection", "reason", err)
+			}
+			return
+		}
+		// A connection keeps small buffers between requests; a large
+		// produce or response should not pin its size for the
+		// connection's lifetime.
+		if cap(c.frame) > keptBufferBytes {
+			c.frame = nil
+		}
+		if cap(c.out) > keptBufferBytes {
+			c.out = nil
+		}
+	}
+}
+
+// writeTimeout bounds writing one response to a client.
+const writeTimeout = 60 * time.Second
+
+// keptBufferBytes is the largest request or response buffer a
+// connection keeps for the next request.
+const keptBufferBytes = 1 << 20
+
+// handle parses, serves and answers one request frame. An error closes
+// the connection.
+func (c *conn) handle(ctx context.Context, frame []byte) error {
+	h, body, err := parseHeader(frame, flexibility)
+	if err != nil {
+		return err
+	}
+	api, ok := apis[h.Key]
+	if !ok {
+		return fmt.Errorf("%w: unknown api key %d (client %q)", ErrFrame, h.Key, h.ClientID)
+	}
+	if h.Version < api.minVersion || h.Version > api.maxVersion {
+		if h.Key == apiVersionsKey {
+			return c.writeResponse(h, unsupportedAPIVersions())
+		}
+		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
+	}
+	req := kmsg.RequestForKey(h.Key)
+	req.SetVersion(h.Version)
+	if err := req.ReadFrom(body); err != nil {
+		return fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, h.ClientID)
+	}
+	reply, err := api.serve(ctx, c, h, req)
+	if err != nil {
+		return err
+	}
+	// A client that stops reading must not hold this goroutine forever.
+	if err := c.nc.SetWriteDeadline(time.Now().Add(writeTimeout)); err != nil {
+		return err
+	}
+	switch r := reply.(type) {
+	case nil:
+		return nil // acks=0 produce: no response
+	case kmsg.Response:
+		return c.writeResponse(h, r)
+	case frameWriter:
+		return r.writeFrame(c, h)
+	}
+	return fmt.Errorf("netio: api key %d: handler returned %T", h.Key, reply)
+}
+
+// frameWriter is a response that writes its own frame (Fetch, whose
+// record bytes go from file to socket without passing through memory).
+type frameWriter interface {
+	writeFrame(c *conn, h RequestHeader) error
+}
+
+// writeResponse encodes r at its own version (ResponseKind gives the
+// request's; an UNSUPPORTED_VERSION ApiVersions answer is v0).
+func (c *conn) writeResponse(h RequestHeader, r kmsg.Response) error {
+	c.out = appendResponseHeader(c.out[:0], h.CorrelationID, r.IsFlexible() && h.Key != apiVersionsKey)
+	c.out = r.AppendTo(c.out)
+	finishFrame(c.out, 0)
+	if _, err := c.w.Write(c.out); err != nil {
+		return err
+	}
+	return c.w.Flush()
+}
+
+// flexibility reports whether (key, version) uses flexible encoding, and
+// whether the pair is one this server serves at all.
+func flexibility(key, version int16) (flexible, known bool) {
+	api, ok := apis[key]
+	if !ok || version < api.minVersion || version > api.maxVersion {
+		return false, false
+	}
+	req := kmsg.RequestForKey(key)
+	req.SetVersion(version)
+	return req.IsFlexible(), true
+}
