@@ -1,7 +1,7 @@
 // Command mirrord is the mirrord daemon and CLI. See README.md.
 //
 //	mirrord demo [--data-dir DIR] [--bytes N]   storage demo (the node is not built yet)
-//	mirrord serve ...                           not built yet
+//	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT]
 //	mirrord mirrors ...                         not built yet
 package main
 
@@ -14,7 +14,7 @@ const usage = `usage: mirrord <command> [options]
 
 commands:
   demo      append and read back a few hundred MB through the log store, with throughput
-  serve     the Kafka-protocol node (not built yet)
+  serve     the Kafka-protocol node: --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--advertise HOST:PORT]
   mirrors   mirror administration (not built yet)
 `
 
@@ -27,8 +27,10 @@ func main() {
 	switch command, args := os.Args[1], os.Args[2:]; command {
 	case "demo":
 		err = runDemo(args)
-	case "serve", "mirrors":
-		err = fmt.Errorf("%s is not built yet: this build has the storage layer only (see README.md, \"What is built\")", command)
+	case "serve":
+		err = runServe(args)
+	case "mirrors":
+		err = fmt.Errorf("%s is not built yet: this build has the storage layer and the Kafka endpoint (see README.md, \"What is built\")", command)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// NodeConfig configures a Node.
+type NodeConfig struct {
+	FS      vfs.FS
+	DataDir string
+	// Log is the default partition log configuration.
+	Log logstore.Config
+	// Host and Port are the advertised address (Metadata answers them).
+	Host   string
+	Port   int32
+	Logger *slog.Logger
+}
+
+// Node is one mirrord node: the partition logs of its data directory and
+// the topics they form. It is the netio.Backend the Kafka listener serves.
+//
+// Concurrency: mu guards the topic map; each partition serializes its own
+// writes. Topic and partition objects are never mutated in place after
+// creation except a topic's partition list, which only grows (under mu).
+type Node struct {
+	cfg     NodeConfig
+	dir     *logstore.Dir
+	log     *slog.Logger
+	txns    *transactions
+	cluster netio.ClusterInfo
+
+	mu     sync.RWMutex
+	topics map[string]*topic        // bounded by the partitions on disk
+	byID   map[netio.TopicID]*topic // the same topics, by ID
+}
+
+type topic struct {
+	name       string
+	id         netio.TopicID
+	partitions []*partition
+}
+
+// OpenNode opens the data directory and every partition log in it.
+func OpenNode(cfg NodeConfig) (*Node, error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[netio.TopicID]*topic{}}
+	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
+	for _, info := range dir.List() {
+		log, _, _ := dir.Get(info.TopicPartition)
+		t := n.topics[info.Topic]
+		if t == nil {
+			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID)}
+			n.topics[info.Topic], n.byID[t.id] = t, t
+		}
+		if int(info.Partition) != len(t.partitions) {
+			dir.Close()
+			return nil, fmt.Errorf("engine: topic %s: partition %d found but %d is missing", info.Topic, info.Partition, len(t.partitions))
+		}
+		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
+	}
+	if n.txns, err = openTransactions(n); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	return n, nil
+}
+
+// Close stops the transaction reaper and closes every partition log.
+func (n *Node) Close() error {
+	n.txns.close()
+	return n.dir.Close()
+}
+
+// SetAdvertised sets the address Metadata answers (once the listener's
+// port is known).
+func (n *Node) SetAdvertised(host string, port int32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.cluster.Host, n.cluster.Port = host, port
+}
+
+func (n *Node) Cluster() netio.ClusterInfo {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	return n.cluster
+}
+
+func (n *Node) Topics() []netio.TopicInfo {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	infos := make([]netio.TopicInfo, 0, len(n.topics))
+	for _, t := range n.topics {
+		infos = append(infos, t.info())
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
+	return infos
+}
+
+func (t *topic) info() netio.TopicInfo {
+	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions))}
+}
+
+func (n *Node) Topic(name string) (netio.TopicInfo, bool) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if t, ok := n.topics[name]; ok {
+		return t.info(), true
+	}
+	return netio.TopicInfo{}, false
+}
+
+func (n *Node) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if t, ok := n.byID[id]; ok {
+		return t.info(), true
+	}
+	return netio.TopicInfo{}, false
+}
+
+func (n *Node) Partition(topicName string, index int32) (netio.Partition, error) {
+	p, err := n.partition(topicName, index)
+	if err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (n *Node) partition(topicName string, index int32) (*partition, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	t, ok := n.topics[topicName]
+	if !ok || index < 0 || int(index) >= len(t.partitions) {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	return t.partitions[index], nil
+}
+
+func (n *Node) Transactions() netio.Transactions { return n.txns }
+
+// CreateTopic makes a writable topic of partitions partitions.
+func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
+	cfg, err := topicConfig(n.cfg.Log, configs)
+	if err != nil {
+		return netio.TopicInfo{}, err
+	}
+	if partitions <= 0 {
+		return netio.TopicInfo{}, kerr.InvalidPartitions
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := n.topics[name]; ok {
+		return netio.TopicInfo{}, kerr.TopicAlreadyExists
+	}
+	t := &topic{name: name, id: netio.TopicID(logstore.NewTopicID())}
+	if err := validTopicName(name); err != nil || validateOnly {
+		return t.info(), err
+	}
+	if err := n.addPartitions(t, partitions, cfg); err != nil {
+		return netio.TopicInfo{}, err
+	}
+	n.topics[name], n.byID[t.id] = t, t
+	n.log.Info("created topic", "topic", name, "id", logstore.TopicID(t.id).String(), "partitions", partitions)
+	return t.info(), nil
+}
+
+// addPartitions creates partition logs up to count; n.mu is held.
+func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
+	for i := int32(len(t.partitions)); i < count; i++ {
+		tp := logstore.TopicPartition{Topic: t.name, Partition: i}
+		log, err := n.dir.Create(tp, logstore.TopicID(t.id), cfg)
+		if err != nil {
+			return fmt.Errorf("engine: create %s: %w", tp, err)
+		}
+		t.partitions = append(t.partitions, newPartition(tp, log))
+	}
+	return nil
+}
+
+// CreatePartitions grows a topic to count partitions.
+func (n *Node) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.topics[name]
+	switch {
+	case !ok:
+		return kerr.UnknownTopicOrPartition
+	case count <= int32(len(t.partitions)):
+		return kerr.InvalidPartitions
+	case validateOnly:
+		return nil
+	}
+	return n.addPartitions(t, count, n.cfg.Log)
+}
+
+// DeleteTopic deletes every partition of a topic.
+func (n *Node) DeleteTopic(_ context.Context, name string) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.topics[name]
+	if !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	delete(n.topics, name)
+	delete(n.byID, t.id)
+	var errs []error
+	for _, p := range t.partitions {
+		p.closed()
+		if err := n.dir.Delete(p.tp); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	n.log.Info("deleted topic", "topic", name)
+	return errors.Join(errs...)
+}
+
+func validTopicName(name string) error {
+	if err := logstore.ValidateTopicName(name); err != nil {
+		return fmt.Errorf("%w: %w", kerr.InvalidTopicException, err)
+	}
+	return nil
+}

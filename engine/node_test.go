@@ -1,0 +1,62 @@
+package engine
+
+import (
+	"context"
+	"net"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/vfs"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// startNode serves a Node over dir on a loopback port until the test ends.
+func startNode(t *testing.T, dir string) (*Node, string) {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().(*net.TCPAddr)
+	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- netio.NewServer(netio.Config{Backend: node}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+		if err := node.Close(); err != nil {
+			t.Errorf("close node: %v", err)
+		}
+	})
+	return node, ln.Addr().String()
+}
+
+func TestProduceToNode(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	_, addr := startNode(t, dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	if _, err := kadm.NewClient(client).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 50 {
+		if err := client.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}, Partition: int32(i % 2)}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+}

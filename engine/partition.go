@@ -1,0 +1,164 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// partition is one partition log served as a netio.Partition. This node
+// leads it; its leader epoch is the latest epoch in its log (0 for a new
+// log), as a single-replica Kafka partition keeps its epoch.
+//
+// Writes (produce, delete records) are serialized by mu, which also
+// guards changed and the producer state: a sequence check and the append
+// it guards happen under one lock.
+type partition struct {
+	tp  logstore.TopicPartition
+	log *logstore.Log
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced when the offsets change
+	producers *producerStates
+}
+
+func newPartition(tp logstore.TopicPartition, log *logstore.Log) *partition {
+	return &partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates()}
+}
+
+// notify wakes long polls; mu is held.
+func (p *partition) notify() {
+	close(p.changed)
+	p.changed = make(chan struct{})
+}
+
+// closed is called when the partition is deleted: readers waiting on it
+// wake and find it gone.
+func (p *partition) closed() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.notify()
+}
+
+func (p *partition) Changed() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.changed
+}
+
+func (p *partition) LeaderEpoch() int32 {
+	return max(int32(p.log.LatestEpoch()), 0)
+}
+
+func (p *partition) Offsets() netio.Offsets {
+	start, hw, end := p.log.LogStartOffset(), p.log.HighWatermark(), p.log.LogEndOffset()
+	return netio.Offsets{LogStartOffset: int64(start), HighWatermark: int64(hw), LastStableOffset: int64(p.lastStableOffset(start, hw)), LogEndOffset: int64(end)}
+}
+
+func (p *partition) Read(offset int64, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
+	offsets := p.Offsets()
+	result := netio.ReadResult{Offsets: offsets}
+	limit := offsets.HighWatermark
+	if isolation == netio.ReadCommitted {
+		limit = offsets.LastStableOffset
+	}
+	slice, err := p.log.Read(rb.Offset(offset), int64(maxBytes), rb.Offset(limit), minOneBatch)
+	if err != nil {
+		return result, readError(err)
+	}
+	if slice.Length > 0 {
+		result.Records = netio.FileRange{File: slice.File, Position: slice.Position, Length: slice.Length, Release: slice.Release}
+	}
+	if isolation == netio.ReadCommitted && slice.Length > 0 {
+		result.AbortedTransactions = p.abortedTransactions(offset, limit)
+	}
+	return result, nil
+}
+
+func readError(err error) error {
+	switch {
+	case errors.Is(err, logstore.ErrOffsetOutOfRange):
+		return kerr.OffsetOutOfRange
+	case errors.Is(err, logstore.ErrClosed):
+		return kerr.UnknownTopicOrPartition
+	}
+	return err
+}
+
+func (p *partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+	e, o := p.log.EndOffsetForEpoch(rb.Epoch(epoch))
+	return int32(e), int64(o)
+}
+
+// ListOffset answers ListOffsets: -2 earliest, -1 latest (high watermark,
+// or last stable offset for read_committed), -3 the record with the
+// largest timestamp, else the first batch whose max timestamp reaches the
+// target (narrowed to the record where the batch can be decoded).
+func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int64, int64, int32, error) {
+	offsets := p.Offsets()
+	switch timestamp {
+	case -2, -4: // earliest, earliest-local (no tiered storage here)
+		return offsets.LogStartOffset, -1, p.epochAt(offsets.LogStartOffset), nil
+	case -1, -5: // latest, latest-tiered
+		latest := offsets.HighWatermark
+		if isolation == netio.ReadCommitted {
+			latest = offsets.LastStableOffset
+		}
+		return latest, -1, p.epochAt(latest), nil
+	case -3: // max timestamp
+		ts, offset, ok := p.log.MaxTimestamp()
+		if !ok {
+			return -1, -1, -1, nil
+		}
+		return int64(offset), ts, p.epochAt(int64(offset)), nil
+	}
+	offset, ok, err := p.log.OffsetForTimestamp(timestamp)
+	if err != nil {
+		return -1, -1, -1, readError(err)
+	}
+	if !ok {
+		return -1, -1, -1, nil
+	}
+	recordOffset, recordTimestamp, err := p.refineTimestamp(offset, timestamp)
+	if err != nil {
+		return -1, -1, -1, readError(err)
+	}
+	return recordOffset, recordTimestamp, p.epochAt(recordOffset), nil
+}
+
+// epochAt is the leader epoch of the batch holding offset (the latest
+// epoch for the log end offset), or -1.
+func (p *partition) epochAt(offset int64) int32 {
+	entries := p.log.Epochs()
+	epoch := int32(-1)
+	for _, e := range entries {
+		if int64(e.StartOffset) <= offset {
+			epoch = int32(e.Epoch)
+		}
+	}
+	return epoch
+}
+
+// DeleteRecords moves the log start offset; -1 means the high watermark.
+func (p *partition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	hw := int64(p.log.HighWatermark())
+	if offset == -1 {
+		offset = hw
+	}
+	if offset < 0 || offset > hw {
+		return -1, kerr.OffsetOutOfRange
+	}
+	if err := p.log.AdvanceLogStart(rb.Offset(offset)); err != nil {
+		return -1, err
+	}
+	p.logStartAdvanced()
+	p.notify()
+	return int64(p.log.LogStartOffset()), nil
+}

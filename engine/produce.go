@@ -1,0 +1,315 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/recordbatch/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// Produce on a writable partition, with Kafka's checks:
+//
+//   - framing and CRC of every batch (the log checks them again as it
+//     appends), then the records inside, decompressed (records.Validate,
+//     Kafka's LogValidator for magic 2); control batches from clients are
+//     refused (INVALID_RECORD);
+//   - idempotence (see producer_state.go): per producer ID the epoch and
+//     the sequence must follow, and a retry of one of the last five
+//     batches answers the offset it was written at without appending;
+//   - transactions: a transactional batch needs the request's
+//     transactional ID and a producer that added this partition to its
+//     ongoing transaction (AddPartitionsToTxn, transactions.go).
+//
+// Kafka clients send one batch per partition per request (Kafka refuses
+// more since Produce v3); several are accepted here and checked in order,
+// each against the state the earlier ones left.
+
+// recordsLimit bounds the decompressed records of one produced batch
+// (records.DefaultLimit, 64 MiB).
+const recordsLimit = records.DefaultLimit
+
+// lastStableOffset is Kafka's: the first offset of the earliest open
+// transaction, clamped to [logStartOffset, highWatermark]. The caller
+// reads hw before calling (a transaction's first offset is recorded
+// before the high watermark moves past it).
+func (p *partition) lastStableOffset(start, hw rb.Offset) rb.Offset {
+	first := rb.Offset(p.producers.firstUnstable.Load())
+	if first < 0 {
+		return hw
+	}
+	return min(max(first, start), hw)
+}
+
+// abortedTransactions lists the aborted transactions overlapping [from,
+// to), for a read_committed fetch (an empty list, not null, as Kafka).
+func (p *partition) abortedTransactions(from, to int64) []netio.AbortedTransaction {
+	found := p.producers.aborted.overlapping(rb.Offset(from), rb.Offset(to), nil)
+	if found == nil {
+		return []netio.AbortedTransaction{}
+	}
+	return found
+}
+
+// refineTimestamp narrows a timestamp lookup from the batch at offset to
+// its first record at or after timestamp, and returns that record's
+// offset and timestamp. A batch that cannot be decoded (a mirrored batch
+// in a codec this node does not read) answers offset and -1, and so does
+// a record found below the log start (DeleteRecords cut the batch): the
+// answer is then the log start offset, whose record may be older than
+// timestamp (Kafka looks only at the records from the log start on).
+func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64) (int64, int64, error) {
+	data, err := p.log.ReadBytes(nil, offset, 1, p.log.LogEndOffset(), true)
+	if err != nil {
+		return -1, -1, err
+	}
+	b, err := rb.Parse(data)
+	if err != nil {
+		return int64(offset), -1, nil // the batch is there but unreadable: answer the batch
+	}
+	recordOffset, recordTimestamp, found, err := records.FirstAtOrAfter(b, timestamp, recordsLimit)
+	if err != nil || !found || recordOffset < offset {
+		return int64(offset), -1, nil // as above
+	}
+	return int64(recordOffset), recordTimestamp, nil
+}
+
+// Produce appends a writable topic's batches, assigning offsets and the
+// leader epoch; the high watermark follows the log end at once (one
+// replica).
+func (p *partition) Produce(_ context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
+	if err := validateProduce(batches, request); err != nil {
+		return netio.ProduceResult{}, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	next := p.log.LogEndOffset()
+	staged, duplicate, err := p.checkProducers(batches, next, request.TransactionalID)
+	if err != nil {
+		return netio.ProduceResult{}, err
+	}
+	if duplicate != nil {
+		return netio.ProduceResult{BaseOffset: int64(duplicate.firstOffset), LogAppendTime: -1, LogStartOffset: int64(p.log.LogStartOffset())}, nil
+	}
+	info, err := p.log.AppendAssign(batches, rb.Epoch(p.LeaderEpoch()))
+	if err != nil {
+		return netio.ProduceResult{}, produceError(err)
+	}
+	if info.FirstOffset != next {
+		panic(fmt.Sprintf("engine: %s: append assigned offset %d, producer state expected %d", p.tp, info.FirstOffset, next))
+	}
+	staged.commit() // before the high watermark moves: see lastStableOffset
+	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.notify()
+	return netio.ProduceResult{BaseOffset: int64(info.FirstOffset), LogAppendTime: -1, LogStartOffset: int64(p.log.LogStartOffset())}, nil
+}
+
+// validateProduce checks what needs no partition state: framing, CRC,
+// records, and the batch kinds a client may send.
+func validateProduce(batches []byte, request netio.ProduceRequest) error {
+	it := rb.NewIter(batches, true)
+	for it.Next() {
+		b := it.Batch()
+		switch {
+		case b.Control():
+			return fmt.Errorf("%w: clients may not write control batches (offset delta %d)", kerr.InvalidRecord, b.LastOffsetDelta())
+		case b.Transactional() && request.TransactionalID == "":
+			return fmt.Errorf("%w: a transactional batch in a request without a transactional ID", kerr.TransactionalIDAuthorizationFailed)
+		case b.Transactional() && b.ProducerID() < 0:
+			return fmt.Errorf("%w: a transactional batch without a producer ID", kerr.InvalidProducerIDMapping)
+		case b.ProducerID() >= 0 && b.BaseSequence() < 0:
+			return fmt.Errorf("%w: producer %d sent base sequence %d", kerr.InvalidRecord, b.ProducerID(), b.BaseSequence())
+		}
+		if err := records.Validate(b, recordsLimit); err != nil {
+			if errors.Is(err, records.ErrTooLarge) {
+				return errors.Join(kerr.MessageTooLarge, err)
+			}
+			return errors.Join(kerr.InvalidRecord, err)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return errors.Join(kerr.CorruptMessage, err)
+	}
+	return nil
+}
+
+// checkProducers checks the idempotent and transactional batches against
+// the producer state, with the offsets the append will assign from next,
+// and stages their changes; p.mu is held. When the batches repeat
+// retained ones (a client retry) it returns the first one's metadata and
+// nothing must be appended.
+func (p *partition) checkProducers(batches []byte, next rb.Offset, transactionalID string) (producerAppend, *batchMetadata, error) {
+	staged := producerAppend{states: p.producers}
+	var duplicate *batchMetadata
+	fresh := 0
+	for it := rb.NewIter(batches, false); it.Next(); {
+		b := it.Batch()
+		info := batchInfoOf(b)
+		info.firstOffset, info.lastOffset = next, next+rb.Offset(b.LastOffsetDelta())
+		next = info.lastOffset + 1
+		if info.producerID < 0 {
+			fresh++
+			continue
+		}
+		if fresh == 0 {
+			if m, ok := p.producers.duplicate(info); ok {
+				if duplicate == nil {
+					duplicate = &m
+				}
+				continue
+			}
+		}
+		if duplicate != nil {
+			return staged, nil, fmt.Errorf("%w: producer %d mixes retried and new batches in one request", kerr.OutOfOrderSequenceNumber, info.producerID)
+		}
+		fresh++
+		if info.transactional {
+			if err := p.producers.verify(info, transactionalID); err != nil {
+				return staged, nil, err
+			}
+		}
+		if err := staged.addClientBatch(info); err != nil {
+			return staged, nil, err
+		}
+	}
+	return staged, duplicate, nil
+}
+
+func produceError(err error) error {
+	switch {
+	case errors.Is(err, logstore.ErrInvalidAppend):
+		return errors.Join(kerr.CorruptMessage, err)
+	case errors.Is(err, logstore.ErrTooLarge):
+		return errors.Join(kerr.MessageTooLarge, err)
+	case errors.Is(err, logstore.ErrClosed):
+		return kerr.UnknownTopicOrPartition
+	}
+	return err
+}
+
+// addToTransaction lets producerID at epoch write transactional batches
+// here, for transactionalID, until its transaction's marker (Kafka's
+// verification guard).
+func (p *partition) addToTransaction(producerID int64, epoch int16, transactionalID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.producers.verified[producerID] = txnVerification{epoch: epoch, transactionalID: transactionalID}
+}
+
+// markerBatch is a transaction marker as Kafka's coordinator writes it: a
+// transactional control batch of one record whose key is version 0 and
+// the type, and whose value is version 0 and the coordinator epoch (0:
+// this node is the only coordinator).
+func markerBatch(producerID int64, epoch int16, commit bool, timestamp int64) []byte {
+	kind := records.ControlAbort
+	if commit {
+		kind = records.ControlCommit
+	}
+	key := []byte{0, 0, byte(uint16(kind) >> 8), byte(kind)}
+	value := []byte{0, 0, 0, 0, 0, 0}
+	return rb.Append(nil, rb.Spec{BaseTimestamp: timestamp, ProducerID: producerID, ProducerEpoch: epoch,
+		BaseSequence: -1, Transactional: true, Control: true, Records: []rb.Record{{Key: key, Value: value}}})
+}
+
+// writeMarker ends producerID's transaction here with a COMMIT or ABORT
+// marker at epoch, unless the marker is already there (needsMarker), and
+// ends its verification. It reports whether it wrote one; the caller
+// flushes the log.
+func (p *partition) writeMarker(producerID int64, epoch int16, commit bool, timestamp int64) (bool, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.producers.needsMarker(producerID, epoch) {
+		delete(p.producers.verified, producerID)
+		return false, nil
+	}
+	if current := p.producers.entry(producerID).epoch; epoch < current {
+		return false, fmt.Errorf("%w: %s: marker for producer %d at epoch %d below its epoch %d", kerr.InvalidProducerEpoch, p.tp, producerID, epoch, current)
+	}
+	info, err := p.log.AppendAssign(markerBatch(producerID, epoch, commit, timestamp), rb.Epoch(p.LeaderEpoch()))
+	if err != nil {
+		return false, fmt.Errorf("engine: %s: write marker: %w", p.tp, err)
+	}
+	p.producers.applyMarker(producerID, epoch, !commit, info.FirstOffset, timestamp)
+	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.notify()
+	return true, nil
+}
+
+// loadReport says what loadProducerState found.
+type loadReport struct {
+	batches, markers int
+	// inconsistent is the first batch the producer state could not make
+	// sense of (replayed as written anyway), for the caller to log.
+	inconsistent error
+}
+
+// loadProducerState rebuilds the producer state, open transactions and
+// aborted-transaction index from the log, and drops producers idle since
+// before expireBefore (milliseconds); p.mu is held. It walks every batch
+// header from the log start (logstore.Log.WalkBatches: about one read of
+// the log) and decodes each marker; Kafka starts from its latest producer
+// snapshot instead, which this node does not write yet.
+func (p *partition) loadProducerState(expireBefore int64) (loadReport, error) {
+	next := newProducerStates()
+	var report loadReport
+	inconsistent := func(err error) {
+		if report.inconsistent == nil {
+			report.inconsistent = fmt.Errorf("engine: %s: %w", p.tp, err)
+		}
+	}
+	err := p.log.WalkBatches(0, func(b rb.Batch) bool {
+		report.batches++
+		if b.ProducerID() < 0 {
+			return true
+		}
+		if !b.Control() {
+			if err := next.applyReplicated(batchInfoOf(b)); err != nil {
+				inconsistent(err)
+			}
+			return true
+		}
+		kind, err := records.ControlType(b)
+		if err != nil {
+			inconsistent(err) // not a transaction marker: no producer state
+			return true
+		}
+		report.markers++
+		next.applyMarker(b.ProducerID(), b.ProducerEpoch(), kind == records.ControlAbort, b.BaseOffset(), b.MaxTimestamp())
+		return true
+	})
+	if err != nil {
+		return report, fmt.Errorf("engine: %s: load producer state: %w", p.tp, err)
+	}
+	next.expire(expireBefore)
+	next.aborted.dropBelow(p.log.LogStartOffset())
+	p.producers.adopt(next)
+	return report, nil
+}
+
+// logStartAdvanced drops the aborted transactions below the new log
+// start. Producers stay (Kafka keeps them since KIP-360, so that a
+// producer whose records were all deleted is not fenced); open
+// transactions below the start are clamped by lastStableOffset.
+func (p *partition) logStartAdvanced() {
+	p.producers.aborted.dropBelow(p.log.LogStartOffset())
+}
+
+// truncateTo truncates the log to offset and rebuilds the producer state
+// from what is left (Kafka reloads from a snapshot). Until the rebuild
+// the last stable offset stays at or below offset: a marker cut away
+// reopens its transaction.
+func (p *partition) truncateTo(offset rb.Offset, expireBefore int64) (loadReport, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	defer p.notify()
+	if first := p.producers.firstUnstable.Load(); first < 0 || first > int64(offset) {
+		p.producers.firstUnstable.Store(int64(offset))
+	}
+	truncateErr := p.log.TruncateTo(offset)
+	report, err := p.loadProducerState(expireBefore)
+	return report, errors.Join(truncateErr, err)
+}

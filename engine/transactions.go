@@ -1,0 +1,590 @@
+package engine
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"path"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/vfs"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// The transaction coordinator, as Kafka's TransactionCoordinator, for a
+// node that leads every partition and coordinates every transactional ID
+// (its coordinator epoch is always 0).
+//
+// Per transactional ID a txnMetadata walks Kafka's states:
+//
+//	Empty, CompleteCommit, CompleteAbort --AddPartitionsToTxn--> Ongoing
+//	Ongoing --EndTxn--> PrepareCommit | PrepareAbort --markers--> CompleteCommit | CompleteAbort
+//	Ongoing --InitProducerID, or its timeout (reaper)--> epoch bump, PrepareAbort (fence)
+//	Empty, Complete* --InitProducerID--> Empty with the epoch bumped (or a new producer ID)
+//
+// Each transition is persisted before it takes effect (file format in
+// txn_state.go): a crash leaves the old state or the new. Markers go to
+// the partitions after Prepare* is durable and are flushed before
+// Complete* is written, so a completed transaction's markers survive any
+// crash. At open, Prepare* transactions are completed (markers already in
+// a partition are skipped, see producerStates.needsMarker), Ongoing ones
+// past their timeout are aborted, and open transactions in a partition
+// that no Ongoing transaction accounts for are aborted.
+//
+// Locks: transactions.mu guards the map only. Each txnMetadata's mu is
+// held across its persistence and marker writes. Order: txnMetadata.mu,
+// then transactions.mu or a partition's mu; transactions.mu is never held
+// while waiting for a txnMetadata.mu (the reaper uses TryLock).
+type transactions struct {
+	node *Node
+	ids  *producerIDs
+	fs   vfs.FS
+	dir  string // <data dir>/transactions
+	log  *slog.Logger
+	now  func() time.Time
+
+	mu   sync.Mutex
+	byID map[string]*txnMetadata // bounded by the IDs used within transactionalIDExpiration
+	// sweepCursor is the next partition index the reaper expires
+	// producers in (round robin).
+	sweepCursor int
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+const (
+	// transactionMaxTimeout is Kafka's transaction.max.timeout.ms.
+	transactionMaxTimeout = 15 * time.Minute
+	// transactionalIDExpiration is Kafka's transactional.id.expiration.ms:
+	// an idle transactional ID with no transaction is forgotten.
+	transactionalIDExpiration = 7 * 24 * time.Hour
+	// producerIDExpiration is Kafka's producer.id.expiration.ms: a
+	// partition forgets an idle producer without an open transaction.
+	producerIDExpiration = 24 * time.Hour
+	// reapInterval is Kafka's
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
+	reapInterval = 10 * time.Second
+	// reapTransactionsMax bounds the transactions one reaper tick ends or
+	// expires; reapPartitionsMax the partitions whose producers it
+	// expires (round robin).
+	reapTransactionsMax = 64
+	reapPartitionsMax   = 64
+	// transactionsDirName is the coordinator's directory in the data dir
+	// (no '-': it is never taken for a partition directory).
+	transactionsDirName = "transactions"
+)
+
+// txnState is a transaction state, named as in Kafka.
+type txnState int8
+
+const (
+	txnEmpty txnState = iota
+	txnOngoing
+	txnPrepareCommit
+	txnPrepareAbort
+	txnCompleteCommit
+	txnCompleteAbort
+)
+
+var txnStateNames = [...]string{"Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort"}
+
+func (s txnState) String() string {
+	if int(s) < len(txnStateNames) {
+		return txnStateNames[s]
+	}
+	return fmt.Sprintf("txnState(%d)", int8(s))
+}
+
+func (s txnState) prepared() bool { return s == txnPrepareCommit || s == txnPrepareAbort }
+
+// txnMetadata is one transactional ID's coordinator state (Kafka's
+// TransactionMetadata): its lock and its persisted txnRecord.
+type txnMetadata struct {
+	mu      sync.Mutex
+	removed bool // expired and out of the map: look it up again
+	txnRecord
+}
+
+// txnRecord is what is persisted of a transactional ID. Invariants:
+// partitions is sorted, and non-empty exactly in Ongoing and Prepare*;
+// startMillis >= 0 exactly then too.
+type txnRecord struct {
+	id             string
+	producerID     int64
+	lastProducerID int64
+	epoch          int16 // -1 until the first InitProducerID is persisted
+	lastEpoch      int16
+	timeoutMillis  int32
+	state          txnState
+	partitions     []logstore.TopicPartition
+	startMillis    int64 // when the transaction began (first AddPartitionsToTxn), or -1
+	updateMillis   int64 // last transition, for expiration
+}
+
+// persisted is a copy of m's record, to prepare a transition.
+func (m *txnMetadata) persisted() txnRecord {
+	next := m.txnRecord
+	next.partitions = slices.Clone(m.partitions)
+	return next
+}
+
+// apply completes a transition whose new record is durable.
+func (m *txnMetadata) apply(next *txnRecord) { m.txnRecord = *next }
+
+func (m *txnMetadata) hasPartition(tp logstore.TopicPartition) bool {
+	_, found := slices.BinarySearchFunc(m.partitions, tp, compareTopicPartitions)
+	return found
+}
+
+func compareTopicPartitions(a, b logstore.TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition) - int(b.Partition)
+}
+
+// epochExhausted is Kafka's TransactionMetadata.isEpochExhausted: the last
+// epoch is kept so that a producer can always be fenced.
+func epochExhausted(epoch int16) bool { return epoch >= math.MaxInt16-1 }
+
+// openTransactions loads the coordinator state, rebuilds every
+// partition's producer state from its log, finishes what a crash
+// interrupted, and starts the reaper (stopped by close).
+func openTransactions(n *Node) (*transactions, error) {
+	ids, err := openProducerIDs(n.cfg.FS, n.cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	t := &transactions{node: n, ids: ids, fs: n.cfg.FS, dir: path.Join(n.cfg.DataDir, transactionsDirName), log: n.log,
+		now: n.cfg.Log.Now, byID: map[string]*txnMetadata{}}
+	if t.now == nil {
+		t.now = time.Now
+	}
+	if err := t.load(); err != nil {
+		return nil, err
+	}
+	if err := t.recover(); err != nil {
+		return nil, err
+	}
+	t.stop, t.done = make(chan struct{}), make(chan struct{})
+	go t.run()
+	return t, nil
+}
+
+// close stops the reaper and waits for it; later calls do nothing.
+func (t *transactions) close() {
+	t.closeOnce.Do(func() {
+		close(t.stop)
+		<-t.done
+	})
+}
+
+// load reads every transactional ID's state file.
+func (t *transactions) load() error {
+	if err := t.fs.MkdirAll(t.dir); err != nil {
+		return fmt.Errorf("engine: %s: %w", t.dir, err)
+	}
+	if err := t.fs.SyncDir(t.node.cfg.DataDir); err != nil {
+		return fmt.Errorf("engine: %s: %w", t.node.cfg.DataDir, err)
+	}
+	names, err := t.fs.List(t.dir)
+	if err != nil {
+		return fmt.Errorf("engine: %s: %w", t.dir, err)
+	}
+	for _, name := range names {
+		full := path.Join(t.dir, name)
+		if path.Ext(name) == ".tmp" { // a WriteFileAtomic a crash interrupted
+			if err := t.fs.Remove(full); err != nil {
+				return fmt.Errorf("engine: %w", err)
+			}
+			continue
+		}
+		data, ok, err := logstore.ReadFile(t.fs, full)
+		if err != nil {
+			return fmt.Errorf("engine: read %s: %w", full, err)
+		}
+		if !ok {
+			continue
+		}
+		record, err := decodeTxnRecord(data)
+		if err != nil {
+			return fmt.Errorf("engine: %s: %w", full, err)
+		}
+		if txnFileName(record.id) != name {
+			return fmt.Errorf("engine: %s: holds transactional ID %q, whose file is %s", full, record.id, txnFileName(record.id))
+		}
+		t.byID[record.id] = &txnMetadata{txnRecord: *record}
+	}
+	return nil
+}
+
+// txnFileName names a transactional ID's state file: IDs are any string,
+// file names are not.
+func txnFileName(transactionalID string) string {
+	sum := sha256.Sum256([]byte(transactionalID))
+	return hex.EncodeToString(sum[:])
+}
+
+// persist makes next the durable state of its transactional ID.
+func (t *transactions) persist(next *txnRecord) error {
+	if err := logstore.WriteFileAtomic(t.fs, t.dir, txnFileName(next.id), encodeTxnRecord(next)); err != nil {
+		return fmt.Errorf("engine: persist transactional ID %q: %w", next.id, err)
+	}
+	return nil
+}
+
+func (t *transactions) nowMillis() int64 { return t.now().UnixMilli() }
+
+// lookup returns the transactional ID's metadata, locked, or nil.
+func (t *transactions) lookup(transactionalID string) *txnMetadata {
+	for range 2 { // removed at most once between the map and the lock
+		t.mu.Lock()
+		m := t.byID[transactionalID]
+		t.mu.Unlock()
+		if m == nil {
+			return nil
+		}
+		m.mu.Lock()
+		if !m.removed {
+			return m
+		}
+		m.mu.Unlock()
+	}
+	return nil
+}
+
+// lookupOrCreate returns the transactional ID's metadata, locked; a new
+// one gets a producer ID, epoch -1 and state Empty, and stays in memory
+// only until its first transition is persisted (forget removes it if that
+// fails).
+func (t *transactions) lookupOrCreate(transactionalID string, timeoutMillis int32) (*txnMetadata, bool, error) {
+	if m := t.lookup(transactionalID); m != nil {
+		return m, false, nil
+	}
+	id, err := t.ids.next()
+	if err != nil {
+		return nil, false, err
+	}
+	fresh := &txnMetadata{txnRecord: txnRecord{id: transactionalID, producerID: id, lastProducerID: -1, epoch: -1, lastEpoch: -1,
+		timeoutMillis: timeoutMillis, state: txnEmpty, startMillis: -1, updateMillis: t.nowMillis()}}
+	t.mu.Lock()
+	m, raced := t.byID[transactionalID]
+	if !raced {
+		m = fresh
+		t.byID[transactionalID] = m
+	}
+	t.mu.Unlock()
+	m.mu.Lock()
+	if m.removed {
+		m.mu.Unlock()
+		return nil, false, fmt.Errorf("%w: transactional ID %q expired meanwhile", kerr.ConcurrentTransactions, transactionalID)
+	}
+	return m, !raced, nil
+}
+
+// forget removes m (locked) from the map.
+func (t *transactions) forget(m *txnMetadata) {
+	m.removed = true
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.byID[m.id] == m {
+		delete(t.byID, m.id)
+	}
+}
+
+// InitProducerID hands out a producer ID and epoch: a fresh ID for an
+// idempotent producer; for a transactional ID, its producer ID with the
+// epoch bumped, fencing older producers of the ID (Kafka's
+// handleInitProducerId with KIP-360's expected ID and epoch). An ongoing
+// transaction is aborted first and the client told CONCURRENT_TRANSACTIONS
+// to retry.
+func (t *transactions) InitProducerID(_ context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error) {
+	if transactionalID == "" {
+		id, err := t.ids.next()
+		return id, 0, err
+	}
+	expected := producerID != -1 || producerEpoch != -1
+	if expected && (producerID < 0 || producerEpoch < 0) {
+		return -1, -1, fmt.Errorf("%w: producer ID %d with epoch %d", kerr.InvalidRequest, producerID, producerEpoch)
+	}
+	if timeoutMillis <= 0 || time.Duration(timeoutMillis)*time.Millisecond > transactionMaxTimeout {
+		return -1, -1, fmt.Errorf("%w: %d ms, at most %v", kerr.InvalidTransactionTimeout, timeoutMillis, transactionMaxTimeout)
+	}
+	m, fresh, err := t.lookupOrCreate(transactionalID, timeoutMillis)
+	if err != nil {
+		return -1, -1, err
+	}
+	defer m.mu.Unlock()
+	validID := m.epoch == noProducerEpoch || producerID == m.producerID ||
+		producerID == m.lastProducerID && epochExhausted(producerEpoch)
+	switch {
+	case expected && !validID:
+		return -1, -1, fmt.Errorf("%w: producer ID %d is not transactional ID %q's", kerr.ProducerFenced, producerID, transactionalID)
+	case m.state.prepared():
+		return -1, -1, fmt.Errorf("%w: transactional ID %q is completing a transaction", kerr.ConcurrentTransactions, transactionalID)
+	case m.state == txnOngoing:
+		if err := t.fenceAndAbort(m); err != nil {
+			return -1, -1, err
+		}
+		return -1, -1, fmt.Errorf("%w: transactional ID %q had an ongoing transaction, aborted", kerr.ConcurrentTransactions, transactionalID)
+	}
+	next, err := t.nextEpoch(m, expected, producerEpoch, timeoutMillis)
+	if err == nil {
+		err = t.persist(&next)
+	}
+	if err != nil {
+		if fresh {
+			t.forget(m)
+		}
+		return -1, -1, err
+	}
+	m.apply(&next)
+	return m.producerID, m.epoch, nil
+}
+
+// nextEpoch prepares InitProducerID's transition from Empty or Complete*
+// (Kafka's prepareIncrementProducerEpoch and prepareProducerIdRotation).
+func (t *transactions) nextEpoch(m *txnMetadata, expected bool, expectedEpoch int16, timeoutMillis int32) (txnRecord, error) {
+	next := m.persisted()
+	next.lastProducerID, next.state, next.partitions = m.producerID, txnEmpty, nil
+	next.timeoutMillis, next.startMillis, next.updateMillis = timeoutMillis, -1, t.nowMillis()
+	switch {
+	case epochExhausted(m.epoch) && (!expected || expectedEpoch == m.epoch):
+		id, err := t.ids.next()
+		if err != nil {
+			return next, err
+		}
+		next.producerID, next.epoch, next.lastEpoch = id, 0, noProducerEpoch
+		if expected {
+			next.lastEpoch = m.epoch
+		}
+	case !expected:
+		next.epoch, next.lastEpoch = m.epoch+1, noProducerEpoch
+	case m.epoch == noProducerEpoch || expectedEpoch == m.epoch:
+		next.epoch, next.lastEpoch = m.epoch+1, m.epoch
+	case expectedEpoch == m.lastEpoch:
+		// A retry of an InitProducerID whose answer was lost: the same epoch.
+	default:
+		return next, fmt.Errorf("%w: epoch %d is neither the current %d nor the last %d", kerr.ProducerFenced, expectedEpoch, m.epoch, m.lastEpoch)
+	}
+	return next, nil
+}
+
+// AddPartitions adds partitions of topic to the producer's transaction,
+// starting it (Kafka's handleAddPartitionsToTransaction). When one of
+// them does not exist, none is added: the others answer
+// OPERATION_NOT_ATTEMPTED, as Kafka.
+func (t *transactions) AddPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
+	errs := make([]error, len(partitions))
+	all := func(err error) []error {
+		for i := range errs {
+			errs[i] = err
+		}
+		return errs
+	}
+	if transactionalID == "" {
+		return all(kerr.InvalidRequest)
+	}
+	resolved, unknown := make([]*partition, len(partitions)), false
+	for i, index := range partitions {
+		var err error
+		if resolved[i], err = t.node.partition(topic, index); err != nil {
+			errs[i], unknown = err, true
+		}
+	}
+	if unknown {
+		for i := range errs {
+			if errs[i] == nil {
+				errs[i] = kerr.OperationNotAttempted
+			}
+		}
+		return errs
+	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return all(kerr.InvalidProducerIDMapping)
+	}
+	defer m.mu.Unlock()
+	if err := checkProducer(m, producerID, producerEpoch); err != nil {
+		return all(err)
+	}
+	if m.state.prepared() {
+		return all(kerr.ConcurrentTransactions)
+	}
+	next := m.persisted()
+	for _, index := range partitions {
+		tp := logstore.TopicPartition{Topic: topic, Partition: index}
+		if i, found := slices.BinarySearchFunc(next.partitions, tp, compareTopicPartitions); !found {
+			next.partitions = slices.Insert(next.partitions, i, tp)
+		}
+	}
+	if m.state != txnOngoing || len(next.partitions) != len(m.partitions) {
+		if m.state != txnOngoing {
+			next.startMillis = t.nowMillis()
+		}
+		next.state, next.updateMillis = txnOngoing, t.nowMillis()
+		if err := t.persist(&next); err != nil {
+			return all(err)
+		}
+		m.apply(&next)
+	}
+	for _, p := range resolved {
+		p.addToTransaction(m.producerID, m.epoch, m.id)
+	}
+	return errs
+}
+
+// checkProducer is the producer check of AddPartitionsToTxn and EndTxn.
+func checkProducer(m *txnMetadata, producerID int64, producerEpoch int16) error {
+	switch {
+	case m.producerID != producerID:
+		return fmt.Errorf("%w: producer ID %d is not transactional ID %q's", kerr.InvalidProducerIDMapping, producerID, m.id)
+	case m.epoch != producerEpoch:
+		return fmt.Errorf("%w: epoch %d, transactional ID %q is at %d", kerr.ProducerFenced, producerEpoch, m.id, m.epoch)
+	}
+	return nil
+}
+
+// EndTransaction commits or aborts the producer's transaction (Kafka's
+// handleEndTransaction): Prepare* is persisted, the markers written and
+// flushed, Complete* persisted. Once Prepare* is durable the answer is
+// success even if a marker write fails: the reaper retries, and until it
+// is done the transactional ID answers CONCURRENT_TRANSACTIONS. A retry
+// of a completed EndTxn succeeds.
+func (t *transactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error {
+	if transactionalID == "" {
+		return kerr.InvalidRequest
+	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return kerr.InvalidProducerIDMapping
+	}
+	defer m.mu.Unlock()
+	if err := checkProducer(m, producerID, producerEpoch); err != nil {
+		return err
+	}
+	invalid := fmt.Errorf("%w: transactional ID %q is %v, asked to commit=%v", kerr.InvalidTxnState, m.id, m.state, commit)
+	switch m.state {
+	case txnOngoing:
+		state := txnPrepareAbort
+		if commit {
+			state = txnPrepareCommit
+		}
+		return t.end(m, state, m.epoch)
+	case txnCompleteCommit, txnCompleteAbort:
+		if commit == (m.state == txnCompleteCommit) {
+			return nil
+		}
+		return invalid
+	case txnPrepareCommit, txnPrepareAbort:
+		if commit == (m.state == txnPrepareCommit) {
+			return kerr.ConcurrentTransactions
+		}
+		return invalid
+	}
+	return invalid
+}
+
+// fenceAndAbort aborts m's ongoing transaction with the epoch bumped, so
+// that its producer is fenced (Kafka's prepareFenceProducerEpoch).
+func (t *transactions) fenceAndAbort(m *txnMetadata) error {
+	if m.epoch == math.MaxInt16 {
+		panic(fmt.Sprintf("engine: transactional ID %q: an ongoing transaction at epoch %d", m.id, m.epoch))
+	}
+	return t.end(m, txnPrepareAbort, m.epoch+1)
+}
+
+// end persists state (PrepareCommit or PrepareAbort) at epoch and
+// completes it. Errors after Prepare* is durable are logged, not
+// returned: the reaper completes the transaction.
+func (t *transactions) end(m *txnMetadata, state txnState, epoch int16) error {
+	next := m.persisted()
+	next.state, next.epoch, next.updateMillis = state, epoch, t.nowMillis()
+	if epoch != m.epoch {
+		next.lastEpoch = noProducerEpoch
+	}
+	if err := t.persist(&next); err != nil {
+		return err
+	}
+	m.apply(&next)
+	if err := t.complete(m); err != nil {
+		t.log.Warn("transaction markers not all written; retrying later", "transactional.id", m.id, "state", m.state, "error", err)
+	}
+	return nil
+}
+
+// complete writes m's markers (m is Prepare*), flushes every partition of
+// the transaction and persists Complete*. On error m stays Prepare*, to
+// be completed again: markers already written are skipped then.
+func (t *transactions) complete(m *txnMetadata) error {
+	if !m.state.prepared() {
+		panic(fmt.Sprintf("engine: complete transactional ID %q in state %v", m.id, m.state))
+	}
+	commit := m.state == txnPrepareCommit
+	now := t.nowMillis()
+	var errs []error
+	for _, tp := range m.partitions {
+		p, err := t.node.partition(tp.Topic, tp.Partition)
+		if err != nil {
+			continue // deleted: nowhere to write, as in Kafka
+		}
+		if _, err := p.writeMarker(m.producerID, m.epoch, commit, now); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if err := p.log.Flush(); err != nil {
+			errs = append(errs, fmt.Errorf("engine: %s: flush markers: %w", tp, err))
+		}
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	next := m.persisted()
+	next.state, next.partitions, next.startMillis, next.updateMillis = txnCompleteAbort, nil, -1, now
+	if commit {
+		next.state = txnCompleteCommit
+	}
+	if err := t.persist(&next); err != nil {
+		return err
+	}
+	m.apply(&next)
+	return nil
+}
+
+// sortedIDs returns the transactional IDs, sorted, for a deterministic
+// walk.
+func (t *transactions) sortedIDs() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ids := make([]string, 0, len(t.byID))
+	for id := range t.byID {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// partitionsOf lists the node's partitions, sorted by topic and index.
+func partitionsOf(n *Node) []*partition {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	var all []*partition
+	for _, t := range n.topics {
+		all = append(all, t.partitions...)
+	}
+	sort.Slice(all, func(i, j int) bool { return compareTopicPartitions(all[i].tp, all[j].tp) < 0 })
+	return all
+}
