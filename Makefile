@@ -8,12 +8,16 @@ BIN       := bin/mirrord
 FUZZ_TARGETS := $(shell grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.cache/*') 2>/dev/null | \
 	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*)/[^/]*:func (Fuzz.*)$$|\1:\2|')
 
-.PHONY: all build test vet unit fuzz fuzz-short bench demo clean
+.PHONY: all build tools test vet unit fuzz fuzz-short bench demo clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mirrord
+
+# Test tools the e2e suite runs: kcat, cached in .cache/ (scripts/install-kcat.sh).
+tools:
+	bash scripts/install-kcat.sh
 
 vet:
 	$(GO) vet ./...
@@ -29,7 +33,7 @@ fuzz-short:
 		$(GO) test -run='^$$' -fuzz="^$$name$$" -fuzztime=$(FUZZTIME) ./$$pkg; \
 	done
 
-test: vet unit fuzz-short
+test: tools vet unit fuzz-short
 
 # Longer fuzzing: make fuzz FUZZTIME=5m
 fuzz: fuzz-short
