@@ -19,6 +19,7 @@ const apiVersionsKey = 18
 
 // apis is the dispatch table, by key; ApiVersions advertises it. Each
 // handler lives in the file named after its key (00_produce.go, ...).
+// The mirror admin RPCs have their own table (1000_mirror_admin.go).
 var apis map[int16]api
 
 func init() {
@@ -28,7 +29,7 @@ func init() {
 		2:  {1, 11, serveListOffsets},
 		3:  {0, 13, serveMetadata},
 		10: {0, 6, serveFindCoordinator},
-		18: {0, 4, serveAPIVersions},
+		18: {0, 4, serveAPIVersionsWithMirrors},
 		19: {2, 7, serveCreateTopics},
 		20: {1, 6, serveDeleteTopics},
 		21: {0, 2, serveDeleteRecords},
@@ -40,6 +41,15 @@ func init() {
 		60: {0, 2, serveDescribeCluster},
 		75: {0, 0, serveDescribeTopicPartitions},
 	}
+}
+
+// requestForKey returns an empty request of key: mirrord's own for the
+// private mirror admin keys (mirror_keys.go), else kmsg's.
+func requestForKey(key int16) kmsg.Request {
+	if req := newMirrorRequest(key); req != nil {
+		return req
+	}
+	return kmsg.RequestForKey(key)
 }
 
 // advertisedKeys returns the ApiVersions entries, sorted by key.

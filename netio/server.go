@@ -167,17 +167,19 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 	if err != nil {
 		return err
 	}
-	api, ok := apis[h.Key]
+	api, ok := c.server.lookupAPI(h.Key)
 	if !ok {
 		return fmt.Errorf("%w: unknown api key %d (client %q)", ErrFrame, h.Key, h.ClientID)
 	}
 	if h.Version < api.minVersion || h.Version > api.maxVersion {
 		if h.Key == apiVersionsKey {
-			return c.writeResponse(h, unsupportedAPIVersions())
+			resp := unsupportedAPIVersions()
+			resp.ApiKeys = c.server.appendMirrorKeys(resp.ApiKeys)
+			return c.writeResponse(h, resp)
 		}
 		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
 	}
-	req := kmsg.RequestForKey(h.Key)
+	req := requestForKey(h.Key)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(body); err != nil {
 		return fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, h.ClientID)
@@ -222,11 +224,11 @@ func (c *conn) writeResponse(h RequestHeader, r kmsg.Response) error {
 // flexibility reports whether (key, version) uses flexible encoding, and
 // whether the pair is one this server serves at all.
 func flexibility(key, version int16) (flexible, known bool) {
-	api, ok := apis[key]
+	api, ok := knownAPI(key)
 	if !ok || version < api.minVersion || version > api.maxVersion {
 		return false, false
 	}
-	req := kmsg.RequestForKey(key)
+	req := requestForKey(key)
 	req.SetVersion(version)
 	return req.IsFlexible(), true
 }

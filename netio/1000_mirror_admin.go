@@ -1,0 +1,325 @@
+package netio
+
+// The mirror admin RPCs of KIP-1279, keys 1000-1008 (mirror_keys.go),
+// version 0 each (mirror_messages.go). The server answers them, and
+// ApiVersions lists them, only when its Backend is a MirrorBackend; to any
+// other Backend they are unknown keys, which close the connection as any
+// unknown key does.
+//
+// Each handler checks what the request alone can get wrong, calls
+// MirrorAdmin and turns its errors into codes with their messages
+// (errorCode: a kerr error keeps its code, anything else is
+// UNKNOWN_SERVER_ERROR and logged):
+//
+//   - CreateClusterMirror: a config key listed twice is INVALID_REQUEST, a
+//     null value INVALID_CONFIG; the engine validates the rest.
+//   - DeleteClusterMirror: as the engine answers.
+//   - Start/Stop/Pause/Resume/RecoverMirrorTopics: a request that names no
+//     topic and has no include pattern is INVALID_REQUEST; a topic named
+//     twice is asked for once. A failure of the whole request is the
+//     top-level error, else one result per topic, as the engine gives them.
+//   - ListClusterMirrors: TopicNames only when asked for (else null),
+//     TopicCount always.
+//   - DescribeClusterMirrors: MirrorNames null describes every mirror, an
+//     empty list none, a name listed twice is described once.
+//     LastMirrorEpochLookups need ClusterId (else INVALID_REQUEST) and are
+//     answered in LastMirrorEpochs, grouped by topic ID in the order
+//     asked. mirrord has no authorizer: AuthorizedOperations stays
+//     -2147483648 (not provided) even when asked for. A failure of either
+//     half is the top-level error and the response carries nothing else.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// mirrorAPIs is the dispatch table of the mirror admin RPCs.
+var mirrorAPIs map[int16]api
+
+func init() {
+	mirrorAPIs = map[int16]api{
+		CreateClusterMirrorKey:    {0, mirrorMaxVersion, serveCreateClusterMirror},
+		DeleteClusterMirrorKey:    {0, mirrorMaxVersion, serveDeleteClusterMirror},
+		StartMirrorTopicsKey:      {0, mirrorMaxVersion, serveMirrorTopics},
+		StopMirrorTopicsKey:       {0, mirrorMaxVersion, serveMirrorTopics},
+		PauseMirrorTopicsKey:      {0, mirrorMaxVersion, serveMirrorTopics},
+		ResumeMirrorTopicsKey:     {0, mirrorMaxVersion, serveMirrorTopics},
+		RecoverMirrorTopicsKey:    {0, mirrorMaxVersion, serveMirrorTopics},
+		ListClusterMirrorsKey:     {0, mirrorMaxVersion, serveListClusterMirrors},
+		DescribeClusterMirrorsKey: {0, mirrorMaxVersion, serveDescribeClusterMirrors},
+	}
+}
+
+// knownAPI returns the api of key on a server that answers everything:
+// it decides how a request header is framed (flexibility).
+func knownAPI(key int16) (api, bool) {
+	if a, ok := apis[key]; ok {
+		return a, true
+	}
+	a, ok := mirrorAPIs[key]
+	return a, ok
+}
+
+// lookupAPI returns the api of key this server answers: Kafka's, and the
+// mirror admin RPCs when the backend administers mirrors.
+func (s *Server) lookupAPI(key int16) (api, bool) {
+	if a, ok := apis[key]; ok {
+		return a, true
+	}
+	if _, ok := s.backend.(MirrorBackend); !ok {
+		return api{}, false
+	}
+	a, ok := mirrorAPIs[key]
+	return a, ok
+}
+
+// appendMirrorKeys adds the mirror admin RPCs to ApiVersions entries when
+// the backend administers mirrors. They sort after every Kafka key.
+func (s *Server) appendMirrorKeys(keys []kmsg.ApiVersionsResponseApiKey) []kmsg.ApiVersionsResponseApiKey {
+	if _, ok := s.backend.(MirrorBackend); !ok {
+		return keys
+	}
+	for key := CreateClusterMirrorKey; key <= DescribeClusterMirrorsKey; key++ {
+		a := mirrorAPIs[key]
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: a.minVersion, MaxVersion: a.maxVersion})
+	}
+	return keys
+}
+
+// serveAPIVersionsWithMirrors is ApiVersions (18_api_versions.go) plus
+// the mirror admin RPCs.
+func serveAPIVersionsWithMirrors(ctx context.Context, c *conn, h RequestHeader, req kmsg.Request) (any, error) {
+	reply, err := serveAPIVersions(ctx, c, h, req)
+	if resp, ok := reply.(*kmsg.ApiVersionsResponse); ok {
+		resp.ApiKeys = c.server.appendMirrorKeys(resp.ApiKeys)
+	}
+	return reply, err
+}
+
+func mirrorAdmin(c *conn) MirrorAdmin {
+	return c.server.backend.(MirrorBackend).Mirrors()
+}
+
+// mirrorErrorAnswer is the top-level error part of a response for err.
+func mirrorErrorAnswer(c *conn, err error) mirrorErrorHead {
+	return mirrorErrorHead{ErrorCode: errorCode(c.server.log, err, kerr.UnknownServerError), ErrorMessage: errorMessage(err)}
+}
+
+// errorMessage is err's text, or null for no error.
+func errorMessage(err error) *string {
+	if err == nil {
+		return nil
+	}
+	message := err.Error()
+	return &message
+}
+
+// nonEmpty returns &s, or nil for "".
+func nonEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func serveCreateClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*CreateClusterMirrorRequest)
+	resp := req.ResponseKind().(*CreateClusterMirrorResponse)
+	config, err := mirrorConfig(req.Configs)
+	if err == nil {
+		err = mirrorAdmin(c).CreateMirror(ctx, req.MirrorName, config)
+	}
+	resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+	return resp, nil
+}
+
+// mirrorConfig turns a request's configs into a map, refusing a key
+// listed twice or a null value.
+func mirrorConfig(configs []CreateClusterMirrorConfig) (map[string]string, error) {
+	config := make(map[string]string, len(configs)) // bounded by the request
+	for _, entry := range configs {
+		if _, ok := config[entry.Name]; ok {
+			return nil, refuse(kerr.InvalidRequest, "Duplicate mirror config %q.", entry.Name)
+		}
+		if entry.Value == nil {
+			return nil, refuse(kerr.InvalidConfig, "Mirror config %q has a null value.", entry.Name)
+		}
+		config[entry.Name] = *entry.Value
+	}
+	return config, nil
+}
+
+func serveDeleteClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*DeleteClusterMirrorRequest)
+	resp := req.ResponseKind().(*DeleteClusterMirrorResponse)
+	resp.mirrorErrorHead = mirrorErrorAnswer(c, mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName))
+	return resp, nil
+}
+
+func serveMirrorTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*MirrorTopicsRequest)
+	resp := req.ResponseKind().(*MirrorTopicsResponse)
+	selection := TopicSelection{Names: uniqueTopicNames(req.Topics), Include: req.IncludePatterns, Exclude: req.ExcludePatterns}
+	if len(selection.Names) == 0 && len(selection.Include) == 0 {
+		resp.mirrorErrorHead = mirrorErrorAnswer(c, refuse(kerr.InvalidRequest, "No topic named and no include pattern."))
+		return resp, nil
+	}
+	results, err := mirrorAdmin(c).SetTopicsDesiredState(ctx, req.MirrorName, req.Change, selection)
+	if err != nil {
+		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		return resp, nil
+	}
+	for _, result := range results {
+		resp.Topics = append(resp.Topics, MirrorTopicsResponseTopic{
+			TopicName:    result.Topic,
+			ErrorCode:    errorCode(c.server.log, result.Err, kerr.UnknownServerError),
+			ErrorMessage: errorMessage(result.Err),
+		})
+	}
+	return resp, nil
+}
+
+// uniqueTopicNames returns the names of topics, each once, in order.
+func uniqueTopicNames(topics []MirrorTopicsRequestTopic) []string {
+	var names []string
+	seen := make(map[string]bool, len(topics)) // bounded by the request
+	for _, topic := range topics {
+		if !seen[topic.TopicName] {
+			seen[topic.TopicName] = true
+			names = append(names, topic.TopicName)
+		}
+	}
+	return names
+}
+
+func serveListClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*ListClusterMirrorsRequest)
+	resp := req.ResponseKind().(*ListClusterMirrorsResponse)
+	mirrors, err := mirrorAdmin(c).ListMirrors(ctx)
+	if err != nil {
+		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		return resp, nil
+	}
+	for _, mirror := range mirrors {
+		listed := ListClusterMirrorsResponseMirror{
+			MirrorName:      mirror.Name,
+			SourceBootstrap: mirror.SourceBootstrap,
+			SourceClusterID: mirror.SourceClusterID,
+			TopicCount:      int32(len(mirror.Topics)),
+		}
+		if req.IncludeTopicNames {
+			listed.TopicNames = append([]string{}, mirror.Topics...)
+		}
+		resp.Mirrors = append(resp.Mirrors, listed)
+	}
+	return resp, nil
+}
+
+func serveDescribeClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*DescribeClusterMirrorsRequest)
+	resp := req.ResponseKind().(*DescribeClusterMirrorsResponse)
+	if err := describeMirrors(ctx, c, req, resp); err != nil {
+		resp.Mirrors = nil
+		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		return resp, nil
+	}
+	if err := lookUpLastMirrorEpochs(ctx, c, req, resp); err != nil {
+		resp.Mirrors, resp.LastMirrorEpochs = nil, nil
+		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+	}
+	return resp, nil
+}
+
+// describeMirrors fills resp.Mirrors with the mirrors req names.
+func describeMirrors(ctx context.Context, c *conn, req *DescribeClusterMirrorsRequest, resp *DescribeClusterMirrorsResponse) error {
+	if req.MirrorNames != nil && len(req.MirrorNames) == 0 {
+		return nil
+	}
+	var names []string
+	if req.MirrorNames != nil {
+		names = make([]string, 0, len(req.MirrorNames))
+		seen := make(map[string]bool, len(req.MirrorNames)) // bounded by the request
+		for _, name := range req.MirrorNames {
+			if !seen[name] {
+				seen[name] = true
+				names = append(names, name)
+			}
+		}
+	}
+	descriptions, err := mirrorAdmin(c).DescribeMirrors(ctx, names, req.FailedOnly)
+	if err != nil {
+		return err
+	}
+	for i := range descriptions {
+		resp.Mirrors = append(resp.Mirrors, describedMirror(c, &descriptions[i]))
+	}
+	return nil
+}
+
+// describedMirror is the answer for one mirror; its partitions come sorted
+// by topic, so each topic's partitions are consecutive.
+func describedMirror(c *conn, d *MirrorDescription) DescribeClusterMirrorsMirror {
+	var m DescribeClusterMirrorsMirror
+	m.Default()
+	m.MirrorName = d.Name
+	if d.Err != nil {
+		m.ErrorCode = errorCode(c.server.log, d.Err, kerr.UnknownServerError)
+		m.ErrorMessage = errorMessage(d.Err)
+		return m
+	}
+	m.SourceBootstrap, m.SourceClusterID = nonEmpty(d.SourceBootstrap), nonEmpty(d.SourceClusterID)
+	for _, status := range d.Partitions {
+		if n := len(m.Topics); n == 0 || m.Topics[n-1].TopicName != status.Topic {
+			m.Topics = append(m.Topics, DescribeClusterMirrorsTopic{TopicName: status.Topic})
+		}
+		topic := &m.Topics[len(m.Topics)-1]
+		topic.Partitions = append(topic.Partitions, DescribeClusterMirrorsPartition{
+			PartitionIndex:    status.Partition,
+			StateValue:        status.State,
+			ErrorMessage:      nonEmpty(status.Error),
+			RetryAttempt:      status.RetryCount,
+			SourceOffset:      status.SourceHighWatermark,
+			DestinationOffset: status.LogEndOffset,
+			Lag:               status.Lag(),
+			LastMirrorEpoch:   status.LastMirrorEpoch,
+			LastMirrorOffset:  status.LastMirrorOffset,
+		})
+	}
+	return m
+}
+
+// lookUpLastMirrorEpochs answers req's lookups in resp.LastMirrorEpochs.
+func lookUpLastMirrorEpochs(ctx context.Context, c *conn, req *DescribeClusterMirrorsRequest, resp *DescribeClusterMirrorsResponse) error {
+	if len(req.LastMirrorEpochLookups) == 0 {
+		return nil
+	}
+	if req.ClusterID == nil || *req.ClusterID == "" {
+		return refuse(kerr.InvalidRequest, "LastMirrorEpochLookups without the asking cluster's ClusterId.")
+	}
+	lookups := make([]TopicPartitions, 0, len(req.LastMirrorEpochLookups))
+	for _, lookup := range req.LastMirrorEpochLookups {
+		lookups = append(lookups, TopicPartitions{TopicID: lookup.TopicID, Partitions: lookup.Partitions})
+	}
+	epochs, err := mirrorAdmin(c).LastMirrorEpochs(ctx, *req.ClusterID, lookups)
+	if err != nil {
+		return err
+	}
+	topics := make(map[TopicID]int, len(lookups)) // index in resp.LastMirrorEpochs
+	for _, epoch := range epochs {
+		i, ok := topics[epoch.TopicID]
+		if !ok {
+			i = len(resp.LastMirrorEpochs)
+			topics[epoch.TopicID] = i
+			resp.LastMirrorEpochs = append(resp.LastMirrorEpochs, DescribeClusterMirrorsEpochTopic{TopicID: epoch.TopicID})
+		}
+		resp.LastMirrorEpochs[i].Partitions = append(resp.LastMirrorEpochs[i].Partitions, DescribeClusterMirrorsEpochPartition{
+			PartitionIndex:   epoch.Partition,
+			ErrorCode:        errorCode(c.server.log, epoch.Err, kerr.UnknownServerError),
+			LastMirrorEpoch:  epoch.Epoch,
+			LastMirrorOffset: epoch.Offset,
+		})
+	}
+	return nil
+}

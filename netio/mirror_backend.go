@@ -1,0 +1,178 @@
+package netio
+
+import (
+	"context"
+)
+
+// MirrorBackend is a Backend that administers mirrors. The server answers
+// the mirror admin RPCs (mirror_keys.go) and advertises them in
+// ApiVersions only when its Backend implements MirrorBackend; to any other
+// Backend they are unknown keys.
+type MirrorBackend interface {
+	Mirrors() MirrorAdmin
+}
+
+// MirrorAdmin is the engine's mirror administration, in the terms of the
+// mirror admin RPCs (1000_mirror_admin.go turns requests into these calls
+// and their results into responses).
+//
+// Errors: return the kerr errors of github.com/twmb/franz-go/pkg/kerr where
+// Kafka has a code, wrapped with a message for the operator if useful
+// (fmt.Errorf("unknown mirror config %q: %w", key, kerr.InvalidConfig));
+// the message reaches the client. The codes to use:
+//
+//	kerr.InvalidConfig            a mirror config key that is unknown, a bad value, no bootstrap.servers
+//	kerr.InvalidRequest           a bad mirror name; a change the topic's state does not allow
+//	kerr.DuplicateResource        CreateMirror of a name that exists
+//	kerr.ResourceNotFound         a mirror name that is no mirror
+//	kerr.UnknownTopicOrPartition  a topic named that is not (and cannot be) in the mirror
+//	kerr.UnknownTopicID           a topic ID a last-mirror-epoch lookup names that is unknown
+//	kerr.InvalidRegularExpression an include or exclude pattern that does not compile
+//
+// Any other error is answered UNKNOWN_SERVER_ERROR, with its text, and
+// logged.
+type MirrorAdmin interface {
+	// CreateMirror creates a mirror whose source cluster config holds
+	// the mirror config keys of DESIGN.md (bootstrap.servers required),
+	// as the operator wrote them; the engine validates them.
+	CreateMirror(ctx context.Context, name string, config map[string]string) error
+	// DeleteMirror deletes a mirror. The engine decides whether a mirror
+	// whose topics are not all STOPPED may go (kerr.InvalidRequest if not).
+	DeleteMirror(ctx context.Context, name string) error
+	// SetTopicsDesiredState applies change to the topics of mirror that
+	// topics selects, and answers each topic it names or matches, sorted
+	// by name. The desired state is persisted before it returns; the
+	// partitions walk to it afterwards. A failure of the whole request
+	// (an unknown mirror) is the error, and the results are ignored.
+	SetTopicsDesiredState(ctx context.Context, mirror string, change TopicsChange, topics TopicSelection) ([]TopicResult, error)
+	// ListMirrors lists every mirror, sorted by name.
+	ListMirrors(ctx context.Context) ([]MirrorListing, error)
+	// DescribeMirrors describes the named mirrors in the order named, one
+	// description each (Err kerr.ResourceNotFound for a name that is no
+	// mirror), or every mirror, sorted by name, when names is nil.
+	// failedOnly keeps only the FAILED partitions.
+	DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]MirrorDescription, error)
+	// LastMirrorEpochs answers a failback lookup from the cluster
+	// askingClusterID: for each partition asked, the last mirror epoch
+	// and offset this node stored when it stopped mirroring that
+	// partition from askingClusterID, or -1 and -1 when it stored none.
+	// One answer per partition asked, in the order asked.
+	LastMirrorEpochs(ctx context.Context, askingClusterID string, partitions []TopicPartitions) ([]LastMirrorEpoch, error)
+}
+
+// TopicsChange is what a topic-state RPC asks of a mirror's topics.
+type TopicsChange int8
+
+const (
+	// StartMirroring adds the topics to the mirror, desired MIRRORING
+	// (failback, for a topic that was stopped).
+	StartMirroring TopicsChange = iota + 1
+	// StopMirroring sets desired STOPPED: the topics become writable
+	// (failover).
+	StopMirroring
+	// PauseMirroring sets desired PAUSED: fetching stops, the topics stay
+	// read-only.
+	PauseMirroring
+	// ResumeMirroring sets desired MIRRORING again for paused topics.
+	ResumeMirroring
+	// RecoverMirroring makes FAILED partitions retry now, including
+	// failures that wait for an operator; the desired state is kept.
+	RecoverMirroring
+)
+
+var topicsChangeNames = [...]string{"", "start", "stop", "pause", "resume", "recover"}
+
+func (c TopicsChange) String() string {
+	if c < StartMirroring || c > RecoverMirroring {
+		return "unknown"
+	}
+	return topicsChangeNames[c]
+}
+
+// TopicSelection selects a mirror's topics: the topics named, and the
+// topics whose whole name one of Include matches, less those whose whole
+// name one of Exclude matches (Exclude wins, over names too). The
+// patterns are regular expressions as in the mirror config's
+// topics.include; a StartMirroring selection also extends the mirror's
+// own include and exclude lists, so topics created later on the source
+// are mirrored as well.
+type TopicSelection struct {
+	Names   []string
+	Include []string
+	Exclude []string
+}
+
+// TopicResult is the outcome of a topic-state change for one topic.
+type TopicResult struct {
+	Topic string
+	Err   error
+}
+
+// MirrorListing is one mirror as ListClusterMirrors shows it.
+type MirrorListing struct {
+	Name            string
+	SourceBootstrap string   // the bootstrap.servers of its config
+	SourceClusterID string   // "" until the source has been reached
+	Topics          []string // the mirror's topics, sorted
+}
+
+// MirrorDescription is one mirror as DescribeClusterMirrors shows it.
+type MirrorDescription struct {
+	Name            string
+	SourceBootstrap string
+	SourceClusterID string
+	// Err is set for a mirror that cannot be described (a name that is
+	// no mirror: kerr.ResourceNotFound); the rest is then empty.
+	Err error
+	// Partitions are sorted by topic, then partition.
+	Partitions []MirrorPartitionStatus
+}
+
+// MirrorPartitionStatus is the state of one mirrored partition.
+type MirrorPartitionStatus struct {
+	Topic     string
+	Partition int32
+	// State is the partition state's name: LOG_ALIGNMENT, EPOCH_FENCING,
+	// ULE_RECOVERY, MIRRORING, PAUSING, PAUSED, STOPPING, STOPPED, FAILED
+	// or UNKNOWN.
+	State string
+	// Error is the failure's text in FAILED, else "".
+	Error string
+	// RetryCount is the attempts made in FAILED, 0 when not failed, -1
+	// for a failure that waits for RecoverMirroring.
+	RetryCount int16
+	// SourceHighWatermark is the source partition's high watermark at
+	// the last fetch, -1 when unknown.
+	SourceHighWatermark int64
+	// LogEndOffset is the local log end offset, -1 when unknown.
+	LogEndOffset int64
+	// LastMirrorEpoch and LastMirrorOffset are the last mirror epoch and
+	// offset stored at the last stop, -1 when none.
+	LastMirrorEpoch  int32
+	LastMirrorOffset int64
+}
+
+// Lag is how far the local log is behind the source: source high
+// watermark - local log end offset, never below 0; -1 when either is
+// unknown.
+func (s MirrorPartitionStatus) Lag() int64 {
+	if s.SourceHighWatermark < 0 || s.LogEndOffset < 0 {
+		return -1
+	}
+	return max(s.SourceHighWatermark-s.LogEndOffset, 0)
+}
+
+// TopicPartitions names partitions of a topic by its ID.
+type TopicPartitions struct {
+	TopicID    TopicID
+	Partitions []int32
+}
+
+// LastMirrorEpoch is a failback lookup's answer for one partition.
+type LastMirrorEpoch struct {
+	TopicID   TopicID
+	Partition int32
+	Epoch     int32 // -1: none stored
+	Offset    int64 // -1: none stored
+	Err       error
+}
