@@ -2,7 +2,7 @@
 // the partition logs of a data directory into topics and serves them as
 // the netio.Backend.
 //
-// Built so far (writable topics):
+// Built so far:
 //   - Node: topics and partitions over logstore.Dir; CreateTopic (Kafka
 //     topic configs mapped to log settings, unknown ones refused),
 //     CreatePartitions, DeleteTopic; producer IDs reserved in persisted
@@ -21,9 +21,23 @@
 //     index are rebuilt by walking each log's batches; prepared commits and
 //     aborts are completed; orphaned open transactions are aborted.
 //
-// Not built yet: mirrors (the partition state machine, fetchers from a
-// source, failover and failback) and consumer group offsets; see
-// ../shared/DESIGN.md and README.md.
+// Mirrors (mirror*.go): a mirror copies the topics it selects from one
+// source cluster. A controller goroutine per mirror reads the source's
+// metadata, creates each local topic with the source's topic ID and
+// partition count (growing it with the source) and gives each source
+// broker's fetcher the partitions it leads; a fetcher keeps one fetch
+// session per broker and appends exactly the bytes the source sent
+// (trailing partial batch cut; framing and CRC checked by the log). It
+// follows the source's log start, answers DivergingEpoch by truncating by
+// epoch, restarts at the source's log start after OFFSET_OUT_OF_RANGE, and
+// keeps the local leader epoch ahead of the source's. Mirror topics refuse
+// Produce with READ_ONLY_TOPIC. Mirror definitions persist in
+// mirror-<name>.json. The pure per-partition state machine
+// (mirror_state*.go) and the mirror config (mirror_config*.go) are built
+// and tested; the state machine is not yet driving the fetchers, and
+// partition state is not yet kept in __mirror_state.
+//
+// Not built yet: failover (stop) and failback, consumer group offsets.
 //
 // Concurrency: the Node's topic map has one RWMutex; each partition
 // serializes its writes (a sequence check and the append it guards happen

@@ -39,6 +39,12 @@ type Node struct {
 	txns    *transactions
 	cluster netio.ClusterInfo
 
+	metrics *mirrorMetrics
+
+	// mirrorsMu guards mirrors; it is taken before mu, never after.
+	mirrorsMu sync.Mutex
+	mirrors   map[string]*mirror // bounded by the mirrors an operator created
+
 	mu     sync.RWMutex
 	topics map[string]*topic        // bounded by the partitions on disk
 	byID   map[netio.TopicID]*topic // the same topics, by ID
@@ -59,7 +65,8 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[netio.TopicID]*topic{}}
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[netio.TopicID]*topic{},
+		metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}}
 	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
 	for _, info := range dir.List() {
 		log, _, _ := dir.Get(info.TopicPartition)
@@ -78,11 +85,24 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		dir.Close()
 		return nil, err
 	}
+	n.mirrorsMu.Lock()
+	err = n.loadMirrors()
+	n.mirrorsMu.Unlock()
+	if err != nil {
+		n.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
 // Close stops the transaction reaper and closes every partition log.
 func (n *Node) Close() error {
+	n.mirrorsMu.Lock()
+	for name, m := range n.mirrors {
+		m.stop()
+		delete(n.mirrors, name)
+	}
+	n.mirrorsMu.Unlock()
 	n.txns.close()
 	return n.dir.Close()
 }
@@ -191,6 +211,35 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 		t.partitions = append(t.partitions, newPartition(tp, log))
 	}
 	return nil
+}
+
+// ensureMirrorTopic makes the local topic a mirror writes: created with
+// the source's topic ID and partition count, grown when the source grows.
+// A local topic of that name with another ID is refused.
+func (n *Node) ensureMirrorTopic(_ context.Context, name string, id netio.TopicID, partitions int32) ([]*partition, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	t, ok := n.topics[name]
+	if !ok {
+		if err := validTopicName(name); err != nil {
+			return nil, err
+		}
+		if other, taken := n.byID[id]; taken {
+			return nil, fmt.Errorf("%w: the source's topic ID of %s is the local topic %s's", kerr.TopicAlreadyExists, name, other.name)
+		}
+		t = &topic{name: name, id: id}
+		n.topics[name], n.byID[id] = t, t
+		n.log.Info("created mirror topic", "topic", name, "id", logstore.TopicID(id).String(), "partitions", partitions)
+	}
+	if t.id != id {
+		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, logstore.TopicID(t.id), logstore.TopicID(id))
+	}
+	if int32(len(t.partitions)) < partitions {
+		if err := n.addPartitions(t, partitions, n.cfg.Log); err != nil {
+			return nil, err
+		}
+	}
+	return append([]*partition(nil), t.partitions...), nil
 }
 
 // CreatePartitions grows a topic to count partitions.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -21,6 +22,13 @@ import (
 type partition struct {
 	tp  logstore.TopicPartition
 	log *logstore.Log
+
+	// mirrored is set while a mirror writes this partition: produce is
+	// refused (READ_ONLY_TOPIC).
+	mirrored atomic.Bool
+	// localEpoch is the leader epoch this node claims beyond the epochs
+	// in its log (a mirror keeps it ahead of the source's); 0 otherwise.
+	localEpoch atomic.Int32
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced when the offsets change
@@ -52,7 +60,7 @@ func (p *partition) Changed() <-chan struct{} {
 }
 
 func (p *partition) LeaderEpoch() int32 {
-	return max(int32(p.log.LatestEpoch()), 0)
+	return max(int32(p.log.LatestEpoch()), p.localEpoch.Load(), 0)
 }
 
 func (p *partition) Offsets() netio.Offsets {

@@ -377,6 +377,16 @@ func (l *Log) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
 	return l.epochs.EndOffsetFor(requested, l.logEndOffset())
 }
 
+// Divergence is the follower's step after a leader answered DivergingEpoch
+// (or OffsetForLeaderEpoch) with leaderEpoch ending at leaderEndOffset:
+// the offset to truncate to, and whether the search is done (see
+// epoch.Cache.Divergence).
+func (l *Log) Divergence(leaderEpoch rb.Epoch, leaderEndOffset rb.Offset) (rb.Offset, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.Divergence(leaderEpoch, leaderEndOffset, l.logEndOffset())
+}
+
 // Checkpoint persists the log start offset and high watermark.
 func (l *Log) Checkpoint() error {
 	l.mu.Lock()

@@ -2,7 +2,7 @@
 //
 //	mirrord demo [--data-dir DIR] [--bytes N]   storage demo (the node is not built yet)
 //	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT]
-//	mirrord mirrors ...                         not built yet
+//	mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]   mirror administration
 package main
 
 import (
@@ -15,7 +15,8 @@ const usage = `usage: mirrord <command> [options]
 commands:
   demo      append and read back a few hundred MB through the log store, with throughput
   serve     the Kafka-protocol node: --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--advertise HOST:PORT]
-  mirrors   mirror administration (not built yet)
+  mirrors   mirror administration: --bootstrap-server HOST:PORT and one of --create --start --stop
+            --pause --resume --recover --delete --list --describe (mirrord mirrors --help)
 `
 
 func main() {
@@ -26,11 +27,11 @@ func main() {
 	var err error
 	switch command, args := os.Args[1], os.Args[2:]; command {
 	case "demo":
-		err = runDemo(args)
+		err = runMirrorDemo(args)
 	case "serve":
 		err = runServe(args)
 	case "mirrors":
-		err = fmt.Errorf("%s is not built yet: this build has the storage layer and the Kafka endpoint (see README.md, \"What is built\")", command)
+		err = runMirrors(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

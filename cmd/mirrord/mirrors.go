@@ -1,0 +1,531 @@
+package main
+
+// `mirrord mirrors`: mirror administration over the Kafka listener, like
+// kafka-cluster-mirrors.sh. Each action sends one mirror admin RPC
+// (netio/mirror_keys.go) with a franz-go client and prints the answer;
+// any failure is one line and a non-zero exit.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/mirrord/mirrord/netio"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]
+
+actions:
+  --create    --mirror NAME --mirror-config FILE    create a mirror; FILE is Java properties
+                                                      (bootstrap.servers=... and the other mirror configs)
+  --start     --mirror NAME --topics LIST [--exclude LIST]
+                                                      start mirroring topics (failback for stopped ones)
+  --stop      --mirror NAME --topics LIST           stop mirroring: the topics become writable (failover)
+  --pause     --mirror NAME --topics LIST           pause fetching; the topics stay read-only
+  --resume    --mirror NAME --topics LIST           resume paused topics
+  --recover   --mirror NAME --topics LIST           retry FAILED partitions now
+  --delete    --mirror NAME                         delete a mirror
+  --list                                            list the mirrors
+  --describe  [--mirror NAME] [--json] [--failed]   the state of every mirrored partition
+
+LIST is comma-separated: an item made only of topic-name characters
+([a-zA-Z0-9._-]) names a topic, any other is a regular expression matched
+against whole topic names ('orders,pay-.*'). --exclude items are regular
+expressions; they win over --topics.
+`
+
+// mirrorsTimeout bounds one `mirrord mirrors` command.
+const mirrorsTimeout = 60 * time.Second
+
+// runMirrors is `mirrord mirrors`.
+func runMirrors(args []string) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return mirrorsCommand(ctx, args, os.Stdout)
+}
+
+// mirrorsCommand runs `mirrord mirrors` with args, writing to out. Its
+// error is one line.
+func mirrorsCommand(ctx context.Context, args []string, out io.Writer) error {
+	opts, err := parseMirrorsArgs(args)
+	if errors.Is(err, flag.ErrHelp) {
+		_, err = io.WriteString(out, mirrorsUsage)
+		return err
+	}
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, mirrorsTimeout)
+		defer cancel()
+		err = runMirrorsAction(ctx, opts, out)
+	}
+	if err != nil {
+		return errors.New(oneLine("mirrors: " + err.Error()))
+	}
+	return nil
+}
+
+// oneLine joins the lines of s.
+func oneLine(s string) string {
+	return strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r == '\n' || r == '\r' }), "; ")
+}
+
+// mirrorsOptions are the parsed flags.
+type mirrorsOptions struct {
+	bootstrap    string
+	action       string // "create", "start", ...
+	mirror       string
+	mirrorConfig string
+	topics       string
+	exclude      string
+	json, failed bool
+}
+
+// mirrorsActions lists, per action, the options it requires and those it
+// allows besides.
+var mirrorsActions = map[string]struct{ required, optional []string }{
+	"create":   {[]string{"mirror", "mirror-config"}, nil},
+	"start":    {[]string{"mirror", "topics"}, []string{"exclude"}},
+	"stop":     {[]string{"mirror", "topics"}, nil},
+	"pause":    {[]string{"mirror", "topics"}, nil},
+	"resume":   {[]string{"mirror", "topics"}, nil},
+	"recover":  {[]string{"mirror", "topics"}, nil},
+	"delete":   {[]string{"mirror"}, nil},
+	"list":     {nil, nil},
+	"describe": {nil, []string{"mirror", "json", "failed"}},
+}
+
+func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
+	var opts mirrorsOptions
+	flags := flag.NewFlagSet("mirrors", flag.ContinueOnError)
+	flags.SetOutput(io.Discard)
+	flags.Usage = func() {}
+	flags.StringVar(&opts.bootstrap, "bootstrap-server", "", "HOST:PORT[,HOST:PORT...] of the mirrord node")
+	flags.StringVar(&opts.mirror, "mirror", "", "mirror name")
+	flags.StringVar(&opts.mirrorConfig, "mirror-config", "", "mirror config file (Java properties)")
+	flags.StringVar(&opts.topics, "topics", "", "topic names and patterns, comma-separated")
+	flags.StringVar(&opts.exclude, "exclude", "", "topic patterns to exclude, comma-separated")
+	flags.BoolVar(&opts.json, "json", false, "describe as JSON")
+	flags.BoolVar(&opts.failed, "failed", false, "describe only FAILED partitions")
+	actions := map[string]*bool{}
+	for action := range mirrorsActions {
+		actions[action] = flags.Bool(action, false, action)
+	}
+	if err := flags.Parse(args); err != nil {
+		return opts, err
+	}
+	if flags.NArg() > 0 {
+		return opts, fmt.Errorf("unexpected argument %q", flags.Arg(0))
+	}
+	given := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for action, set := range actions {
+		if *set && opts.action != "" {
+			return opts, fmt.Errorf("one action at a time: --%s and --%s", min(action, opts.action), max(action, opts.action))
+		}
+		if *set {
+			opts.action = action
+		}
+	}
+	return opts, checkMirrorsOptions(opts, given)
+}
+
+// checkMirrorsOptions checks that the action has the options it needs and
+// no others.
+func checkMirrorsOptions(opts mirrorsOptions, given map[string]bool) error {
+	if opts.action == "" {
+		return errors.New("no action: give one of --create --start --stop --pause --resume --recover --delete --list --describe (--help for usage)")
+	}
+	if opts.bootstrap == "" {
+		return errors.New("--bootstrap-server is required")
+	}
+	rules := mirrorsActions[opts.action]
+	for _, name := range rules.required {
+		if len(splitMirrorsList(optionValue(opts, name))) == 0 {
+			return fmt.Errorf("--%s needs --%s", opts.action, name)
+		}
+	}
+	var extra []string
+	for name := range given {
+		if _, isAction := mirrorsActions[name]; !isAction && name != "bootstrap-server" &&
+			!slices.Contains(rules.required, name) && !slices.Contains(rules.optional, name) {
+			extra = append(extra, "--"+name)
+		}
+	}
+	if len(extra) > 0 {
+		sort.Strings(extra)
+		return fmt.Errorf("--%s does not take %s", opts.action, strings.Join(extra, " "))
+	}
+	return nil
+}
+
+// optionValue is the value of a string option.
+func optionValue(opts mirrorsOptions, name string) string {
+	switch name {
+	case "mirror":
+		return opts.mirror
+	case "mirror-config":
+		return opts.mirrorConfig
+	case "topics":
+		return opts.topics
+	}
+	return opts.exclude
+}
+
+// runMirrorsAction connects and performs opts.action.
+func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
+	client, err := dialMirrors(ctx, opts.bootstrap)
+	if err != nil {
+		return err
+	}
+	defer client.Close()
+	switch opts.action {
+	case "create":
+		return createMirror(ctx, client, opts, out)
+	case "delete":
+		return deleteMirror(ctx, client, opts, out)
+	case "list":
+		return listMirrors(ctx, client, out)
+	case "describe":
+		return describeMirrors(ctx, client, opts, out)
+	}
+	return changeMirrorTopics(ctx, client, opts, out)
+}
+
+// mirrorsClient sends mirror admin requests to one node.
+type mirrorsClient struct {
+	*kgo.Client
+	bootstrap string
+	served    map[int16]bool // the mirror keys the node advertises
+}
+
+// dialMirrors connects to the node and checks that it serves the mirror
+// admin RPCs.
+func dialMirrors(ctx context.Context, bootstrap string) (*mirrorsClient, error) {
+	var seeds []string
+	for _, seed := range strings.Split(bootstrap, ",") {
+		if seed = strings.TrimSpace(seed); seed != "" {
+			seeds = append(seeds, seed)
+		}
+	}
+	client, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxVersions(netio.MirrorClientVersions()),
+		kgo.ClientID("mirrord-mirrors"), kgo.RequestRetries(2), kgo.DialTimeout(10*time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("--bootstrap-server %q: %w", bootstrap, err)
+	}
+	resp, err := client.Request(ctx, kmsg.NewPtrApiVersionsRequest())
+	if err != nil {
+		client.Close()
+		return nil, fmt.Errorf("%s: %w", bootstrap, err)
+	}
+	served := map[int16]bool{}
+	for _, key := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
+		if netio.MirrorKeyName(key.ApiKey) != "" {
+			served[key.ApiKey] = true
+		}
+	}
+	return &mirrorsClient{Client: client, bootstrap: bootstrap, served: served}, nil
+}
+
+// request sends req, which the node must serve.
+func (c *mirrorsClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+	if !c.served[req.Key()] {
+		return nil, fmt.Errorf("%s does not serve %s (API key %d): not a mirrord node, or one without mirroring",
+			c.bootstrap, netio.MirrorKeyName(req.Key()), req.Key())
+	}
+	resp, err := c.Request(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %s: %w", c.bootstrap, netio.MirrorKeyName(req.Key()), err)
+	}
+	return resp, nil
+}
+
+// kafkaError is a response's error code and message as an error, nil for
+// no error.
+func kafkaError(code int16, message *string) error {
+	if code == 0 {
+		return nil
+	}
+	name := fmt.Sprintf("error code %d", code)
+	if kafkaErr, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && kafkaErr.Code == code {
+		name = kafkaErr.Message
+	}
+	switch {
+	case message == nil || *message == "":
+		return errors.New(name)
+	case strings.HasPrefix(*message, name):
+		return errors.New(*message)
+	}
+	return fmt.Errorf("%s: %s", name, *message)
+}
+
+func createMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+	text, err := os.ReadFile(opts.mirrorConfig)
+	if err != nil {
+		return fmt.Errorf("--mirror-config: %w", err)
+	}
+	config, err := parseProperties(string(text))
+	if err != nil {
+		return fmt.Errorf("--mirror-config %s: %w", opts.mirrorConfig, err)
+	}
+	req := &netio.CreateClusterMirrorRequest{MirrorName: opts.mirror}
+	for _, key := range sortedPropertyKeys(config) {
+		req.Configs = append(req.Configs, netio.CreateClusterMirrorConfig{Name: key, Value: new(config[key])})
+	}
+	resp, err := client.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*netio.CreateClusterMirrorResponse)
+	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+		return fmt.Errorf("create mirror %q: %w", opts.mirror, err)
+	}
+	_, err = fmt.Fprintf(out, "Created mirror %s.\n", opts.mirror)
+	return err
+}
+
+func sortedPropertyKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for key := range m {
+		keys = append(keys, key)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func deleteMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+	resp, err := client.request(ctx, &netio.DeleteClusterMirrorRequest{MirrorName: opts.mirror})
+	if err != nil {
+		return err
+	}
+	r := resp.(*netio.DeleteClusterMirrorResponse)
+	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+		return fmt.Errorf("delete mirror %q: %w", opts.mirror, err)
+	}
+	_, err = fmt.Fprintf(out, "Deleted mirror %s.\n", opts.mirror)
+	return err
+}
+
+// topicsChanges maps the topic-state actions to their changes.
+var topicsChanges = map[string]netio.TopicsChange{
+	"start":   netio.StartMirroring,
+	"stop":    netio.StopMirroring,
+	"pause":   netio.PauseMirroring,
+	"resume":  netio.ResumeMirroring,
+	"recover": netio.RecoverMirroring,
+}
+
+func changeMirrorTopics(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+	req := &netio.MirrorTopicsRequest{Change: topicsChanges[opts.action], MirrorName: opts.mirror}
+	for _, item := range splitMirrorsList(opts.topics) {
+		if isTopicName(item) {
+			req.Topics = append(req.Topics, netio.MirrorTopicsRequestTopic{TopicName: item})
+		} else {
+			req.IncludePatterns = append(req.IncludePatterns, item)
+		}
+	}
+	req.ExcludePatterns = splitMirrorsList(opts.exclude)
+	resp, err := client.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*netio.MirrorTopicsResponse)
+	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+		return fmt.Errorf("%s mirror %q: %w", opts.action, opts.mirror, err)
+	}
+	return printTopicResults(out, opts, r.Topics)
+}
+
+// printTopicResults prints one line per topic and fails if any topic did.
+func printTopicResults(out io.Writer, opts mirrorsOptions, topics []netio.MirrorTopicsResponseTopic) error {
+	if len(topics) == 0 {
+		_, err := fmt.Fprintf(out, "Mirror %s: no topic matched (%s).\n", opts.mirror, opts.action)
+		return err
+	}
+	var failures []string
+	for _, topic := range topics {
+		status := opts.action + " requested"
+		if err := kafkaError(topic.ErrorCode, topic.ErrorMessage); err != nil {
+			status = "failed: " + err.Error()
+			failures = append(failures, fmt.Sprintf("%s: %v", topic.TopicName, err))
+		}
+		if _, err := fmt.Fprintf(out, "Mirror %s, topic %s: %s\n", opts.mirror, topic.TopicName, oneLine(status)); err != nil {
+			return err
+		}
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%s: %d of %d topics failed (first: %s)", opts.action, len(failures), len(topics), failures[0])
+	}
+	return nil
+}
+
+// splitMirrorsList splits a comma-separated option into its non-empty items.
+func splitMirrorsList(list string) []string {
+	var items []string
+	for _, item := range strings.Split(list, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			items = append(items, item)
+		}
+	}
+	return items
+}
+
+// isTopicName reports whether s can only be a topic name: Kafka's legal
+// characters and length.
+func isTopicName(s string) bool {
+	if s == "" || len(s) > 249 || s == "." || s == ".." {
+		return false
+	}
+	for _, c := range []byte(s) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func listMirrors(ctx context.Context, client *mirrorsClient, out io.Writer) error {
+	resp, err := client.request(ctx, &netio.ListClusterMirrorsRequest{})
+	if err != nil {
+		return err
+	}
+	r := resp.(*netio.ListClusterMirrorsResponse)
+	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+		return fmt.Errorf("list: %w", err)
+	}
+	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "MIRROR\tSOURCE\tSOURCE-CLUSTER-ID\tTOPICS")
+	for _, m := range r.Mirrors {
+		fmt.Fprintf(table, "%s\t%s\t%s\t%d\n", m.MirrorName, m.SourceBootstrap, dashIfEmpty(m.SourceClusterID), m.TopicCount)
+	}
+	return table.Flush()
+}
+
+func dashIfEmpty(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// offsetText prints an offset, epoch or lag, "-" when unknown (-1).
+func offsetText(v int64) string {
+	if v < 0 {
+		return "-"
+	}
+	return strconv.FormatInt(v, 10)
+}
+
+// describedPartition is one row of --describe, and its JSON form.
+type describedPartition struct {
+	Mirror              string `json:"mirror"`
+	Topic               string `json:"topic"`
+	Partition           int32  `json:"partition"`
+	State               string `json:"state"`
+	SourceHighWatermark int64  `json:"sourceHighWatermark"`
+	LogEndOffset        int64  `json:"logEndOffset"`
+	Lag                 int64  `json:"lag"`
+	Error               string `json:"error,omitempty"`
+	RetryCount          int16  `json:"retryCount"`
+	LastMirrorEpoch     int32  `json:"lastMirrorEpoch"`
+	LastMirrorOffset    int64  `json:"lastMirrorOffset"`
+}
+
+// describedMirror is one mirror of --describe --json.
+type describedMirror struct {
+	Mirror          string `json:"mirror"`
+	SourceBootstrap string `json:"sourceBootstrap"`
+	SourceClusterID string `json:"sourceClusterId"`
+}
+
+// describeOutput is the --describe --json document: the mirrors, and the
+// rows of the table (-1 for what the table prints as "-").
+type describeOutput struct {
+	Mirrors    []describedMirror    `json:"mirrors"`
+	Partitions []describedPartition `json:"partitions"`
+}
+
+func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+	req := &netio.DescribeClusterMirrorsRequest{FailedOnly: opts.failed}
+	if opts.mirror != "" {
+		req.MirrorNames = []string{opts.mirror}
+	}
+	resp, err := client.request(ctx, req)
+	if err != nil {
+		return err
+	}
+	r := resp.(*netio.DescribeClusterMirrorsResponse)
+	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+		return fmt.Errorf("describe: %w", err)
+	}
+	described := describeOutput{Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
+	for _, m := range r.Mirrors {
+		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
+			return fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
+		}
+		described.Mirrors = append(described.Mirrors, describedMirror{Mirror: m.MirrorName,
+			SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID)})
+		described.Partitions = append(described.Partitions, partitionRows(m)...)
+	}
+	if opts.json {
+		encoder := json.NewEncoder(out)
+		encoder.SetIndent("", "  ")
+		return encoder.Encode(described)
+	}
+	return printDescribeTable(out, described.Partitions)
+}
+
+func stringOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// partitionRows are the rows of one described mirror.
+func partitionRows(m netio.DescribeClusterMirrorsMirror) []describedPartition {
+	var rows []describedPartition
+	for _, topic := range m.Topics {
+		for _, p := range topic.Partitions {
+			rows = append(rows, describedPartition{
+				Mirror: m.MirrorName, Topic: topic.TopicName, Partition: p.PartitionIndex, State: p.StateValue,
+				SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, Lag: p.Lag,
+				Error: stringOrEmpty(p.ErrorMessage), RetryCount: p.RetryAttempt,
+				LastMirrorEpoch: p.LastMirrorEpoch, LastMirrorOffset: p.LastMirrorOffset,
+			})
+		}
+	}
+	return rows
+}
+
+// printDescribeTable prints the rows as a table; a FAILED row's ERROR
+// says how often it was retried, or that it waits for --recover.
+func printDescribeTable(out io.Writer, rows []describedPartition) error {
+	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(table, "MIRROR\tTOPIC\tPARTITION\tSTATE\tSOURCE-HW\tLOCAL-LEO\tLAG\tERROR")
+	for _, row := range rows {
+		problem := ""
+		switch {
+		case row.Error != "" && row.RetryCount < 0:
+			problem = oneLine(row.Error) + " (waits for --recover)"
+		case row.Error != "":
+			problem = fmt.Sprintf("%s (retry %d)", oneLine(row.Error), row.RetryCount)
+		}
+		fmt.Fprintf(table, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.Mirror, row.Topic, row.Partition, row.State,
+			offsetText(row.SourceHighWatermark), offsetText(row.LogEndOffset), offsetText(row.Lag), problem)
+	}
+	return table.Flush()
+}

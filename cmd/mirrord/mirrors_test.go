@@ -1,0 +1,381 @@
+package main
+
+// Tests of `mirrord mirrors`: mirrorsCommand against a netio server whose
+// backend administers mirrors with cliAdmin, a fake that records its calls
+// and answers what the test set.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mirrord/mirrord/netio"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+type cliAdmin struct {
+	mu           sync.Mutex
+	calls        []string
+	configs      map[string]map[string]string
+	listing      []netio.MirrorListing
+	descriptions []netio.MirrorDescription
+	topicResults []netio.TopicResult // nil: every topic named succeeds
+	err          error               // every call's error
+}
+
+func (a *cliAdmin) record(format string, args ...any) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls = append(a.calls, fmt.Sprintf(format, args...))
+	return a.err
+}
+
+func (a *cliAdmin) takeCalls() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := strings.Join(a.calls, " ")
+	a.calls = nil
+	return out
+}
+
+func (a *cliAdmin) CreateMirror(_ context.Context, name string, config map[string]string) error {
+	if err := a.record("create(%s)", name); err != nil {
+		return err
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if _, ok := a.configs[name]; ok {
+		return fmt.Errorf("mirror %q exists: %w", name, kerr.DuplicateResource)
+	}
+	a.configs[name] = config
+	return nil
+}
+
+func (a *cliAdmin) DeleteMirror(_ context.Context, name string) error {
+	return a.record("delete(%s)", name)
+}
+
+func (a *cliAdmin) SetTopicsDesiredState(_ context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
+	if err := a.record("%s(%s, names %v, include %v, exclude %v)", change, mirror, topics.Names, topics.Include, topics.Exclude); err != nil {
+		return nil, err
+	}
+	if a.topicResults != nil {
+		return a.topicResults, nil
+	}
+	var results []netio.TopicResult
+	for _, name := range topics.Names {
+		results = append(results, netio.TopicResult{Topic: name})
+	}
+	return results, nil
+}
+
+func (a *cliAdmin) ListMirrors(context.Context) ([]netio.MirrorListing, error) {
+	return a.listing, a.record("list")
+}
+
+func (a *cliAdmin) DescribeMirrors(_ context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
+	if err := a.record("describe(%q, %v)", names, failedOnly); err != nil {
+		return nil, err
+	}
+	var out []netio.MirrorDescription
+	for _, d := range a.descriptions {
+		if names != nil && !strings.Contains(strings.Join(names, ","), d.Name) {
+			continue
+		}
+		kept := d
+		kept.Partitions = nil
+		for _, p := range d.Partitions {
+			if !failedOnly || p.State == "FAILED" {
+				kept.Partitions = append(kept.Partitions, p)
+			}
+		}
+		out = append(out, kept)
+	}
+	if names != nil && len(out) == 0 {
+		out = append(out, netio.MirrorDescription{Name: names[0], Err: fmt.Errorf("mirror %q: %w", names[0], kerr.ResourceNotFound)})
+	}
+	return out, nil
+}
+
+func (a *cliAdmin) LastMirrorEpochs(context.Context, string, []netio.TopicPartitions) ([]netio.LastMirrorEpoch, error) {
+	return nil, a.record("lastMirrorEpochs")
+}
+
+// cliBackend serves only what the mirror admin RPCs need: the rest of
+// netio.Backend is nil and never called.
+type cliBackend struct {
+	netio.Backend
+	admin *cliAdmin
+}
+
+func (b cliBackend) Mirrors() netio.MirrorAdmin { return b.admin }
+
+// serveCLI serves backend on loopback until the test ends and returns the
+// address.
+func serveCLI(t *testing.T, backend netio.Backend) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- netio.NewServer(netio.Config{Backend: backend}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	return ln.Addr().String()
+}
+
+// newCLI starts a server over a fresh cliAdmin and returns a runner of
+// `mirrord mirrors --bootstrap-server ADDR args...`.
+func newCLI(t *testing.T) (*cliAdmin, func(args ...string) (string, error)) {
+	admin := &cliAdmin{configs: map[string]map[string]string{}}
+	addr := serveCLI(t, cliBackend{admin: admin})
+	return admin, func(args ...string) (string, error) {
+		var out bytes.Buffer
+		err := mirrorsCommand(context.Background(), append([]string{"--bootstrap-server", addr}, args...), &out)
+		return out.String(), err
+	}
+}
+
+func writeMirrorConfig(t *testing.T, name, text string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestMirrorsCreate(t *testing.T) {
+	admin, run := newCLI(t)
+	config := writeMirrorConfig(t, "m.properties", "# the source\nbootstrap.servers = src1:9092,\\\n    src2:9092\ntopics.exclude: tmp-.*\nfetch.wait.max.ms 500\n")
+	out, err := run("--create", "--mirror", "m", "--mirror-config", config)
+	if err != nil || out != "Created mirror m.\n" {
+		t.Fatalf("create: %q, %v", out, err)
+	}
+	want := map[string]string{"bootstrap.servers": "src1:9092,src2:9092", "topics.exclude": "tmp-.*", "fetch.wait.max.ms": "500"}
+	if !reflect.DeepEqual(admin.configs["m"], want) || admin.takeCalls() != "create(m)" {
+		t.Errorf("config %q", admin.configs["m"])
+	}
+	out, err = run("--delete", "--mirror", "m")
+	if err != nil || out != "Deleted mirror m.\n" || admin.takeCalls() != "delete(m)" {
+		t.Errorf("delete: %q, %v", out, err)
+	}
+}
+
+func TestMirrorsTopicActions(t *testing.T) {
+	admin, run := newCLI(t)
+	for _, tc := range []struct {
+		args      []string
+		wantCall  string
+		wantLines string
+	}{
+		{[]string{"--start", "--mirror", "m", "--topics", "orders, pay-.*,my.topic", "--exclude", "tmp-.*,x"},
+			"start(m, names [orders my.topic], include [pay-.*], exclude [tmp-.* x])",
+			"Mirror m, topic orders: start requested\nMirror m, topic my.topic: start requested\n"},
+		{[]string{"--stop", "--mirror", "m", "--topics", ".*"}, "stop(m, names [], include [.*], exclude [])", "Mirror m: no topic matched (stop).\n"},
+		{[]string{"--pause", "--mirror", "m", "--topics", "orders"}, "pause(m, names [orders], include [], exclude [])", "Mirror m, topic orders: pause requested\n"},
+		{[]string{"--resume", "--mirror", "m", "--topics", "orders"}, "resume(m, names [orders], include [], exclude [])", "Mirror m, topic orders: resume requested\n"},
+		{[]string{"--recover", "--mirror", "m", "--topics", "orders"}, "recover(m, names [orders], include [], exclude [])", "Mirror m, topic orders: recover requested\n"},
+	} {
+		out, err := run(tc.args...)
+		if err != nil || out != tc.wantLines {
+			t.Errorf("%v: %q, %v; want %q", tc.args, out, err, tc.wantLines)
+		}
+		if calls := admin.takeCalls(); calls != tc.wantCall {
+			t.Errorf("%v: call %q, want %q", tc.args, calls, tc.wantCall)
+		}
+	}
+}
+
+func TestMirrorsTopicFailure(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.topicResults = []netio.TopicResult{{Topic: "orders"}, {Topic: "tmp", Err: fmt.Errorf("tmp is not mirrored\n(really): %w", kerr.UnknownTopicOrPartition)}}
+	out, err := run("--pause", "--mirror", "m", "--topics", "orders,tmp")
+	wantOut := "Mirror m, topic orders: pause requested\nMirror m, topic tmp: failed: UNKNOWN_TOPIC_OR_PARTITION: tmp is not mirrored; (really): UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.\n"
+	if out != wantOut {
+		t.Errorf("output\n%s\nwant\n%s", out, wantOut)
+	}
+	wantErr := "mirrors: pause: 1 of 2 topics failed (first: tmp: UNKNOWN_TOPIC_OR_PARTITION: tmp is not mirrored; (really)"
+	if err == nil || !strings.HasPrefix(err.Error(), wantErr) || strings.Contains(err.Error(), "\n") {
+		t.Errorf("error %v, want %q...", err, wantErr)
+	}
+}
+
+func TestMirrorsList(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.listing = []netio.MirrorListing{
+		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Topics: []string{"orders", "pay"}},
+		{Name: "west", SourceBootstrap: "west-1:9092"},
+	}
+	out, err := run("--list")
+	want := "MIRROR  SOURCE       SOURCE-CLUSTER-ID  TOPICS\n" +
+		"east    east-1:9092  Ab3xQ              2\n" +
+		"west    west-1:9092  -                  0\n"
+	if err != nil || out != want {
+		t.Errorf("list: %v\n%s\nwant\n%s", err, out, want)
+	}
+}
+
+// describedFixture is a mirror with a mirroring, a failed (waiting for
+// --recover) and an unknown partition, and a mirror without topics.
+func describedFixture() []netio.MirrorDescription {
+	return []netio.MirrorDescription{
+		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []netio.MirrorPartitionStatus{
+			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77},
+			{Topic: "pay", Partition: 0, State: "FAILED", Error: "connection refused", RetryCount: 3, SourceHighWatermark: 10, LogEndOffset: 7, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "pay", Partition: 1, State: "UNKNOWN", SourceHighWatermark: -1, LogEndOffset: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+		}},
+		{Name: "west", SourceBootstrap: "west-1:9092"},
+	}
+}
+
+func TestMirrorsDescribeTable(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.descriptions = describedFixture()
+	out, err := run("--describe")
+	want := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG  ERROR\n" +
+		"east    orders  0          MIRRORING  1200       1150       50   \n" +
+		"east    orders  1          FAILED     -          80         -    source topic deleted (waits for --recover)\n" +
+		"east    pay     0          FAILED     10         7          3    connection refused (retry 3)\n" +
+		"east    pay     1          UNKNOWN    -          -          -    \n"
+	if err != nil || out != want {
+		t.Errorf("describe: %v\n%s\nwant\n%s", err, out, want)
+	}
+	out, err = run("--describe", "--mirror", "east", "--failed")
+	want = "MIRROR  TOPIC   PARTITION  STATE   SOURCE-HW  LOCAL-LEO  LAG  ERROR\n" +
+		"east    orders  1          FAILED  -          80         -    source topic deleted (waits for --recover)\n" +
+		"east    pay     0          FAILED  10         7          3    connection refused (retry 3)\n"
+	if err != nil || out != want {
+		t.Errorf("describe --failed: %v\n%s\nwant\n%s", err, out, want)
+	}
+	if calls := admin.takeCalls(); calls != `describe([], false) describe(["east"], true)` {
+		t.Errorf("calls %q", calls)
+	}
+}
+
+func TestMirrorsDescribeJSON(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.descriptions = describedFixture()
+	out, err := run("--describe", "--json", "--failed")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got describeOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	want := describeOutput{
+		Mirrors: []describedMirror{{"east", "east-1:9092", "Ab3xQ"}, {"west", "west-1:9092", ""}},
+		Partitions: []describedPartition{
+			{Mirror: "east", Topic: "orders", Partition: 1, State: "FAILED", SourceHighWatermark: -1, LogEndOffset: 80, Lag: -1,
+				Error: "source topic deleted", RetryCount: -1, LastMirrorEpoch: 4, LastMirrorOffset: 77},
+			{Mirror: "east", Topic: "pay", Partition: 0, State: "FAILED", SourceHighWatermark: 10, LogEndOffset: 7, Lag: 3,
+				Error: "connection refused", RetryCount: 3, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+		},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("json\n%+v\nwant\n%+v", got, want)
+	}
+	// Field names as documented, and empty lists as [] rather than null.
+	admin.descriptions = nil
+	out, err = run("--describe", "--json")
+	if err != nil || strings.Join(strings.Fields(out), "") != `{"mirrors":[],"partitions":[]}` {
+		t.Errorf("empty: %q, %v", out, err)
+	}
+}
+
+func TestMirrorsHelp(t *testing.T) {
+	var out bytes.Buffer
+	if err := mirrorsCommand(context.Background(), []string{"--help"}, &out); err != nil || !strings.Contains(out.String(), "--describe  [--mirror NAME] [--json] [--failed]") {
+		t.Errorf("--help: %v\n%s", err, out.String())
+	}
+}
+
+// plainBackend is a Backend that does not administer mirrors.
+type plainBackend struct{ netio.Backend }
+
+func TestMirrorsErrorsAreOneLine(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.descriptions = describedFixture()
+	config := writeMirrorConfig(t, "m.properties", "bootstrap.servers=a:1\n")
+	badConfig := writeMirrorConfig(t, "bad.properties", "bootstrap.servers=a:1\nx=\\u12\n")
+	if _, err := run("--create", "--mirror", "dup", "--mirror-config", config); err != nil {
+		t.Fatal(err)
+	}
+	plainAddr := serveCLI(t, plainBackend{})
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "mirrors: no action: give one of --create"},
+		{[]string{"--list", "--describe"}, "mirrors: one action at a time: --describe and --list"},
+		{[]string{"--create", "--mirror", "m"}, "mirrors: --create needs --mirror-config"},
+		{[]string{"--start", "--mirror", "m"}, "mirrors: --start needs --topics"},
+		{[]string{"--stop", "--mirror", "m", "--topics", " , "}, "mirrors: --stop needs --topics"},
+		{[]string{"--delete"}, "mirrors: --delete needs --mirror"},
+		{[]string{"--stop", "--mirror", "m", "--topics", "t", "--exclude", "x"}, "mirrors: --stop does not take --exclude"},
+		{[]string{"--list", "--json", "--mirror", "m"}, "mirrors: --list does not take --json --mirror"},
+		{[]string{"--create", "--mirror", "m", "--mirror-config", config, "--failed"}, "mirrors: --create does not take --failed"},
+		{[]string{"--list", "extra"}, `mirrors: unexpected argument "extra"`},
+		{[]string{"--lst"}, "mirrors: flag provided but not defined: -lst"},
+		{[]string{"--create", "--mirror", "m", "--mirror-config", "/nonexistent.properties"}, "mirrors: --mirror-config: open /nonexistent.properties"},
+		{[]string{"--create", "--mirror", "m", "--mirror-config", badConfig}, "mirrors: --mirror-config " + badConfig + ": line 2: malformed \\uxxxx"},
+		{[]string{"--create", "--mirror", "dup", "--mirror-config", config}, `mirrors: create mirror "dup": DUPLICATE_RESOURCE: mirror "dup" exists`},
+		{[]string{"--describe", "--mirror", "nope"}, `mirrors: describe mirror "nope": RESOURCE_NOT_FOUND: mirror "nope"`},
+		{[]string{"--pause", "--mirror", "m", "--topics", "a"}, ""}, // (succeeds; keeps the table honest)
+	} {
+		out, err := run(tc.args...)
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", tc.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || strings.ContainsAny(err.Error(), "\r\n") {
+			t.Errorf("%v: error %v (output %q), want %q...", tc.args, err, out, tc.want)
+		}
+	}
+	var out bytes.Buffer
+	err := mirrorsCommand(context.Background(), []string{"--list"}, &out)
+	if err == nil || err.Error() != "mirrors: --bootstrap-server is required" {
+		t.Errorf("no bootstrap: %v", err)
+	}
+	err = mirrorsCommand(context.Background(), []string{"--bootstrap-server", plainAddr, "--list"}, &out)
+	if err == nil || !strings.Contains(err.Error(), "does not serve ListClusterMirrors (API key 1007)") {
+		t.Errorf("plain node: %v", err)
+	}
+	admin.err = errors.New("state log\nunavailable")
+	_, err = run("--list")
+	if err == nil || err.Error() != "mirrors: list: UNKNOWN_SERVER_ERROR: state log; unavailable" {
+		t.Errorf("server failure: %v", err)
+	}
+}
+
+func TestMirrorsUnreachable(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	err = mirrorsCommand(context.Background(), []string{"--bootstrap-server", addr, "--list"}, &bytes.Buffer{})
+	if err == nil || !strings.HasPrefix(err.Error(), "mirrors: "+addr+": ") || strings.Contains(err.Error(), "\n") {
+		t.Errorf("unreachable: %v", err)
+	}
+}

@@ -1,0 +1,328 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// mirror copies the topics it selects from one source cluster. One
+// controller goroutine refreshes the source's metadata (every
+// mirror.metadata.refresh.interval.ms, or sooner when a fetcher asks),
+// creates the local topics with the source's topic IDs and partition
+// counts, and hands each source broker's fetcher the partitions it leads.
+// The mirror owns the controller and the fetchers and waits for them in
+// stop.
+type mirror struct {
+	node    *Node
+	name    string
+	props   map[string]string
+	config  MirrorConfig
+	client  *kgo.Client
+	log     *slog.Logger
+	metrics *mirrorMetrics
+
+	refresh chan struct{} // capacity 1: a pending refresh request
+	cancel  context.CancelFunc
+	done    chan struct{}
+
+	mu              sync.Mutex
+	include         []*regexp.Regexp                             // start patterns
+	exclude         []*regexp.Regexp                             // start exclusions
+	names           map[string]bool                              // topics started by name
+	paused          map[string]bool                              // topics whose desired state is PAUSED
+	partitions      map[logstore.TopicPartition]*mirrorPartition // bounded by the source's partitions
+	fetchers        map[int32]*fetcherRun
+	sourceClusterID string
+}
+
+type fetcherRun struct {
+	fetcher *fetcher
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+// mirrorPartition is one mirrored partition: the local partition and what
+// the source says of it.
+type mirrorPartition struct {
+	topic     string
+	topicID   [16]byte
+	partition int32
+	local     *partition
+
+	sourceLeader        atomic.Int32
+	sourceLeaderEpoch   atomic.Int32
+	sourceHighWatermark atomic.Int64
+
+	mu       sync.Mutex
+	state    string
+	err      string
+	failures int16
+}
+
+func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.state, mp.err, mp.failures = "MIRRORING", "", 0
+}
+
+// fail records a partition failure; the fetcher retries on its next round
+// (retryable) or the partition waits for recover.
+func (mp *mirrorPartition) fail(err error, retryable bool) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	mp.state, mp.err = "FAILED", err.Error()
+	if retryable {
+		mp.failures++
+	} else {
+		mp.failures = -1
+	}
+}
+
+func (mp *mirrorPartition) status() (string, string, int16) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return mp.state, mp.err, mp.failures
+}
+
+func startMirror(n *Node, name string, props map[string]string) (*mirror, error) {
+	config, err := ParseMirrorConfig(props)
+	if err != nil {
+		return nil, err
+	}
+	options, err := config.SourceClientOptions()
+	if err != nil {
+		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
+	}
+	client, err := kgo.NewClient(options...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
+	}
+	m := &mirror{node: n, name: name, props: props, config: config, client: client,
+		log: n.log.With("mirror", name), metrics: n.metrics, refresh: make(chan struct{}, 1), done: make(chan struct{}),
+		names: map[string]bool{}, paused: map[string]bool{}, partitions: map[logstore.TopicPartition]*mirrorPartition{},
+		fetchers: map[int32]*fetcherRun{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	m.cancel = cancel
+	go m.run(ctx)
+	return m, nil
+}
+
+// stop ends the controller and every fetcher and closes the source client.
+func (m *mirror) stop() {
+	m.cancel()
+	<-m.done
+	m.client.Close()
+}
+
+func (m *mirror) refreshSoon() {
+	select {
+	case m.refresh <- struct{}{}:
+	default:
+	}
+}
+
+func (m *mirror) run(ctx context.Context) {
+	defer close(m.done)
+	defer m.stopFetchers()
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+		case <-m.refresh:
+		}
+		if err := m.reconcile(ctx); err != nil && ctx.Err() == nil {
+			m.log.Warn("mirror metadata refresh failed", "error", err)
+			timer.Reset(m.config.Retry.InitialBackoff * 10)
+			continue
+		}
+		timer.Reset(m.config.MetadataRefreshInterval)
+	}
+}
+
+// selects reports whether the mirror mirrors topic (m.mu held): a topic
+// started by name or by a start pattern, that the mirror config's
+// topics.include admits and its topics.exclude does not, and that no
+// start exclusion names.
+func (m *mirror) selects(topic string) bool {
+	if !m.config.TopicsInclude.Matches(topic) || m.config.TopicsExclude.Matches(topic) {
+		return false
+	}
+	for _, re := range m.exclude {
+		if re.MatchString(topic) {
+			return false
+		}
+	}
+	if m.names[topic] {
+		return true
+	}
+	for _, re := range m.include {
+		if re.MatchString(topic) {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcile reads the source's metadata and brings local topics,
+// partitions and fetchers in line with it.
+func (m *mirror) reconcile(ctx context.Context) error {
+	req := kmsg.NewPtrMetadataRequest()
+	kresp, err := m.client.Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if resp.ClusterID != nil {
+		m.sourceClusterID = *resp.ClusterID
+	}
+	byBroker := map[int32][]*mirrorPartition{}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || t.ErrorCode != 0 || t.IsInternal || !m.selects(*t.Topic) {
+			continue
+		}
+		if err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions))); err != nil {
+			m.log.Warn("cannot mirror topic", "topic", *t.Topic, "error", err)
+			continue
+		}
+		for _, p := range t.Partitions {
+			mp := m.partitions[logstore.TopicPartition{Topic: *t.Topic, Partition: p.Partition}]
+			if mp == nil || p.Leader < 0 {
+				continue
+			}
+			mp.sourceLeader.Store(p.Leader)
+			mp.sourceLeaderEpoch.Store(p.LeaderEpoch)
+			mp.local.keepEpochAhead(p.LeaderEpoch)
+			if !m.paused[*t.Topic] {
+				byBroker[p.Leader] = append(byBroker[p.Leader], mp)
+			}
+		}
+	}
+	m.assignFetchers(byBroker)
+	return nil
+}
+
+// ensureTopic creates the local mirror topic (source topic ID, partition
+// count) or grows it, and registers its partitions (m.mu held).
+func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, partitions int32) error {
+	local, err := m.node.ensureMirrorTopic(ctx, name, netio.TopicID(id), partitions)
+	if err != nil {
+		return err
+	}
+	for i, p := range local {
+		tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
+		if m.partitions[tp] == nil {
+			p.setMirrored(true)
+			mp := &mirrorPartition{topic: name, topicID: id, partition: int32(i), local: p, state: "MIRRORING"}
+			mp.sourceHighWatermark.Store(-1)
+			m.partitions[tp] = mp
+		}
+	}
+	return nil
+}
+
+// assignFetchers starts, updates and stops fetchers so each source broker
+// fetches exactly the partitions it leads (m.mu held).
+func (m *mirror) assignFetchers(byBroker map[int32][]*mirrorPartition) {
+	for broker, run := range m.fetchers {
+		if _, ok := byBroker[broker]; !ok {
+			run.cancel()
+			<-run.done
+			delete(m.fetchers, broker)
+		}
+	}
+	for broker, set := range byBroker {
+		sort.Slice(set, func(i, j int) bool {
+			if set[i].topic != set[j].topic {
+				return set[i].topic < set[j].topic
+			}
+			return set[i].partition < set[j].partition
+		})
+		run := m.fetchers[broker]
+		if run == nil {
+			ctx, cancel := context.WithCancel(context.Background())
+			run = &fetcherRun{fetcher: newFetcher(m, broker), cancel: cancel, done: make(chan struct{})}
+			m.fetchers[broker] = run
+			go func() {
+				defer close(run.done)
+				run.fetcher.run(ctx)
+			}()
+		}
+		run.fetcher.setPartitions(set)
+	}
+}
+
+func (m *mirror) stopFetchers() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for broker, run := range m.fetchers {
+		run.cancel()
+		<-run.done
+		delete(m.fetchers, broker)
+	}
+}
+
+// realign answers OFFSET_OUT_OF_RANGE: below the source's log start the
+// local log restarts there; past the source's end it is cut to it.
+func (m *mirror) realign(ctx context.Context, mp *mirrorPartition) error {
+	start, err := m.sourceOffset(ctx, mp, -2)
+	if err != nil {
+		return err
+	}
+	end, err := m.sourceOffset(ctx, mp, -1)
+	if err != nil {
+		return err
+	}
+	leo := int64(mp.local.log.LogEndOffset())
+	switch {
+	case leo < start:
+		m.log.Info("source log start passed the local log end: restarting there", "topic", mp.topic, "partition", mp.partition, "source_start", start, "local_end", leo)
+		return mp.local.restartAt(start)
+	case leo > end:
+		_, err := mp.local.truncateTo(rb.Offset(end), 0)
+		return err
+	}
+	return nil
+}
+
+func (m *mirror) sourceOffset(ctx context.Context, mp *mirrorPartition, timestamp int64) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	t := kmsg.NewListOffsetsRequestTopic()
+	t.Topic = mp.topic
+	p := kmsg.NewListOffsetsRequestTopicPartition()
+	p.Partition, p.Timestamp, p.CurrentLeaderEpoch = mp.partition, timestamp, -1
+	t.Partitions = append(t.Partitions, p)
+	req.Topics = append(req.Topics, t)
+	kresp, err := m.client.Broker(int(mp.sourceLeader.Load())).Request(ctx, req)
+	if err != nil {
+		return -1, err
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return -1, errors.New("list offsets: malformed answer")
+	}
+	rp := resp.Topics[0].Partitions[0]
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		return -1, err
+	}
+	return rp.Offset, nil
+}

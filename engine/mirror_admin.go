@@ -1,0 +1,351 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// mirrorRecord is a mirror as persisted: its config and the topics the
+// operator selected, in mirror-<name>.json in the data directory, written
+// atomically on every change. (DESIGN.md puts partition state in an
+// internal compacted log, __mirror_state; this build keeps the mirror's
+// definition in this file and has no per-partition persisted state yet.)
+type mirrorRecord struct {
+	Name    string            `json:"name"`
+	Config  map[string]string `json:"config"`
+	Names   []string          `json:"names,omitempty"`
+	Include []string          `json:"include,omitempty"`
+	Exclude []string          `json:"exclude,omitempty"`
+	Paused  []string          `json:"paused,omitempty"`
+}
+
+const mirrorFilePrefix, mirrorFileSuffix = "mirror-", ".json"
+
+var mirrorName = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,249}$`)
+
+// Mirrors is the node's mirror administration (netio.MirrorBackend).
+func (n *Node) Mirrors() netio.MirrorAdmin { return (*mirrorAdmin)(n) }
+
+type mirrorAdmin Node
+
+func (a *mirrorAdmin) node() *Node { return (*Node)(a) }
+
+func (a *mirrorAdmin) CreateMirror(_ context.Context, name string, config map[string]string) error {
+	n := a.node()
+	if !mirrorName.MatchString(name) {
+		return fmt.Errorf("%w: mirror name %q: want 1-249 of [a-zA-Z0-9._-]", kerr.InvalidRequest, name)
+	}
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	if _, ok := n.mirrors[name]; ok {
+		return fmt.Errorf("%w: mirror %q exists", kerr.DuplicateResource, name)
+	}
+	m, err := startMirror(n, name, config)
+	if err != nil {
+		return err
+	}
+	if err := n.saveMirror(m); err != nil {
+		m.stop()
+		return err
+	}
+	n.mirrors[name] = m
+	n.log.Info("created mirror", "mirror", name, "source", config["bootstrap.servers"])
+	return nil
+}
+
+func (a *mirrorAdmin) DeleteMirror(_ context.Context, name string) error {
+	n := a.node()
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	m, ok := n.mirrors[name]
+	if !ok {
+		return fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
+	}
+	m.mu.Lock()
+	active := len(m.partitions)
+	m.mu.Unlock()
+	if active > 0 {
+		return fmt.Errorf("%w: mirror %q still mirrors %d partitions: stop its topics first", kerr.InvalidRequest, name, active)
+	}
+	m.stop()
+	delete(n.mirrors, name)
+	return n.cfg.FS.Remove(path.Join(n.cfg.DataDir, mirrorFilePrefix+name+mirrorFileSuffix))
+}
+
+func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
+	n := a.node()
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	m, ok := n.mirrors[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
+	}
+	include, err := patterns("include", strings.Join(topics.Include, ","))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kerr.InvalidRegularExpression, err)
+	}
+	exclude, err := patterns("exclude", strings.Join(topics.Exclude, ","))
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", kerr.InvalidRegularExpression, err)
+	}
+	results := m.change(change, topics.Names, include, exclude)
+	if err := n.saveMirror(m); err != nil {
+		return nil, err
+	}
+	m.refreshSoon()
+	return results, nil
+}
+
+// change applies a topic-state change to the mirror's selection.
+func (m *mirror) change(change netio.TopicsChange, names []string, include, exclude []*regexp.Regexp) []netio.TopicResult {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var results []netio.TopicResult
+	matched := m.matching(names, include, exclude)
+	switch change {
+	case netio.StartMirroring:
+		for _, t := range names {
+			m.names[t] = true
+		}
+		m.include = append(m.include, include...)
+		m.exclude = append(m.exclude, exclude...)
+		matched = m.matching(names, include, exclude)
+	case netio.PauseMirroring, netio.ResumeMirroring:
+		for _, t := range matched {
+			m.paused[t] = change == netio.PauseMirroring
+		}
+	case netio.RecoverMirroring:
+		for tp, mp := range m.partitions {
+			if containsString(matched, tp.Topic) {
+				mp.mu.Lock()
+				mp.state, mp.err, mp.failures = "MIRRORING", "", 0
+				mp.mu.Unlock()
+			}
+		}
+	case netio.StopMirroring:
+		for _, t := range matched {
+			results = append(results, netio.TopicResult{Topic: t, Err: fmt.Errorf("%w: stopping (failover) is not built yet", kerr.InvalidRequest)})
+		}
+		return results
+	}
+	for _, t := range matched {
+		results = append(results, netio.TopicResult{Topic: t})
+	}
+	return results
+}
+
+// matching lists the topics a selection names or matches among the
+// mirror's partitions, sorted (m.mu held).
+func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []string {
+	set := map[string]bool{}
+	for _, t := range names {
+		set[t] = true
+	}
+	for tp := range m.partitions {
+		for _, re := range include {
+			if re.MatchString(tp.Topic) {
+				set[tp.Topic] = true
+			}
+		}
+	}
+	var out []string
+	for t := range set {
+		excluded := false
+		for _, re := range exclude {
+			excluded = excluded || re.MatchString(t)
+		}
+		if !excluded {
+			out = append(out, t)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func containsString(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (a *mirrorAdmin) ListMirrors(context.Context) ([]netio.MirrorListing, error) {
+	n := a.node()
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	var out []netio.MirrorListing
+	for _, m := range n.mirrors {
+		m.mu.Lock()
+		listing := netio.MirrorListing{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
+		topics := map[string]bool{}
+		for tp := range m.partitions {
+			topics[tp.Topic] = true
+		}
+		m.mu.Unlock()
+		for t := range topics {
+			listing.Topics = append(listing.Topics, t)
+		}
+		sort.Strings(listing.Topics)
+		out = append(out, listing)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (a *mirrorAdmin) DescribeMirrors(_ context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
+	n := a.node()
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	if names == nil {
+		for name := range n.mirrors {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+	}
+	var out []netio.MirrorDescription
+	for _, name := range names {
+		m, ok := n.mirrors[name]
+		if !ok {
+			out = append(out, netio.MirrorDescription{Name: name, Err: fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)})
+			continue
+		}
+		out = append(out, m.describe(failedOnly))
+	}
+	return out, nil
+}
+
+func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	d := netio.MirrorDescription{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
+	for tp, mp := range m.partitions {
+		state, errText, failures := mp.status()
+		if m.paused[tp.Topic] && state != "FAILED" {
+			state = "PAUSED"
+		}
+		if failedOnly && state != "FAILED" {
+			continue
+		}
+		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
+			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText, RetryCount: failures,
+			SourceHighWatermark: mp.sourceHighWatermark.Load(), LogEndOffset: int64(mp.local.log.LogEndOffset()),
+			LastMirrorEpoch: -1, LastMirrorOffset: -1,
+		})
+	}
+	sort.Slice(d.Partitions, func(i, j int) bool {
+		a, b := d.Partitions[i], d.Partitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return d
+}
+
+func (a *mirrorAdmin) LastMirrorEpochs(_ context.Context, _ string, partitions []netio.TopicPartitions) ([]netio.LastMirrorEpoch, error) {
+	var out []netio.LastMirrorEpoch
+	for _, tp := range partitions {
+		for _, p := range tp.Partitions {
+			out = append(out, netio.LastMirrorEpoch{TopicID: tp.TopicID, Partition: p, Epoch: -1, Offset: -1})
+		}
+	}
+	return out, nil
+}
+
+// saveMirror persists a mirror's record (mirrorsMu held).
+func (n *Node) saveMirror(m *mirror) error {
+	m.mu.Lock()
+	record := mirrorRecord{Name: m.name, Config: m.props}
+	for t := range m.names {
+		record.Names = append(record.Names, t)
+	}
+	for t, paused := range m.paused {
+		if paused {
+			record.Paused = append(record.Paused, t)
+		}
+	}
+	record.Include = patternSources(m.include)
+	record.Exclude = patternSources(m.exclude)
+	m.mu.Unlock()
+	sort.Strings(record.Names)
+	sort.Strings(record.Paused)
+	data, err := json.MarshalIndent(record, "", "  ")
+	if err != nil {
+		return err
+	}
+	return logstore.WriteFileAtomic(n.cfg.FS, n.cfg.DataDir, mirrorFilePrefix+m.name+mirrorFileSuffix, data)
+}
+
+// patterns compiles a comma-separated list of regular expressions, each
+// anchored to match a whole name (Java's Pattern.matches).
+func patterns(key, list string) ([]*regexp.Regexp, error) {
+	var out []*regexp.Regexp
+	for _, p := range strings.Split(list, ",") {
+		if p = strings.TrimSpace(p); p == "" {
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + p + ")$")
+		if err != nil {
+			return nil, fmt.Errorf("%s pattern %q: %v", key, p, err)
+		}
+		out = append(out, re)
+	}
+	return out, nil
+}
+
+// patternSources gives back the patterns as the operator wrote them
+// (without the anchoring patterns adds).
+func patternSources(res []*regexp.Regexp) []string {
+	var out []string
+	for _, re := range res {
+		out = append(out, strings.TrimSuffix(strings.TrimPrefix(re.String(), "^(?:"), ")$"))
+	}
+	return out
+}
+
+// loadMirrors starts every mirror persisted in the data directory.
+func (n *Node) loadMirrors() error {
+	names, err := n.cfg.FS.List(n.cfg.DataDir)
+	if err != nil {
+		return err
+	}
+	for _, file := range names {
+		if !strings.HasPrefix(file, mirrorFilePrefix) || !strings.HasSuffix(file, mirrorFileSuffix) {
+			continue
+		}
+		data, _, err := logstore.ReadFile(n.cfg.FS, path.Join(n.cfg.DataDir, file))
+		if err != nil {
+			return err
+		}
+		var record mirrorRecord
+		if err := json.Unmarshal(data, &record); err != nil {
+			return fmt.Errorf("engine: %s: %w", file, err)
+		}
+		m, err := startMirror(n, record.Name, record.Config)
+		if err != nil {
+			return fmt.Errorf("engine: %s: %w", file, err)
+		}
+		include, _ := patterns("include", strings.Join(record.Include, ","))
+		exclude, _ := patterns("exclude", strings.Join(record.Exclude, ","))
+		m.mu.Lock()
+		for _, t := range record.Names {
+			m.names[t] = true
+		}
+		for _, t := range record.Paused {
+			m.paused[t] = true
+		}
+		m.include, m.exclude = append(m.include, include...), append(m.exclude, exclude...)
+		m.mu.Unlock()
+		m.refreshSoon()
+		n.mirrors[record.Name] = m
+	}
+	return nil
+}

@@ -1,0 +1,232 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// fetcher mirrors the partitions one source broker leads, in one fetch
+// session (KIP-227): READ_UNCOMMITTED, ReplicaID -1, topic IDs,
+// CurrentLeaderEpoch from the source's metadata, LastFetchedEpoch from the
+// local epoch cache. It is one goroutine, owned by its mirror, which
+// replaces its partition set through assign and stops it by cancelling
+// its context.
+type fetcher struct {
+	mirror *mirror
+	broker int32
+	log    *slog.Logger
+	assign chan []*mirrorPartition // capacity 1: the latest set wins
+
+	partitions []*mirrorPartition
+	session    fetchSession
+}
+
+// fetchSession is the client side of a fetch session.
+type fetchSession struct {
+	id    int32
+	epoch int32 // 0 starts a full session; -1 means sessionless
+}
+
+func newFetcher(m *mirror, broker int32) *fetcher {
+	return &fetcher{mirror: m, broker: broker, log: m.log.With("source_broker", broker), assign: make(chan []*mirrorPartition, 1)}
+}
+
+// setPartitions hands the fetcher its new partition set.
+func (f *fetcher) setPartitions(partitions []*mirrorPartition) {
+	select {
+	case <-f.assign: // drop a set it has not taken yet
+	default:
+	}
+	f.assign <- partitions
+}
+
+func (f *fetcher) run(ctx context.Context) {
+	retry := f.mirror.config.Retry
+	backoff := retry.InitialBackoff
+	for ctx.Err() == nil {
+		select {
+		case set := <-f.assign:
+			f.partitions = set
+			f.session = fetchSession{} // a new set: a new full session
+		default:
+		}
+		if len(f.partitions) == 0 {
+			select {
+			case <-ctx.Done():
+				return
+			case set := <-f.assign:
+				f.partitions, f.session = set, fetchSession{}
+			}
+			continue
+		}
+		if err := f.fetchOnce(ctx); err != nil {
+			if ctx.Err() != nil {
+				return
+			}
+			f.log.Info("mirror fetch failed; retrying", "error", err, "backoff", backoff)
+			f.session = fetchSession{}
+			f.mirror.refreshSoon()
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, retry.MaxBackoff)
+			continue
+		}
+		backoff = retry.InitialBackoff
+	}
+}
+
+// fetchOnce sends one Fetch and applies its answer.
+func (f *fetcher) fetchOnce(ctx context.Context) error {
+	req := f.request()
+	started := time.Now()
+	kresp, err := f.mirror.client.Broker(int(f.broker)).Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	f.mirror.metrics.observeFetch(time.Since(started))
+	resp := kresp.(*kmsg.FetchResponse)
+	switch err := kerr.ErrorForCode(resp.ErrorCode); {
+	case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch):
+		f.session = fetchSession{}
+		return nil
+	case err != nil:
+		return fmt.Errorf("fetch from broker %d: %w", f.broker, err)
+	}
+	f.advanceSession(resp.SessionID)
+	byID := make(map[[16]byte]map[int32]*mirrorPartition, len(f.partitions))
+	for _, mp := range f.partitions {
+		if byID[mp.topicID] == nil {
+			byID[mp.topicID] = map[int32]*mirrorPartition{}
+		}
+		byID[mp.topicID][mp.partition] = mp
+	}
+	for _, rt := range resp.Topics {
+		for i := range rt.Partitions {
+			if mp := byID[rt.TopicID][rt.Partitions[i].Partition]; mp != nil {
+				f.apply(ctx, mp, &rt.Partitions[i])
+			}
+		}
+	}
+	return nil
+}
+
+func (f *fetcher) advanceSession(id int32) {
+	switch {
+	case id == 0:
+		f.session = fetchSession{id: 0, epoch: 0} // the source keeps no session: stay full
+	case f.session.id != id:
+		f.session = fetchSession{id: id, epoch: 1}
+	default:
+		f.session.epoch++
+	}
+}
+
+// request builds the next Fetch. Every request names every partition: an
+// incremental request may (it updates them); a full one must.
+func (f *fetcher) request() *kmsg.FetchRequest {
+	c := f.mirror.config
+	req := kmsg.NewPtrFetchRequest()
+	req.Version = 13 // topic IDs; every Kafka since 3.1 and every mirrord serves it
+	req.ReplicaID = -1
+	req.MaxWaitMillis = int32(c.FetchWaitMax.Milliseconds())
+	req.MinBytes = c.FetchMinBytes
+	req.MaxBytes = c.FetchResponseMaxBytes
+	req.IsolationLevel = 0
+	req.SessionID, req.SessionEpoch = f.session.id, f.session.epoch
+	topics := map[[16]byte]int{}
+	for _, mp := range f.partitions {
+		i, ok := topics[mp.topicID]
+		if !ok {
+			t := kmsg.NewFetchRequestTopic()
+			t.TopicID, t.Topic = mp.topicID, mp.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[mp.topicID] = i
+		}
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition = mp.partition
+		rp.CurrentLeaderEpoch = mp.sourceLeaderEpoch.Load()
+		rp.FetchOffset = int64(mp.local.log.LogEndOffset())
+		rp.LastFetchedEpoch = int32(mp.local.log.LatestEpoch())
+		rp.LogStartOffset = -1
+		rp.PartitionMaxBytes = c.FetchPartitionMaxBytes
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	return req
+}
+
+// apply takes one partition's answer: append its whole batches, follow a
+// divergence or the source's log start, or note the error.
+func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition) {
+	mp.sourceHighWatermark.Store(rp.HighWatermark)
+	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
+		f.partitionError(ctx, mp, err)
+		return
+	}
+	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
+		f.diverged(mp, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
+		return
+	}
+	if err := mp.local.followSourceStart(rp.LogStartOffset); err != nil {
+		mp.fail(fmt.Errorf("follow the source log start %d: %w", rp.LogStartOffset, err), true)
+		return
+	}
+	whole := wholeBatches(rp.RecordBatches)
+	if len(whole) == 0 {
+		return
+	}
+	info, err := mp.local.appendMirrored(whole)
+	if err != nil {
+		mp.fail(err, true)
+		f.mirror.refreshSoon()
+		return
+	}
+	mp.mirrored(info)
+	f.mirror.metrics.observeAppend(mp, info)
+}
+
+// wholeBatches cuts a trailing partial batch (a fetch stops at a byte
+// limit, not at a batch boundary). Framing and CRC are the log's to check.
+func wholeBatches(buf []byte) []byte {
+	it := rb.NewIter(buf, false)
+	for it.Next() {
+	}
+	return buf[:it.Consumed()]
+}
+
+func (f *fetcher) diverged(mp *mirrorPartition, epoch int32, endOffset int64) {
+	offset, done := mp.local.divergence(epoch, endOffset)
+	f.log.Info("source diverged: truncating", "topic", mp.topic, "partition", mp.partition,
+		"source_epoch", epoch, "source_end_offset", endOffset, "truncate_to", offset, "done", done)
+	if _, err := mp.local.truncateTo(offset, 0); err != nil {
+		mp.fail(fmt.Errorf("truncate to %d after divergence: %w", offset, err), true)
+	}
+}
+
+// partitionError handles a partition's fetch error: leadership moves and
+// unknown epochs refresh metadata; out of range realigns with the source.
+func (f *fetcher) partitionError(ctx context.Context, mp *mirrorPartition, err error) {
+	switch {
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		if err := f.mirror.realign(ctx, mp); err != nil {
+			mp.fail(fmt.Errorf("realign after OFFSET_OUT_OF_RANGE: %w", err), true)
+		}
+	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.FencedLeaderEpoch),
+		errors.Is(err, kerr.UnknownLeaderEpoch), errors.Is(err, kerr.UnknownTopicID),
+		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.LeaderNotAvailable):
+		f.mirror.refreshSoon()
+	default:
+		mp.fail(fmt.Errorf("fetch: %w", err), kgo.IsRetryableBrokerErr(err) || kerr.IsRetriable(err))
+	}
+}

@@ -1,0 +1,113 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/mirrord/mirrord/logstore"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/recordbatch/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// ErrReadOnlyTopic answers Produce to a topic that is being mirrored
+// (KIP-1279's READ_ONLY_TOPIC; upstream has not assigned its code, so it
+// is a private one, beside the private API keys).
+var ErrReadOnlyTopic = &kerr.Error{Message: "READ_ONLY_TOPIC", Code: 1000, Description: "The topic is a mirror topic and is read-only until its mirroring is stopped."}
+
+// The mirror side of a partition: appends of the source's bytes, as the
+// source wrote them, and the truncations and start moves that follow the
+// source.
+
+// setMirrored makes the partition read-only (mirrored) or writable.
+func (p *partition) setMirrored(mirrored bool) {
+	p.mirrored.Store(mirrored)
+}
+
+// appendMirrored appends batches exactly as the source sent them (the log
+// checks framing, CRC and increasing offsets first and writes nothing of
+// a bad set), then brings the producer state, open transactions and
+// aborted index along from the batches, as when the log is loaded. The
+// high watermark follows the log end: the source served only what was
+// below its own high watermark. The local leader epoch stays ahead of the
+// source's epochs.
+func (p *partition) appendMirrored(batches []byte) (logstore.AppendInfo, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	info, err := p.log.Append(batches)
+	if err != nil {
+		return info, fmt.Errorf("engine: %s: mirror append: %w", p.tp, err)
+	}
+	for it := rb.NewIter(batches, false); it.Next(); {
+		p.applySourceBatch(it.Batch())
+	}
+	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.keepEpochAhead(int32(p.log.LatestEpoch()))
+	p.notify()
+	return info, nil
+}
+
+// applySourceBatch records what a source batch means for producers and
+// transactions; p.mu is held.
+func (p *partition) applySourceBatch(b rb.Batch) {
+	if b.ProducerID() < 0 {
+		return
+	}
+	if !b.Control() {
+		p.producers.applyReplicated(batchInfoOf(b)) // inconsistencies are the source's; its bytes are kept
+		return
+	}
+	if kind, err := records.ControlType(b); err == nil {
+		p.producers.applyMarker(b.ProducerID(), b.ProducerEpoch(), kind == records.ControlAbort, b.BaseOffset(), b.MaxTimestamp())
+	}
+}
+
+// Local leader epoch rule (DESIGN.md): stay ahead of the source's epochs,
+// bumping to the source's + sourceEpochLead when the gap shrinks below
+// sourceEpochMinGap, so that the epoch a failover stamps is above every
+// epoch the source used.
+const (
+	sourceEpochLead   = 10
+	sourceEpochMinGap = 3
+)
+
+// keepEpochAhead raises the local leader epoch for a source epoch.
+func (p *partition) keepEpochAhead(sourceEpoch int32) {
+	if local := p.localEpoch.Load(); sourceEpoch >= 0 && local-sourceEpoch < sourceEpochMinGap {
+		p.localEpoch.Store(sourceEpoch + sourceEpochLead)
+	}
+}
+
+// divergence returns the offset to truncate to for a DivergingEpoch
+// answer from the source, and whether the search is done.
+func (p *partition) divergence(leaderEpoch int32, leaderEndOffset int64) (rb.Offset, bool) {
+	return p.log.Divergence(rb.Epoch(leaderEpoch), rb.Offset(leaderEndOffset))
+}
+
+// followSourceStart moves the log start up to the source's, as the
+// source's retention or DeleteRecords moved it.
+func (p *partition) followSourceStart(sourceStart int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if rb.Offset(sourceStart) <= p.log.LogStartOffset() || rb.Offset(sourceStart) > p.log.LogEndOffset() {
+		return nil
+	}
+	if err := p.log.AdvanceLogStart(rb.Offset(sourceStart)); err != nil {
+		return err
+	}
+	p.logStartAdvanced()
+	p.notify()
+	return nil
+}
+
+// restartAt empties the log and starts it at offset: the source's log
+// start moved past everything this partition holds.
+func (p *partition) restartAt(offset int64) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.log.TruncateFullyAndStartAt(rb.Offset(offset)); err != nil {
+		return err
+	}
+	p.producers.reset()
+	p.notify()
+	return nil
+}
