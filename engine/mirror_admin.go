@@ -343,9 +343,24 @@ func (n *Node) loadMirrors() error {
 			m.paused[t] = true
 		}
 		m.include, m.exclude = append(m.include, include...), append(m.exclude, exclude...)
+		n.markMirrored(m)
 		m.mu.Unlock()
 		m.refreshSoon()
 		n.mirrors[record.Name] = m
 	}
 	return nil
+}
+
+// markMirrored makes the local topics a restarted mirror selects
+// read-only at once, before its first metadata refresh (m.mu held).
+func (n *Node) markMirrored(m *mirror) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	for name, t := range n.topics {
+		if m.selects(name) {
+			for _, p := range t.partitions {
+				p.setMirrored(true)
+			}
+		}
+	}
 }
