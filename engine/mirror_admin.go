@@ -311,38 +311,80 @@ func patternSources(res []*regexp.Regexp) []string {
 	return out
 }
 
-// loadMirrors starts every mirror persisted in the data directory.
-func (n *Node) loadMirrors() error {
+// readMirrorRecords reads every mirror persisted in the data directory.
+func (n *Node) readMirrorRecords() ([]mirrorRecord, error) {
 	names, err := n.cfg.FS.List(n.cfg.DataDir)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var records []mirrorRecord // bounded by the mirrors an operator created
 	for _, file := range names {
 		if !strings.HasPrefix(file, mirrorFilePrefix) || !strings.HasSuffix(file, mirrorFileSuffix) {
 			continue
 		}
 		data, _, err := logstore.ReadFile(n.cfg.FS, path.Join(n.cfg.DataDir, file))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var record mirrorRecord
 		if err := json.Unmarshal(data, &record); err != nil {
-			return fmt.Errorf("engine: %s: %w", file, err)
+			return nil, fmt.Errorf("engine: %s: %w", file, err)
 		}
+		records = append(records, record)
+	}
+	return records, nil
+}
+
+// restoreSelection sets the topics a persisted mirror selected (m.mu
+// held, or m not yet shared).
+func (m *mirror) restoreSelection(record mirrorRecord) {
+	include, _ := patterns("include", strings.Join(record.Include, ","))
+	exclude, _ := patterns("exclude", strings.Join(record.Exclude, ","))
+	for _, t := range record.Names {
+		m.names[t] = true
+	}
+	for _, t := range record.Paused {
+		m.paused[t] = true
+	}
+	m.include, m.exclude = append(m.include, include...), append(m.exclude, exclude...)
+}
+
+// markPersistedMirrors makes the local topics the persisted mirrors
+// select read-only, before the node's transaction recovery runs: the open
+// transactions in those partitions are the source's, whose markers the
+// mirror will copy, and recovery must not abort them as orphans (a
+// marker of ours would put the mirror at odds with the source). No mirror
+// starts here; loadMirrors starts them once the node is open.
+func (n *Node) markPersistedMirrors() error {
+	records, err := n.readMirrorRecords()
+	if err != nil {
+		return err
+	}
+	for _, record := range records {
+		config, err := ParseMirrorConfig(record.Config)
+		if err != nil {
+			return fmt.Errorf("engine: mirror %s: %w", record.Name, err)
+		}
+		m := &mirror{config: config, names: map[string]bool{}, paused: map[string]bool{}}
+		m.restoreSelection(record)
+		n.markMirrored(m)
+	}
+	return nil
+}
+
+// loadMirrors starts every mirror persisted in the data directory.
+func (n *Node) loadMirrors() error {
+	records, err := n.readMirrorRecords()
+	if err != nil {
+		return err
+	}
+	for _, record := range records {
 		m, err := startMirror(n, record.Name, record.Config)
 		if err != nil {
-			return fmt.Errorf("engine: %s: %w", file, err)
+			return fmt.Errorf("engine: mirror %s: %w", record.Name, err)
 		}
-		include, _ := patterns("include", strings.Join(record.Include, ","))
-		exclude, _ := patterns("exclude", strings.Join(record.Exclude, ","))
 		m.mu.Lock()
-		for _, t := range record.Names {
-			m.names[t] = true
-		}
-		for _, t := range record.Paused {
-			m.paused[t] = true
-		}
-		m.include, m.exclude = append(m.include, include...), append(m.exclude, exclude...)
+		m.restoreSelection(record)
 		n.markMirrored(m)
 		m.mu.Unlock()
 		m.refreshSoon()

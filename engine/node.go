@@ -81,6 +81,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		}
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
 	}
+	if err := n.markPersistedMirrors(); err != nil { // before transaction recovery
+		dir.Close()
+		return nil, err
+	}
 	if n.txns, err = openTransactions(n); err != nil {
 		dir.Close()
 		return nil, err

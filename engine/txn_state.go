@@ -199,6 +199,9 @@ func (t *transactions) reverify(m *txnMetadata) {
 func (t *transactions) abortOrphans(partitions []*partition, owners map[int64]*txnMetadata) error {
 	now := t.nowMillis()
 	for _, p := range partitions {
+		if p.mirrored.Load() {
+			continue // its transactions are the source's: their markers come from there
+		}
 		p.mu.Lock()
 		type orphan struct {
 			producerID int64
