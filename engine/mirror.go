@@ -66,11 +66,15 @@ type mirrorPartition struct {
 	sourceLeader        atomic.Int32
 	sourceLeaderEpoch   atomic.Int32
 	sourceHighWatermark atomic.Int64
+	metrics             partitionMetrics
+
+	retry RetryPolicy // the mirror's, for failures
 
 	mu       sync.Mutex
 	state    string
 	err      string
-	failures int16
+	failures int16     // retries so far; -1: waits for RecoverMirroring
+	retryAt  time.Time // when a FAILED partition is fetched again
 }
 
 func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
@@ -85,11 +89,30 @@ func (mp *mirrorPartition) fail(err error, retryable bool) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	mp.state, mp.err = "FAILED", err.Error()
-	if retryable {
-		mp.failures++
-	} else {
-		mp.failures = -1
+	if !retryable || mp.failures < 0 || int32(mp.failures) >= mp.retry.MaxAttempts {
+		mp.failures = -1 // waits for RecoverMirroring
+		return
 	}
+	mp.failures++
+	backoff := mp.retry.InitialBackoff << min(mp.failures-1, 30)
+	if backoff <= 0 || backoff > mp.retry.MaxBackoff {
+		backoff = mp.retry.MaxBackoff
+	}
+	mp.retryAt = time.Now().Add(backoff)
+}
+
+// ready reports whether the partition may be fetched now, and if not,
+// when it may (zero: not until it is recovered).
+func (mp *mirrorPartition) ready(now time.Time) (bool, time.Time) {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	switch {
+	case mp.state != "FAILED":
+		return true, time.Time{}
+	case mp.failures < 0:
+		return false, time.Time{}
+	}
+	return !now.Before(mp.retryAt), mp.retryAt
 }
 
 func (mp *mirrorPartition) status() (string, string, int16) {
@@ -112,7 +135,7 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
 	m := &mirror{node: n, name: name, props: props, config: config, client: client,
-		log: n.log.With("mirror", name), metrics: n.metrics, refresh: make(chan struct{}, 1), done: make(chan struct{}),
+		log: n.log.With("mirror", name), metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1), done: make(chan struct{}),
 		names: map[string]bool{}, paused: map[string]bool{}, partitions: map[logstore.TopicPartition]*mirrorPartition{},
 		fetchers: map[int32]*fetcherRun{}}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,6 +175,7 @@ func (m *mirror) run(ctx context.Context) {
 			timer.Reset(m.config.Retry.InitialBackoff * 10)
 			continue
 		}
+		m.probePaused(ctx)
 		timer.Reset(m.config.MetadataRefreshInterval)
 	}
 }
@@ -231,8 +255,9 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 		tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
 		if m.partitions[tp] == nil {
 			p.setMirrored(true)
-			mp := &mirrorPartition{topic: name, topicID: id, partition: int32(i), local: p, state: "MIRRORING"}
+			mp := &mirrorPartition{topic: name, topicID: id, partition: int32(i), local: p, state: "MIRRORING", retry: m.config.Retry}
 			mp.sourceHighWatermark.Store(-1)
+			mp.metrics.joined = time.Now()
 			m.partitions[tp] = mp
 		}
 	}
@@ -300,7 +325,10 @@ func (m *mirror) realign(ctx context.Context, mp *mirrorPartition) error {
 		_, err := mp.local.truncateTo(rb.Offset(end), 0)
 		return err
 	}
-	return nil
+	// Inside the source's range and still out of range: the source did
+	// not accept our last fetched epoch. Back off (the caller fails the
+	// partition) rather than ask again at once.
+	return fmt.Errorf("offset %d is inside the source's range [%d, %d] but the source answered OFFSET_OUT_OF_RANGE", leo, start, end)
 }
 
 func (m *mirror) sourceOffset(ctx context.Context, mp *mirrorPartition, timestamp int64) (int64, error) {

@@ -25,7 +25,9 @@ type fetcher struct {
 	log    *slog.Logger
 	assign chan []*mirrorPartition // capacity 1: the latest set wins
 
-	partitions []*mirrorPartition
+	partitions []*mirrorPartition // assigned, sorted
+	ready      []*mirrorPartition // fetched this round: assigned and not waiting to retry
+	fetched    []*mirrorPartition // the last round's ready set, for the session
 	session    fetchSession
 }
 
@@ -49,6 +51,7 @@ func (f *fetcher) setPartitions(partitions []*mirrorPartition) {
 }
 
 func (f *fetcher) run(ctx context.Context) {
+	defer f.mirror.metrics.fetcherStopped(f)
 	retry := f.mirror.config.Retry
 	backoff := retry.InitialBackoff
 	for ctx.Err() == nil {
@@ -58,13 +61,19 @@ func (f *fetcher) run(ctx context.Context) {
 			f.session = fetchSession{} // a new set: a new full session
 		default:
 		}
-		if len(f.partitions) == 0 {
+		if wait, idle := f.selectReady(time.Now()); idle {
+			// Nothing to fetch now: a new set, a partition's retry time,
+			// or a recheck for recovered partitions.
+			timer := time.NewTimer(wait)
 			select {
 			case <-ctx.Done():
+				timer.Stop()
 				return
 			case set := <-f.assign:
 				f.partitions, f.session = set, fetchSession{}
+			case <-timer.C:
 			}
+			timer.Stop()
 			continue
 		}
 		if err := f.fetchOnce(ctx); err != nil {
@@ -86,6 +95,45 @@ func (f *fetcher) run(ctx context.Context) {
 	}
 }
 
+// recheckFailed bounds how long a fetcher whose partitions all wait for
+// recover sleeps before looking again.
+const recheckFailed = time.Second
+
+// selectReady picks the partitions to fetch this round into f.ready,
+// skipping FAILED ones until their retry time. A change of the set starts
+// a new full fetch session. idle means none is ready; wait is then how
+// long to wait before looking again.
+func (f *fetcher) selectReady(now time.Time) (wait time.Duration, idle bool) {
+	ready := f.ready[:0]
+	wait = recheckFailed
+	for _, mp := range f.partitions {
+		ok, at := mp.ready(now)
+		if ok {
+			ready = append(ready, mp)
+		} else if !at.IsZero() {
+			wait = min(wait, at.Sub(now))
+		}
+	}
+	if !samePartitions(ready, f.fetched) {
+		f.session = fetchSession{}
+		f.fetched = append(f.fetched[:0], ready...)
+	}
+	f.ready = ready
+	return max(wait, time.Millisecond), len(ready) == 0
+}
+
+func samePartitions(a, b []*mirrorPartition) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
 // fetchOnce sends one Fetch and applies its answer.
 func (f *fetcher) fetchOnce(ctx context.Context) error {
 	req := f.request()
@@ -94,7 +142,7 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.mirror.metrics.observeFetch(time.Since(started))
+	f.mirror.metrics.observeFetch(f, time.Since(started))
 	resp := kresp.(*kmsg.FetchResponse)
 	switch err := kerr.ErrorForCode(resp.ErrorCode); {
 	case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch):
@@ -104,8 +152,8 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 		return fmt.Errorf("fetch from broker %d: %w", f.broker, err)
 	}
 	f.advanceSession(resp.SessionID)
-	byID := make(map[[16]byte]map[int32]*mirrorPartition, len(f.partitions))
-	for _, mp := range f.partitions {
+	byID := make(map[[16]byte]map[int32]*mirrorPartition, len(f.ready))
+	for _, mp := range f.ready {
 		if byID[mp.topicID] == nil {
 			byID[mp.topicID] = map[int32]*mirrorPartition{}
 		}
@@ -145,7 +193,7 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 	req.IsolationLevel = 0
 	req.SessionID, req.SessionEpoch = f.session.id, f.session.epoch
 	topics := map[[16]byte]int{}
-	for _, mp := range f.partitions {
+	for _, mp := range f.ready {
 		i, ok := topics[mp.topicID]
 		if !ok {
 			t := kmsg.NewFetchRequestTopic()
@@ -169,6 +217,7 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 // apply takes one partition's answer: append its whole batches, follow a
 // divergence or the source's log start, or note the error.
 func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition) {
+	defer mp.observeCaughtUp()
 	mp.sourceHighWatermark.Store(rp.HighWatermark)
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 		f.partitionError(ctx, mp, err)

@@ -33,6 +33,10 @@ func (p *partition) setMirrored(mirrored bool) {
 func (p *partition) appendMirrored(batches []byte) (logstore.AppendInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	start, err := p.startAtFirstBatch(batches)
+	if err != nil {
+		return logstore.AppendInfo{}, fmt.Errorf("engine: %s: mirror append: %w", p.tp, err)
+	}
 	info, err := p.log.Append(batches)
 	if err != nil {
 		return info, fmt.Errorf("engine: %s: mirror append: %w", p.tp, err)
@@ -40,10 +44,35 @@ func (p *partition) appendMirrored(batches []byte) (logstore.AppendInfo, error) 
 	for it := rb.NewIter(batches, false); it.Next(); {
 		p.applySourceBatch(it.Batch())
 	}
+	if start >= 0 {
+		if err := p.log.AdvanceLogStart(start); err != nil {
+			return info, fmt.Errorf("engine: %s: mirror append: back to log start %d: %w", p.tp, start, err)
+		}
+		p.logStartAdvanced()
+	}
 	p.log.SetHighWatermark(p.log.LogEndOffset())
 	p.keepEpochAhead(int32(p.log.LatestEpoch()))
 	p.notify()
 	return info, nil
+}
+
+// startAtFirstBatch lets an empty log take a first batch that holds its
+// log start offset but begins below it: the source's log start is inside
+// that batch (DeleteRecords), and this log was restarted there. Like
+// Kafka's follower (UnexpectedAppendOffsetException in
+// Partition.appendRecordsToFollowerOrFutureReplica) it restarts the log at
+// the batch's base offset and returns the log start to restore once the
+// batch is in, or -1 when nothing was done; p.mu is held.
+func (p *partition) startAtFirstBatch(batches []byte) (rb.Offset, error) {
+	first, err := rb.ParseHeader(batches)
+	start, end := p.log.LogStartOffset(), p.log.LogEndOffset()
+	if err != nil || end != start || first.BaseOffset() >= end || first.LastOffset() < end {
+		return -1, nil // the append checks the batches
+	}
+	if err := p.log.TruncateFullyAndStartAt(first.BaseOffset()); err != nil {
+		return -1, err
+	}
+	return start, nil
 }
 
 // applySourceBatch records what a source batch means for producers and

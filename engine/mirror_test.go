@@ -74,6 +74,16 @@ func produceMixed(t *testing.T, addr, topic string, partitions int32, rounds int
 // and the log start and high watermark.
 func rawPartition(t *testing.T, client *kgo.Client, topic string, partition int32) ([]byte, [16]byte, [2]int64) {
 	t.Helper()
+	raw, id, offsets, err := fetchRaw(client, topic, partition)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw, id, offsets
+}
+
+// fetchRaw is rawPartition returning its failure (an unknown topic, a
+// partition without a leader yet) instead of failing the test.
+func fetchRaw(client *kgo.Client, topic string, partition int32) ([]byte, [16]byte, [2]int64, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	meta := kmsg.NewPtrMetadataRequest()
@@ -82,9 +92,12 @@ func rawPartition(t *testing.T, client *kgo.Client, topic string, partition int3
 	meta.Topics = append(meta.Topics, mt)
 	kresp, err := client.Request(ctx, meta)
 	if err != nil {
-		t.Fatal(err)
+		return nil, [16]byte{}, [2]int64{}, err
 	}
 	mresp := kresp.(*kmsg.MetadataResponse)
+	if len(mresp.Topics) != 1 || mresp.Topics[0].ErrorCode != 0 {
+		return nil, [16]byte{}, [2]int64{}, fmt.Errorf("metadata of %s: no such topic", topic)
+	}
 	id := mresp.Topics[0].TopicID
 	leader := int32(-1)
 	for _, p := range mresp.Topics[0].Partitions {
@@ -92,8 +105,14 @@ func rawPartition(t *testing.T, client *kgo.Client, topic string, partition int3
 			leader = p.Leader
 		}
 	}
+	if leader < 0 {
+		return nil, id, [2]int64{}, fmt.Errorf("%s-%d has no leader", topic, partition)
+	}
+	offset, err := earliestOffset(ctx, client, leader, topic, partition)
+	if err != nil {
+		return nil, id, [2]int64{}, err
+	}
 	var out []byte
-	offset := listOffset(t, client, leader, topic, partition, -2)
 	start := offset
 	for round := 0; round < 10000; round++ {
 		req := kmsg.NewPtrFetchRequest()
@@ -107,15 +126,15 @@ func rawPartition(t *testing.T, client *kgo.Client, topic string, partition int3
 		req.Topics = append(req.Topics, rt)
 		kresp, err := client.Broker(int(leader)).Request(ctx, req)
 		if err != nil {
-			t.Fatal(err)
+			return nil, id, [2]int64{}, err
 		}
 		resp := kresp.(*kmsg.FetchResponse).Topics[0].Partitions[0]
 		if resp.ErrorCode != 0 {
-			t.Fatalf("fetch %s-%d at %d: error %d", topic, partition, offset, resp.ErrorCode)
+			return nil, id, [2]int64{}, fmt.Errorf("fetch %s-%d at %d: error %d", topic, partition, offset, resp.ErrorCode)
 		}
 		whole := wholeBatches(resp.RecordBatches)
 		if len(whole) == 0 {
-			return out, id, [2]int64{start, resp.HighWatermark}
+			return out, id, [2]int64{start, resp.HighWatermark}, nil
 		}
 		out = append(out, whole...)
 		it := rb.NewIter(whole, false)
@@ -123,14 +142,25 @@ func rawPartition(t *testing.T, client *kgo.Client, topic string, partition int3
 			offset = int64(it.Batch().NextOffset())
 		}
 	}
-	t.Fatalf("fetch %s-%d did not end", topic, partition)
-	return nil, id, [2]int64{}
+	return nil, id, [2]int64{}, fmt.Errorf("fetch %s-%d did not end", topic, partition)
 }
 
 // listOffset asks a partition's leader for an offset by timestamp (-2
 // earliest, -1 latest).
 func listOffset(t *testing.T, client *kgo.Client, leader int32, topic string, partition int32, timestamp int64) int64 {
 	t.Helper()
+	offset, err := offsetAt(context.Background(), client, leader, topic, partition, timestamp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return offset
+}
+
+func earliestOffset(ctx context.Context, client *kgo.Client, leader int32, topic string, partition int32) (int64, error) {
+	return offsetAt(ctx, client, leader, topic, partition, -2)
+}
+
+func offsetAt(ctx context.Context, client *kgo.Client, leader int32, topic string, partition int32, timestamp int64) (int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
 	rt := kmsg.NewListOffsetsRequestTopic()
@@ -139,15 +169,15 @@ func listOffset(t *testing.T, client *kgo.Client, leader int32, topic string, pa
 	rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = partition, timestamp, -1
 	rt.Partitions = append(rt.Partitions, rp)
 	req.Topics = append(req.Topics, rt)
-	kresp, err := client.Broker(int(leader)).Request(context.Background(), req)
+	kresp, err := client.Broker(int(leader)).Request(ctx, req)
 	if err != nil {
-		t.Fatal(err)
+		return -1, err
 	}
 	answer := kresp.(*kmsg.ListOffsetsResponse).Topics[0].Partitions[0]
 	if answer.ErrorCode != 0 {
-		t.Fatalf("list offsets %s-%d: error %d", topic, partition, answer.ErrorCode)
+		return -1, fmt.Errorf("list offsets %s-%d: error %d", topic, partition, answer.ErrorCode)
 	}
-	return answer.Offset
+	return answer.Offset, nil
 }
 
 // waitMirrored polls until the mirror holds exactly the source's bytes in
@@ -161,8 +191,10 @@ func waitMirrored(t *testing.T, source, target *kgo.Client, topic string, partit
 		var differ string
 		for p := range partitions {
 			want, wantID, wantHW := rawPartition(t, source, topic, p)
-			got, gotID, gotHW := rawPartition(t, target, topic, p)
+			got, gotID, gotHW, err := fetchRaw(target, topic, p)
 			switch {
+			case err != nil:
+				differ = fmt.Sprintf("partition %d: %v", p, err)
 			case wantID != gotID:
 				differ = fmt.Sprintf("partition %d: topic ID %x, source %x", p, gotID, wantID)
 			case gotHW != wantHW || !bytes.Equal(got, want):
