@@ -1,28 +1,356 @@
 package engine
 
 import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// mirrorMetrics counts what every mirror of the node did.
+// Mirror metrics. Each Node has its own Prometheus registry (Node.Metrics);
+// nothing is registered process-wide, so two nodes in one process report
+// apart.
+//
+//	metric                                 labels                     kind
+//	mirrord_mirror_lag_records             mirror, topic, partition   gauge
+//	mirrord_mirror_lag_seconds             mirror, topic, partition   gauge
+//	mirrord_mirror_bytes_total             mirror, topic, partition   counter
+//	mirrord_mirror_batches_total           mirror, topic, partition   counter
+//	mirrord_mirror_partitions              mirror, state              gauge
+//	mirrord_mirror_fetch_latency_seconds   mirror, source_broker      histogram
+//
+// Cardinality is bounded by what the node mirrors now. The partition and
+// state series are read at scrape time from the mirrors' partition maps
+// (a Collector), so a partition's series go when it leaves its mirror and
+// a mirror's when it is deleted; every state is listed for every mirror
+// (ten series each). A fetcher deletes its latency series when it stops.
+// The fetch path only adds to atomics and observes a histogram: it takes
+// no lock of ours (the histogram vector looks its series up under a read
+// lock of its own).
+//
+// Lag in records: max(0, sourceHighWatermark - logEndOffset), with the
+// source high watermark as last seen: in each fetch answer and, while a
+// topic is paused (no fetcher fetches it), from a ListOffsets (latest,
+// READ_UNCOMMITTED) to the source leaders after each metadata refresh.
+// Absent until the source high watermark is known.
+//
+// Lag in time: how long the partition has been behind. 0 while the lag in
+// records is 0; otherwise the time since the partition was last seen
+// caught up (after a fetch answer or a paused probe, logEndOffset >= the
+// high watermark it carried), or since it joined the mirror if it never
+// was; on this node's monotonic clock. Why not the age of the oldest
+// record not yet mirrored: that needs the append time of a record not yet
+// fetched, and record timestamps are the producers' clocks (CreateTime),
+// not the source's. The time since last caught up needs neither, and
+// bounds that age from above within one fetch round trip: every record not
+// yet mirrored lies at or above the high watermark of the last caught-up
+// answer, so the source committed it after sending that answer. It errs
+// high: a partition that joins with a backlog shows the time since it
+// joined, and one kept just behind by a stream that never quite catches up
+// shows the time since it last did. It is as fresh as the source high
+// watermark it compares with: a fetch round behind while fetching, up to
+// mirror.metadata.refresh.interval.ms while paused.
+
+// fetchLatencyBuckets spans a loopback round trip to a request timeout
+// (request.timeout.ms, 30 s by default); an idle fetch lasts about
+// fetch.wait.max.ms (1 s by default).
+var fetchLatencyBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// mirrorMetrics is the node's mirror metrics. Its zero value is ready for
+// the node totals; the registry and the fetch histogram are built on first
+// use through Node.mirrorMetricsBuilt.
 type mirrorMetrics struct {
-	bytes, batches, fetches atomic.Int64
-	fetchNanos              atomic.Int64
+	bytes, batches atomic.Int64 // appended by every mirror of the node, since it opened
+
+	once         sync.Once
+	registry     *prometheus.Registry
+	fetchLatency *prometheus.HistogramVec // {mirror, source_broker}: one series per running fetcher
 }
 
-func (m *mirrorMetrics) observeFetch(d time.Duration) {
-	m.fetches.Add(1)
-	m.fetchNanos.Add(int64(d))
+// partitionMetrics is what the fetcher observes of one mirrored partition.
+type partitionMetrics struct {
+	bytes, batches atomic.Int64
+	joined         time.Time    // when the partition joined the mirror (monotonic); set before the partition is shared
+	caughtUp       atomic.Int64 // nanoseconds after joined at which it was last seen caught up (0: never)
 }
 
-func (m *mirrorMetrics) observeAppend(_ *mirrorPartition, info logstore.AppendInfo) {
-	m.bytes.Add(int64(info.Bytes))
-	m.batches.Add(int64(info.Batches))
+// mirrorMetricsBuilt builds the node's registry on first use and returns
+// the node's metrics.
+func (n *Node) mirrorMetricsBuilt() *mirrorMetrics {
+	mm := n.metrics
+	mm.once.Do(func() {
+		mm.registry = prometheus.NewRegistry()
+		mm.fetchLatency = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "mirrord_mirror_fetch_latency_seconds",
+			Help: "Time from sending a Fetch to a source broker to its answer (answered requests only). " +
+				"Includes the broker's long-poll wait: a fetcher with nothing new to fetch shows about fetch.wait.max.ms.",
+			Buckets: fetchLatencyBuckets,
+		}, []string{"mirror", "source_broker"})
+		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n))
+	})
+	return mm
 }
+
+// Metrics is the node's Prometheus registry: its mirrors' lag, bytes,
+// batches, partition states and fetch latency.
+func (n *Node) Metrics() *prometheus.Registry { return n.mirrorMetricsBuilt().registry }
 
 // MirroredBytes is the number of record bytes every mirror of the node
 // has appended.
 func (n *Node) MirroredBytes() int64 { return n.metrics.bytes.Load() }
+
+// observeFetch records one answered Fetch of a fetcher.
+func (mm *mirrorMetrics) observeFetch(f *fetcher, d time.Duration) {
+	mm.fetchLatency.WithLabelValues(f.mirror.name, strconv.Itoa(int(f.broker))).Observe(d.Seconds())
+}
+
+// fetcherStopped drops a fetcher's latency series; it runs as the fetcher
+// ends, before its owner may start another for the same broker.
+func (mm *mirrorMetrics) fetcherStopped(f *fetcher) {
+	mm.fetchLatency.DeleteLabelValues(f.mirror.name, strconv.Itoa(int(f.broker)))
+}
+
+func (mm *mirrorMetrics) observeAppend(mp *mirrorPartition, info logstore.AppendInfo) {
+	mm.bytes.Add(int64(info.Bytes))
+	mm.batches.Add(int64(info.Batches))
+	mp.metrics.bytes.Add(int64(info.Bytes))
+	mp.metrics.batches.Add(int64(info.Batches))
+}
+
+// observeCaughtUp notes the time if the local log has reached the source
+// high watermark last seen; the fetcher calls it after applying each
+// answer for the partition, the paused probe after each high watermark.
+func (mp *mirrorPartition) observeCaughtUp() {
+	hw := mp.sourceHighWatermark.Load()
+	if hw >= 0 && int64(mp.local.log.LogEndOffset()) >= hw {
+		mp.metrics.caughtUp.Store(int64(time.Since(mp.metrics.joined)))
+	}
+}
+
+// MirrorReport is a mirror and its partitions as /metrics and the status
+// page show them.
+type MirrorReport struct {
+	Name            string
+	SourceBootstrap string
+	SourceClusterID string
+	Partitions      []MirrorPartitionReport // by topic, then partition
+}
+
+// MirrorPartitionReport is one mirrored partition's state, lag and
+// counters (see the lag definitions at the top of mirror_metrics.go).
+type MirrorPartitionReport struct {
+	Topic     string
+	Partition int32
+	// State is the state DescribeClusterMirrors reports.
+	State string
+	// SourceHighWatermark is the source's high watermark as last seen, -1
+	// when unknown; LogEndOffset is the local log end offset.
+	SourceHighWatermark int64
+	LogEndOffset        int64
+	// LagRecords is max(0, SourceHighWatermark - LogEndOffset), -1 while
+	// the source high watermark is unknown.
+	LagRecords int64
+	// Lag is the lag in time: 0 when LagRecords is 0, else the time since
+	// the partition was last seen caught up (or joined the mirror).
+	Lag time.Duration
+	// Bytes and Batches count what the mirror appended to the partition
+	// since it joined the mirror in this process.
+	Bytes, Batches int64
+}
+
+// MirrorReports reports every mirror of the node, by name.
+func (n *Node) MirrorReports() []MirrorReport {
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	out := make([]MirrorReport, 0, len(n.mirrors))
+	for _, m := range n.mirrors {
+		out = append(out, m.report())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func (m *mirror) report() MirrorReport {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	r := MirrorReport{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID,
+		Partitions: make([]MirrorPartitionReport, 0, len(m.partitions))}
+	for _, mp := range m.partitions {
+		r.Partitions = append(r.Partitions, mp.report(m.shownState(mp)))
+	}
+	sort.Slice(r.Partitions, func(i, j int) bool {
+		a, b := r.Partitions[i], r.Partitions[j]
+		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
+	})
+	return r
+}
+
+// shownState is the state describe reports: PAUSED for the partitions of
+// a paused topic unless FAILED (m.mu held).
+func (m *mirror) shownState(mp *mirrorPartition) string {
+	state, _, _ := mp.status()
+	if m.paused[mp.topic] && state != "FAILED" {
+		return "PAUSED"
+	}
+	return state
+}
+
+func (mp *mirrorPartition) report(state string) MirrorPartitionReport {
+	hw := mp.sourceHighWatermark.Load()
+	leo := int64(mp.local.log.LogEndOffset())
+	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
+		SourceHighWatermark: hw, LogEndOffset: leo, LagRecords: -1,
+		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load()}
+	if hw >= 0 {
+		r.LagRecords = max(hw-leo, 0)
+	}
+	if r.LagRecords != 0 {
+		r.Lag = max(time.Since(mp.metrics.joined)-time.Duration(mp.metrics.caughtUp.Load()), 0)
+	}
+	return r
+}
+
+// mirrorCollector reads the node's mirrors at scrape time.
+type mirrorCollector struct {
+	node                                           *Node
+	lagRecords, lagSeconds, bytes, batches, states *prometheus.Desc
+}
+
+func newMirrorCollector(n *Node) *mirrorCollector {
+	partitionLabels := []string{"mirror", "topic", "partition"}
+	return &mirrorCollector{
+		node: n,
+		lagRecords: prometheus.NewDesc("mirrord_mirror_lag_records",
+			"Records the mirror partition lacks: the source high watermark last seen (in a fetch answer; "+
+				"while paused, from ListOffsets after each metadata refresh) minus the local log end offset, at least 0. "+
+				"Absent until the source high watermark is known.", partitionLabels, nil),
+		lagSeconds: prometheus.NewDesc("mirrord_mirror_lag_seconds",
+			"How long the mirror partition has been behind: 0 while mirrord_mirror_lag_records is 0, "+
+				"else the seconds since it was last seen caught up (local log end offset at or past the source high watermark "+
+				"after a fetch answer), or since it joined the mirror if never; this node's monotonic clock. "+
+				"An upper bound, within one fetch round trip, of how long the oldest record not yet mirrored has been committed at the source.",
+			partitionLabels, nil),
+		bytes: prometheus.NewDesc("mirrord_mirror_bytes_total",
+			"Record batch bytes appended to the mirror partition since it joined the mirror in this process.", partitionLabels, nil),
+		batches: prometheus.NewDesc("mirrord_mirror_batches_total",
+			"Record batches appended to the mirror partition since it joined the mirror in this process.", partitionLabels, nil),
+		states: prometheus.NewDesc("mirrord_mirror_partitions",
+			"Partitions of the mirror in each state (as DescribeClusterMirrors reports it); every state is listed.",
+			[]string{"mirror", "state"}, nil),
+	}
+}
+
+func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.lagRecords
+	ch <- c.lagSeconds
+	ch <- c.bytes
+	ch <- c.batches
+	ch <- c.states
+}
+
+func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, m := range c.node.MirrorReports() {
+		var states [mirrorStateCount]int
+		for _, p := range m.Partitions {
+			labels := []string{m.Name, p.Topic, strconv.Itoa(int(p.Partition))}
+			if p.LagRecords >= 0 {
+				ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(p.LagRecords), labels...)
+			}
+			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.Lag.Seconds(), labels...)
+			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(p.Bytes), labels...)
+			ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(p.Batches), labels...)
+			states[mirrorStateIndex(p.State)]++
+		}
+		for s, count := range states {
+			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorStateNames[s])
+		}
+	}
+}
+
+// mirrorStateIndex is the index of a state's name in mirrorStateNames;
+// a name it does not know counts as UNKNOWN.
+func mirrorStateIndex(name string) int {
+	for i, s := range mirrorStateNames {
+		if s == name {
+			return i
+		}
+	}
+	return int(MirrorUnknown)
+}
+
+// probePaused reads the source high watermark of the partitions of paused
+// topics, which no fetcher fetches, so that their lag keeps counting: one
+// ListOffsets (latest, READ_UNCOMMITTED) per source leader, after each
+// metadata refresh. On an error the lag keeps its last value until the
+// next refresh.
+func (m *mirror) probePaused(ctx context.Context) {
+	byLeader := map[int32][]*mirrorPartition{} // bounded by the mirror's partitions
+	m.mu.Lock()
+	for _, mp := range m.partitions {
+		if m.paused[mp.topic] {
+			leader := mp.sourceLeader.Load()
+			byLeader[leader] = append(byLeader[leader], mp)
+		}
+	}
+	m.mu.Unlock()
+	for leader, set := range byLeader {
+		if err := m.probeHighWatermarks(ctx, leader, set); err != nil && ctx.Err() == nil {
+			m.log.Info("cannot read the source high watermark of paused partitions", "source_broker", leader, "error", err)
+		}
+	}
+}
+
+func (m *mirror) probeHighWatermarks(ctx context.Context, leader int32, set []*mirrorPartition) error {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID, req.IsolationLevel = -1, 0
+	topics := map[string]int{}
+	for _, mp := range set {
+		i, ok := topics[mp.topic]
+		if !ok {
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = mp.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[mp.topic] = i
+		}
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = mp.partition, -1, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	kresp, err := m.client.Broker(int(leader)).Request(ctx, req)
+	if err != nil {
+		return err
+	}
+	byPartition := map[string]map[int32]*mirrorPartition{}
+	for _, mp := range set {
+		if byPartition[mp.topic] == nil {
+			byPartition[mp.topic] = map[int32]*mirrorPartition{}
+		}
+		byPartition[mp.topic][mp.partition] = mp
+	}
+	var errs []error
+	for _, t := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+		for _, p := range t.Partitions {
+			mp := byPartition[t.Topic][p.Partition]
+			if mp == nil {
+				continue
+			}
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				errs = append(errs, fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err))
+				continue
+			}
+			mp.sourceHighWatermark.Store(p.Offset)
+			mp.observeCaughtUp()
+		}
+	}
+	return errors.Join(errs...)
+}

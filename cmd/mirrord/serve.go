@@ -5,19 +5,26 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sort"
 	"strconv"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
 // runServe is `mirrord serve`: the Kafka-protocol node. SIGTERM or SIGINT
@@ -26,7 +33,7 @@ func runServe(args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := flags.String("data-dir", "", "data directory (required)")
 	listen := flags.String("listen", "127.0.0.1:9092", "Kafka listener HOST:PORT")
-	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /healthz (empty: none)")
+	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
 	advertise := flags.String("advertise", "", "HOST:PORT clients are told to connect to (default: the listener's address)")
 	configFile := flags.String("config", "", "node config file (not supported yet)")
 	if err := flags.Parse(args); err != nil {
@@ -59,7 +66,7 @@ func runServe(args []string) error {
 		return err
 	}
 	if *httpListen != "" {
-		if err := serveHTTP(ctx, *httpListen, logger); err != nil {
+		if err := serveHTTP(ctx, *httpListen, httpHandler(node, logger), logger); err != nil {
 			ln.Close()
 			node.Close()
 			return err
@@ -88,15 +95,13 @@ func advertisedAddress(advertise string, listening *net.TCPAddr) (string, int32,
 	return host, int32(port), nil
 }
 
-// serveHTTP starts the HTTP listener (/healthz) until ctx is done.
-func serveHTTP(ctx context.Context, addr string, logger *slog.Logger) error {
+// serveHTTP serves handler on addr until ctx is done.
+func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("serve: http listen %s: %w", addr, err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	server := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	server := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := server.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("http listener failed", "error", err)
@@ -104,4 +109,70 @@ func serveHTTP(ctx context.Context, addr string, logger *slog.Logger) error {
 	}()
 	context.AfterFunc(ctx, func() { server.Close() })
 	return nil
+}
+
+// httpHandler is the HTTP listener's routes: /metrics (the node's registry,
+// plus the Go runtime's and the process's metrics from a registry of this
+// listener's own), /healthz, and a plain-text status page at /.
+func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
+	runtime := prometheus.NewRegistry()
+	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := promhttp.HandlerFor(prometheus.Gatherers{node.Metrics(), runtime},
+		promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics)
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		if err := writeStatus(w, node.Cluster(), node.MirrorReports()); err != nil {
+			logger.Info("status page not written", "error", err)
+		}
+	})
+	return mux
+}
+
+// writeStatus writes the status page: the node, then each mirror with its
+// partitions' state and lag (in records and in time, as /metrics reports
+// them; "-" while the source high watermark is unknown).
+func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport) error {
+	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
+	fmt.Fprintf(tw, "mirrord node %d, cluster %s, %s\n", cluster.NodeID, cluster.ClusterID, net.JoinHostPort(cluster.Host, strconv.Itoa(int(cluster.Port))))
+	if len(mirrors) == 0 {
+		fmt.Fprintln(tw, "\nno mirrors")
+	}
+	for _, m := range mirrors {
+		fmt.Fprintf(tw, "\nmirror %s: source %s (cluster %s), %d partitions%s\n", m.Name, m.SourceBootstrap, m.SourceClusterID, len(m.Partitions), stateCounts(m.Partitions))
+		if len(m.Partitions) == 0 {
+			continue
+		}
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES")
+		for _, p := range m.Partitions {
+			lag := "-"
+			if p.LagRecords >= 0 {
+				lag = strconv.FormatInt(p.LagRecords, 10)
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%.3f\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark, p.LogEndOffset, lag, p.Lag.Seconds(), p.Bytes)
+		}
+	}
+	return tw.Flush()
+}
+
+// stateCounts is ": 3 MIRRORING, 1 FAILED" (states in name order).
+func stateCounts(partitions []engine.MirrorPartitionReport) string {
+	counts := map[string]int{}
+	for _, p := range partitions {
+		counts[p.State]++
+	}
+	states := make([]string, 0, len(counts))
+	for state := range counts {
+		states = append(states, state)
+	}
+	sort.Strings(states)
+	var b strings.Builder
+	separator := ": "
+	for _, state := range states {
+		fmt.Fprintf(&b, "%s%d %s", separator, counts[state], state)
+		separator = ", "
+	}
+	return b.String()
 }
