@@ -194,4 +194,3 @@ func loopbackCopy(tb testing.TB, total int64) {
 		tb.Fatalf("loopback copy received %d of %d bytes", n, total)
 	}
 }
-
