@@ -101,6 +101,17 @@ func (mp *mirrorPartition) fail(err error, retryable bool) {
 	mp.retryAt = time.Now().Add(backoff)
 }
 
+// failOnce fails the partition non-retryably unless it already waits
+// for recover (the first cause is kept).
+func (mp *mirrorPartition) failOnce(err error) {
+	mp.mu.Lock()
+	waiting := mp.state == "FAILED" && mp.failures < 0
+	mp.mu.Unlock()
+	if !waiting {
+		mp.fail(err, false)
+	}
+}
+
 // ready reports whether the partition may be fetched now, and if not,
 // when it may (zero: not until it is recovered).
 func (mp *mirrorPartition) ready(now time.Time) (bool, time.Time) {
@@ -219,12 +230,17 @@ func (m *mirror) reconcile(ctx context.Context) error {
 		m.sourceClusterID = *resp.ClusterID
 	}
 	byBroker := map[int32][]*mirrorPartition{}
+	present := map[string][16]byte{} // the source's topics and their IDs
 	for _, t := range resp.Topics {
+		if t.Topic != nil && t.ErrorCode == 0 {
+			present[*t.Topic] = t.TopicID
+		}
 		if t.Topic == nil || t.ErrorCode != 0 || t.IsInternal || !m.selects(*t.Topic) {
 			continue
 		}
 		if err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions))); err != nil {
 			m.log.Warn("cannot mirror topic", "topic", *t.Topic, "error", err)
+			m.failTopic(*t.Topic, err)
 			continue
 		}
 		for _, p := range t.Partitions {
@@ -240,8 +256,32 @@ func (m *mirror) reconcile(ctx context.Context) error {
 			}
 		}
 	}
+	m.checkSourceTopics(present)
 	m.assignFetchers(byBroker)
 	return nil
+}
+
+// checkSourceTopics fails, waiting for recover, the partitions whose
+// source topic is gone or was recreated under another topic ID: mirroring
+// a different topic into the same log would mix two histories (m.mu held).
+func (m *mirror) checkSourceTopics(present map[string][16]byte) {
+	for tp, mp := range m.partitions {
+		switch id, ok := present[tp.Topic]; {
+		case !ok:
+			mp.failOnce(fmt.Errorf("the source topic %s was deleted", tp.Topic))
+		case id != mp.topicID:
+			mp.failOnce(fmt.Errorf("the source topic %s was recreated with another topic ID", tp.Topic))
+		}
+	}
+}
+
+// failTopic fails the mirrored partitions of topic, waiting for recover.
+func (m *mirror) failTopic(topic string, err error) {
+	for tp, mp := range m.partitions {
+		if tp.Topic == topic {
+			mp.failOnce(err)
+		}
+	}
 }
 
 // ensureTopic creates the local mirror topic (source topic ID, partition

@@ -329,3 +329,39 @@ func TestMirrorFollowsSourceChanges(t *testing.T) {
 		t.Fatalf("mirror log start %d, source 7", offsets[0])
 	}
 }
+
+// A source topic deleted under a mirror fails its partitions, waiting
+// for recover, with a message that says why.
+func TestMirrorSourceTopicDeleted(t *testing.T) {
+	sourceNode, sourceAddr := startNode(t, filepath.Join(t.TempDir(), "source"))
+	target, targetAddr := startNode(t, filepath.Join(t.TempDir(), "target"))
+	createTopic(t, sourceNode, "gone", 2)
+	produceMixed(t, sourceAddr, "gone", 2, 1)
+	startMirroring(t, target, sourceAddr, "gone")
+	waitMirrored(t, newClient(t, sourceAddr), newClient(t, targetAddr), "gone", 2)
+	if err := sourceNode.DeleteTopic(context.Background(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	poll := time.NewTicker(50 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		descriptions, err := target.Mirrors().DescribeMirrors(context.Background(), []string{"m"}, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		failed := descriptions[0].Partitions
+		if len(failed) == 2 {
+			for _, p := range failed {
+				if p.RetryCount != -1 || !bytes.Contains([]byte(p.Error), []byte("was deleted")) {
+					t.Fatalf("partition %d: retry count %d, error %q; want waiting for recover, \"was deleted\"", p.Partition, p.RetryCount, p.Error)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("partitions not failed after the source topic was deleted: %+v", failed)
+		}
+		<-poll.C
+	}
+}
