@@ -230,10 +230,8 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	defer m.mu.Unlock()
 	d := netio.MirrorDescription{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
 	for tp, mp := range m.partitions {
-		state, errText, failures := mp.status()
-		if m.paused[tp.Topic] && state != "FAILED" {
-			state = "PAUSED"
-		}
+		_, errText, failures := mp.status()
+		state := m.shownState(mp)
 		if failedOnly && state != "FAILED" {
 			continue
 		}
