@@ -264,6 +264,12 @@ func (f *osFile) Map(size int) ([]byte, error) {
 	if err != nil {
 		return nil, osError(OpMap, f.name, err)
 	}
+	// Mappings here are indexes: binary searched and appended to, never
+	// read in order, so the kernel's readahead on each fault is wasted.
+	if err := unix.Madvise(mapping, unix.MADV_RANDOM); err != nil {
+		unix.Munmap(mapping)
+		return nil, osError(OpMap, f.name, err)
+	}
 	f.mapping = mapping
 	return mapping, nil
 }
