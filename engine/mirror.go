@@ -70,17 +70,99 @@ type mirrorPartition struct {
 
 	retry RetryPolicy // the mirror's, for failures
 
-	mu       sync.Mutex
-	state    string
-	err      string
-	failures int16     // retries so far; -1: waits for RecoverMirroring
-	retryAt  time.Time // when a FAILED partition is fetched again
+	// states persists every state change under (mirror, topicID,
+	// partition); nil in tests that build partitions by hand.
+	states *stateLog
+	mirror string
+	log    *slog.Logger
+
+	mu         sync.Mutex
+	state      string
+	err        string
+	failures   int16      // retries so far; -1: waits for RecoverMirroring
+	retryAt    time.Time  // when a FAILED partition is fetched again
+	stateEpoch StateEpoch // of the last persisted state
 }
 
+// mirrored runs after every mirrored append: it persists a change only,
+// back to MIRRORING after a failure.
 func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
+	if mp.state == "MIRRORING" && mp.err == "" && mp.failures == 0 {
+		return
+	}
+	previous := mp.state
 	mp.state, mp.err, mp.failures = "MIRRORING", "", 0
+	mp.persistLocked(previous, 0)
+}
+
+// recover clears a failure (RecoverMirroring) and persists MIRRORING.
+func (mp *mirrorPartition) recover() {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	previous := mp.state
+	changed := mp.state != "MIRRORING" || mp.err != "" || mp.failures != 0
+	mp.state, mp.err, mp.failures = "MIRRORING", "", 0
+	if changed {
+		mp.persistLocked(previous, 0)
+	}
+}
+
+func (mp *mirrorPartition) stateKey() MirrorStateKey {
+	return MirrorStateKey{Mirror: mp.mirror, TopicID: mp.topicID, Partition: mp.partition}
+}
+
+// persistLocked writes the partition's state to __mirror_state with the
+// next state epoch (mp.mu held). attempts is the retry count of a
+// partition that now waits for recover. A refused or failed write is
+// logged: the partition goes on with its state in memory.
+func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
+	if mp.states == nil {
+		return
+	}
+	v := MirrorStateValue{State: MirrorMirroring, Previous: MirrorUnknown, StateEpoch: mp.stateEpoch + 1,
+		SourceLeaderEpoch: rb.NoEpoch, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
+	if mp.local != nil {
+		v.LeaderEpoch = rb.Epoch(max(mp.local.LeaderEpoch(), 0))
+	}
+	if previous == "FAILED" {
+		v.Previous = MirrorFailed
+	}
+	if mp.state == "FAILED" {
+		v.State, v.Previous, v.Error = MirrorFailed, MirrorMirroring, mp.err
+		if len(v.Error) > mirrorErrorTextMax {
+			v.Error = v.Error[:mirrorErrorTextMax]
+		}
+		if v.Error == "" {
+			v.Error = "unknown error"
+		}
+		v.RetryCount = attempts
+		if mp.failures >= 0 {
+			v.RetryCount, v.Retryable, v.NextRetryAtMillis = int32(mp.failures), true, max(mp.retryAt.UnixMilli(), 0)
+		}
+	}
+	if err := mp.states.put(mp.stateKey(), v); err != nil {
+		if mp.log != nil {
+			mp.log.Warn("cannot persist the partition state", "topic", mp.topic, "partition", mp.partition, "state", mp.state, "error", err)
+		}
+		return
+	}
+	mp.stateEpoch = v.StateEpoch
+}
+
+// restore sets the partition's state from its __mirror_state record
+// (before the partition is shared).
+func (mp *mirrorPartition) restore(v MirrorStateValue) {
+	mp.stateEpoch = v.StateEpoch
+	if v.State != MirrorFailed {
+		return // this build runs MIRRORING only; pause is the mirror's
+	}
+	mp.state, mp.err, mp.failures = "FAILED", v.Error, -1
+	if v.Retryable {
+		mp.failures = int16(min(v.RetryCount, 1<<15-1))
+		mp.retryAt = time.UnixMilli(v.NextRetryAtMillis)
+	}
 }
 
 // fail records a partition failure; the fetcher retries on its next round
@@ -88,11 +170,15 @@ func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
 func (mp *mirrorPartition) fail(err error, retryable bool) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
+	previous := mp.state
 	mp.state, mp.err = "FAILED", err.Error()
 	if !retryable || mp.failures < 0 || int32(mp.failures) >= mp.retry.MaxAttempts {
+		attempts := int32(max(mp.failures, 0))
 		mp.failures = -1 // waits for RecoverMirroring
+		mp.persistLocked(previous, attempts)
 		return
 	}
+	defer mp.persistLocked(previous, 0)
 	mp.failures++
 	backoff := mp.retry.InitialBackoff << min(mp.failures-1, 30)
 	if backoff <= 0 || backoff > mp.retry.MaxBackoff {
@@ -294,14 +380,54 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 	for i, p := range local {
 		tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
 		if m.partitions[tp] == nil {
-			p.setMirrored(true)
-			mp := &mirrorPartition{topic: name, topicID: id, partition: int32(i), local: p, state: "MIRRORING", retry: m.config.Retry}
-			mp.sourceHighWatermark.Store(-1)
-			mp.metrics.joined = time.Now()
-			m.partitions[tp] = mp
+			m.partitions[tp] = m.newPartition(name, id, int32(i), p)
 		}
 	}
 	return nil
+}
+
+// newPartition makes a mirrored partition, in the state __mirror_state
+// holds for it if any (a FAILED partition stays FAILED across a restart).
+func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
+	p.setMirrored(true)
+	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "MIRRORING", retry: m.config.Retry,
+		states: m.node.states, mirror: m.name, log: m.log}
+	if v, ok := m.node.states.get(mp.stateKey()); ok {
+		mp.restore(v)
+	}
+	mp.sourceHighWatermark.Store(-1)
+	mp.metrics.joined = time.Now()
+	return mp
+}
+
+// restorePartitions registers, at load, the selected local partitions
+// that __mirror_state holds a state for, so their state (FAILED waiting
+// for recover, say) shows before the first metadata refresh (m.mu held).
+func (m *mirror) restorePartitions() {
+	type local struct {
+		name       string
+		id         [16]byte
+		partitions []*partition
+	}
+	var locals []local
+	m.node.mu.RLock()
+	for name, t := range m.node.topics {
+		if !t.internal && m.selects(name) {
+			locals = append(locals, local{name, t.id, append([]*partition(nil), t.partitions...)})
+		}
+	}
+	m.node.mu.RUnlock()
+	for _, l := range locals {
+		for i, p := range l.partitions {
+			tp := logstore.TopicPartition{Topic: l.name, Partition: int32(i)}
+			if m.partitions[tp] != nil {
+				continue
+			}
+			if _, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: l.id, Partition: int32(i)}); ok {
+				m.partitions[tp] = m.newPartition(l.name, l.id, int32(i), p)
+			}
+		}
+	}
 }
 
 // assignFetchers starts, updates and stops fetchers so each source broker

@@ -16,9 +16,9 @@ import (
 
 // mirrorRecord is a mirror as persisted: its config and the topics the
 // operator selected, in mirror-<name>.json in the data directory, written
-// atomically on every change. (DESIGN.md puts partition state in an
-// internal compacted log, __mirror_state; this build keeps the mirror's
-// definition in this file and has no per-partition persisted state yet.)
+// atomically on every change. (The per-partition state lives in the
+// internal log __mirror_state, see stateLog; the mirror's definition
+// stays in this file.)
 type mirrorRecord struct {
 	Name    string            `json:"name"`
 	Config  map[string]string `json:"config"`
@@ -126,9 +126,7 @@ func (m *mirror) change(change netio.TopicsChange, names []string, include, excl
 	case netio.RecoverMirroring:
 		for tp, mp := range m.partitions {
 			if containsString(matched, tp.Topic) {
-				mp.mu.Lock()
-				mp.state, mp.err, mp.failures = "MIRRORING", "", 0
-				mp.mu.Unlock()
+				mp.recover() // persists MIRRORING
 			}
 		}
 	case netio.StopMirroring:
@@ -384,6 +382,7 @@ func (n *Node) loadMirrors() error {
 		m.mu.Lock()
 		m.restoreSelection(record)
 		n.markMirrored(m)
+		m.restorePartitions()
 		m.mu.Unlock()
 		m.refreshSoon()
 		n.mirrors[record.Name] = m

@@ -40,6 +40,7 @@ type Node struct {
 	cluster netio.ClusterInfo
 
 	metrics *mirrorMetrics
+	states  *stateLog // __mirror_state
 
 	// mirrorsMu guards mirrors; it is taken before mu, never after.
 	mirrorsMu sync.Mutex
@@ -54,6 +55,7 @@ type topic struct {
 	name       string
 	id         netio.TopicID
 	partitions []*partition
+	internal   bool // __mirror_state: no produce, delete or DeleteRecords
 }
 
 // OpenNode opens the data directory and every partition log in it.
@@ -72,7 +74,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		log, _, _ := dir.Get(info.TopicPartition)
 		t := n.topics[info.Topic]
 		if t == nil {
-			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID)}
+			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID), internal: info.Topic == mirrorStateTopic}
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
 		if int(info.Partition) != len(t.partitions) {
@@ -80,6 +82,11 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			return nil, fmt.Errorf("engine: topic %s: partition %d found but %d is missing", info.Topic, info.Partition, len(t.partitions))
 		}
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
+		t.partitions[len(t.partitions)-1].internal = t.internal
+	}
+	if n.states, err = openStateLog(dir, cfg.Log, n.registerStateTopic); err != nil {
+		dir.Close()
+		return nil, err
 	}
 	if err := n.markPersistedMirrors(); err != nil { // before transaction recovery
 		dir.Close()
@@ -137,7 +144,17 @@ func (n *Node) Topics() []netio.TopicInfo {
 }
 
 func (t *topic) info() netio.TopicInfo {
-	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions))}
+	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: t.internal}
+}
+
+// registerStateTopic adds __mirror_state, created at its first write.
+func (n *Node) registerStateTopic(log *logstore.Log, id logstore.TopicID) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	p := newPartition(stateLogTP(), log)
+	p.internal = true
+	t := &topic{name: mirrorStateTopic, id: netio.TopicID(id), partitions: []*partition{p}, internal: true}
+	n.topics[t.name], n.byID[t.id] = t, t
 }
 
 func (n *Node) Topic(name string) (netio.TopicInfo, bool) {
@@ -254,6 +271,8 @@ func (n *Node) CreatePartitions(_ context.Context, name string, count int32, val
 	switch {
 	case !ok:
 		return kerr.UnknownTopicOrPartition
+	case t.internal:
+		return errMirrorStateInternal
 	case count <= int32(len(t.partitions)):
 		return kerr.InvalidPartitions
 	case validateOnly:
@@ -269,6 +288,9 @@ func (n *Node) DeleteTopic(_ context.Context, name string) error {
 	t, ok := n.topics[name]
 	if !ok {
 		return kerr.UnknownTopicOrPartition
+	}
+	if t.internal {
+		return errMirrorStateInternal
 	}
 	delete(n.topics, name)
 	delete(n.byID, t.id)

@@ -26,6 +26,9 @@ type partition struct {
 	// mirrored is set while a mirror writes this partition: produce is
 	// refused (READ_ONLY_TOPIC).
 	mirrored atomic.Bool
+	// internal is set on __mirror_state: produce and DeleteRecords are
+	// refused.
+	internal bool
 	// localEpoch is the leader epoch this node claims beyond the epochs
 	// in its log (a mirror keeps it ahead of the source's); 0 otherwise.
 	localEpoch atomic.Int32
@@ -154,6 +157,9 @@ func (p *partition) epochAt(offset int64) int32 {
 
 // DeleteRecords moves the log start offset; -1 means the high watermark.
 func (p *partition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
+	if p.internal {
+		return -1, errMirrorStateInternal
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	hw := int64(p.log.HighWatermark())

@@ -82,6 +82,9 @@ func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64) (int64, i
 // leader epoch; the high watermark follows the log end at once (one
 // replica).
 func (p *partition) Produce(_ context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
+	if p.internal {
+		return netio.ProduceResult{}, errMirrorStateInternal
+	}
 	if p.mirrored.Load() {
 		return netio.ProduceResult{}, fmt.Errorf("%w: %s is mirrored; stop its mirroring to write to it", ErrReadOnlyTopic, p.tp.Topic)
 	}

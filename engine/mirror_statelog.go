@@ -1,0 +1,238 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/recordbatch/records"
+	"github.com/twmb/franz-go/pkg/kerr"
+)
+
+// mirrorStateTopic is the internal topic holding the state of every
+// mirrored partition (DESIGN.md, "The partition state machine"). It has
+// one partition.
+const mirrorStateTopic = "__mirror_state"
+
+// Compaction at open: the log is rewritten when it holds more than
+// stateLogCompactRatio records per live key and more than
+// stateLogCompactMin records.
+const (
+	stateLogCompactRatio = 4
+	stateLogCompactMin   = 1000
+	stateLogBatchRecords = 500 // live records per batch when rewriting
+)
+
+// errMirrorStateInternal refuses client writes and deletes of
+// __mirror_state.
+var errMirrorStateInternal = fmt.Errorf("%w: %s is internal: only the node's mirrors write it", kerr.InvalidTopicException, mirrorStateTopic)
+
+// stateLog is __mirror_state partition 0: the persisted state of every
+// mirrored partition, one record per state change, keyed by (mirror,
+// topic ID, partition), the latest per key winning. At open it is
+// replayed into live (the latest value per key); put appends one record
+// and syncs it before returning, so a state change is durable before it
+// is acted on. The topic is created at the first put.
+//
+// Every put is fenced: its state epoch must be above the stored one for
+// its key, so a stale writer (an older incarnation of the partition's
+// state machine) cannot overwrite a newer state.
+//
+// Compaction is by rewrite, at open, not Kafka's log cleaner: when the
+// log holds more than stateLogCompactRatio times as many records as live
+// keys (and more than stateLogCompactMin), the live set is appended again
+// at the end in a new segment, synced, and then the log start is moved to
+// it, which deletes the older segments. A crash midway leaves either the
+// old log (the start not moved) or the rewritten one: both replay to the
+// same live set.
+//
+// Concurrency: mu guards log creation, live and the appends (one put at
+// a time). It is taken under a mirrorPartition's mu and takes no other
+// lock of the engine but, at the first put, the node's (register).
+type stateLog struct {
+	dir      *logstore.Dir
+	cfg      logstore.Config
+	register func(*logstore.Log, logstore.TopicID) // adds the topic to the node
+
+	mu      sync.Mutex
+	log     *logstore.Log                       // nil until the first put
+	live    map[MirrorStateKey]MirrorStateValue // bounded by the mirrored partitions
+	records int                                 // records replayed or appended since open
+	scratch []byte                              // the batch being built
+}
+
+func stateLogTP() logstore.TopicPartition {
+	return logstore.TopicPartition{Topic: mirrorStateTopic, Partition: 0}
+}
+
+// openStateLog replays __mirror_state if the directory holds it, and
+// compacts it when it has grown (see stateLog). register is called at the
+// first put, when the topic is created.
+func openStateLog(dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, logstore.TopicID)) (*stateLog, error) {
+	cfg.Flush = logstore.FlushEveryAppend
+	s := &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]MirrorStateValue{}}
+	log, _, ok := dir.Get(stateLogTP())
+	if !ok {
+		return s, nil
+	}
+	s.log = log
+	if err := s.replay(); err != nil {
+		return nil, err
+	}
+	if s.records > stateLogCompactMin && s.records > stateLogCompactRatio*len(s.live) {
+		if err := s.rewrite(); err != nil {
+			return nil, fmt.Errorf("engine: compact %s: %w", mirrorStateTopic, err)
+		}
+	}
+	return s, nil
+}
+
+// replay reads every record from the log start into live. (WalkBatches
+// gives header views only; the records are read with ReadBytes.)
+func (s *stateLog) replay() error {
+	end := s.log.LogEndOffset()
+	var buf []byte
+	for offset := s.log.LogStartOffset(); offset < end; {
+		var err error
+		if buf, err = s.log.ReadBytes(buf[:0], offset, 1<<20, end, true); err != nil {
+			return fmt.Errorf("engine: read %s at offset %d: %w", mirrorStateTopic, offset, err)
+		}
+		if len(buf) == 0 {
+			break
+		}
+		it := rb.NewIter(buf, true)
+		for it.Next() {
+			b := it.Batch()
+			offset = b.NextOffset()
+			if err := s.replayBatch(b); err != nil {
+				return err
+			}
+		}
+		if err := it.Err(); err != nil {
+			return fmt.Errorf("%w: %s at offset %d: %w", ErrMirrorStateCorrupt, mirrorStateTopic, offset, err)
+		}
+	}
+	return nil
+}
+
+func (s *stateLog) replayBatch(b rb.Batch) error {
+	if b.Control() {
+		return nil
+	}
+	if b.Codec() != rb.CodecNone {
+		return fmt.Errorf("%w: batch at offset %d is compressed (%v)", ErrMirrorStateCorrupt, b.BaseOffset(), b.Codec())
+	}
+	it := records.NewIter(b.Records())
+	n := int32(0)
+	for it.Next() {
+		r := it.Record()
+		offset := b.BaseOffset() + rb.Offset(r.OffsetDelta)
+		n++
+		s.records++
+		if r.Value == nil { // a tombstone
+			key, err := DecodeMirrorStateKey(r.Key)
+			if err != nil {
+				return fmt.Errorf("engine: %s offset %d: %w", mirrorStateTopic, offset, err)
+			}
+			delete(s.live, key)
+			continue
+		}
+		key, value, err := DecodeMirrorStateRecord(r.Key, r.Value)
+		if err != nil {
+			return fmt.Errorf("engine: %s offset %d: %w", mirrorStateTopic, offset, err)
+		}
+		s.live[key] = value
+	}
+	if err := it.Err(); err != nil || n != b.RecordCount() {
+		return fmt.Errorf("%w: %s batch at offset %d: %d of %d records readable: %v", ErrMirrorStateCorrupt, mirrorStateTopic, b.BaseOffset(), n, b.RecordCount(), it.Err())
+	}
+	return nil
+}
+
+// rewrite appends the live set in a new segment and moves the log start
+// to it (compaction by rewrite; see stateLog).
+func (s *stateLog) rewrite() error {
+	if err := s.log.Roll(); err != nil {
+		return err
+	}
+	start := s.log.LogEndOffset()
+	var batches []byte
+	recs := make([]rb.Record, 0, stateLogBatchRecords)
+	flush := func() {
+		if len(recs) > 0 {
+			batches = rb.Append(batches, rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, BaseTimestamp: time.Now().UnixMilli(), Records: recs})
+			recs = recs[:0]
+		}
+	}
+	for key, value := range s.live {
+		k, v := EncodeMirrorStateRecord(key, value)
+		recs = append(recs, rb.Record{Key: k, Value: v})
+		if len(recs) == stateLogBatchRecords {
+			flush()
+		}
+	}
+	flush()
+	if len(batches) > 0 {
+		if _, err := s.log.AppendAssign(batches, max(s.log.LatestEpoch(), 0)); err != nil {
+			return err
+		}
+		if err := s.log.Flush(); err != nil {
+			return err
+		}
+	}
+	s.log.SetHighWatermark(s.log.LogEndOffset())
+	if err := s.log.AdvanceLogStart(start); err != nil {
+		return err
+	}
+	s.records = len(s.live)
+	return nil
+}
+
+// get returns the stored value of key.
+func (s *stateLog) get(key MirrorStateKey) (MirrorStateValue, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.live[key]
+	return v, ok
+}
+
+// put appends value for key and syncs it. A value whose state epoch is
+// not above the stored one is refused (fencing).
+func (s *stateLog) put(key MirrorStateKey, value MirrorStateValue) error {
+	if err := errors.Join(key.validate(), value.validate()); err != nil {
+		return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if stored, ok := s.live[key]; ok && value.StateEpoch <= stored.StateEpoch {
+		return fmt.Errorf("engine: %s: %s %s-%d: state epoch %d fenced by the stored %d", mirrorStateTopic,
+			key.Mirror, logstore.TopicID(key.TopicID), key.Partition, value.StateEpoch, stored.StateEpoch)
+	}
+	if s.log == nil {
+		id := logstore.NewTopicID()
+		log, err := s.dir.Create(stateLogTP(), id, s.cfg)
+		if err != nil {
+			return fmt.Errorf("engine: create %s: %w", mirrorStateTopic, err)
+		}
+		s.log = log
+		if s.register != nil {
+			s.register(log, id)
+		}
+	}
+	k, v := EncodeMirrorStateRecord(key, value)
+	s.scratch = rb.Append(s.scratch[:0], rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		BaseTimestamp: time.Now().UnixMilli(), Records: []rb.Record{{Key: k, Value: v}}})
+	if _, err := s.log.AppendAssign(s.scratch, max(s.log.LatestEpoch(), 0)); err != nil {
+		return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
+	}
+	if err := s.log.Flush(); err != nil { // a no-op after FlushEveryAppend
+		return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
+	}
+	s.log.SetHighWatermark(s.log.LogEndOffset())
+	s.live[key] = value
+	s.records++
+	return nil
+}
