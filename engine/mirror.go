@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"regexp"
 	"sort"
 	"sync"
@@ -184,6 +185,9 @@ func (mp *mirrorPartition) fail(err error, retryable bool) {
 	if backoff <= 0 || backoff > mp.retry.MaxBackoff {
 		backoff = mp.retry.MaxBackoff
 	}
+	// Jitter of ±20%, so partitions that failed together do not retry
+	// together.
+	backoff = time.Duration(float64(backoff) * (0.8 + 0.4*rand.Float64()))
 	mp.retryAt = time.Now().Add(backoff)
 }
 

@@ -8,10 +8,12 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // mirrorRecord is a mirror as persisted: its config and the topics the
@@ -39,7 +41,7 @@ type mirrorAdmin Node
 
 func (a *mirrorAdmin) node() *Node { return (*Node)(a) }
 
-func (a *mirrorAdmin) CreateMirror(_ context.Context, name string, config map[string]string) error {
+func (a *mirrorAdmin) CreateMirror(ctx context.Context, name string, config map[string]string) error {
 	n := a.node()
 	if !mirrorName.MatchString(name) {
 		return fmt.Errorf("%w: mirror name %q: want 1-249 of [a-zA-Z0-9._-]", kerr.InvalidRequest, name)
@@ -51,6 +53,10 @@ func (a *mirrorAdmin) CreateMirror(_ context.Context, name string, config map[st
 	}
 	m, err := startMirror(n, name, config)
 	if err != nil {
+		return err
+	}
+	if err := m.probeSource(ctx); err != nil {
+		m.stop()
 		return err
 	}
 	if err := n.saveMirror(m); err != nil {
@@ -402,4 +408,20 @@ func (n *Node) markMirrored(m *mirror) {
 			}
 		}
 	}
+}
+
+// sourceProbeTimeout bounds the reachability check of CreateMirror.
+const sourceProbeTimeout = 10 * time.Second
+
+// probeSource asks the source cluster for its metadata once, so that a
+// mirror whose source cannot be reached (a typo in bootstrap.servers, a
+// closed port, TLS that does not handshake) is refused with the reason
+// instead of created silent.
+func (m *mirror) probeSource(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, min(sourceProbeTimeout, m.config.RequestTimeout))
+	defer cancel()
+	if _, err := m.client.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %v", kerr.InvalidConfig, m.name, strings.Join(m.config.BootstrapServers, ","), err)
+	}
+	return nil
 }
