@@ -291,8 +291,9 @@ func TestMirrorMetrics(t *testing.T) {
 // The status report behind /metrics and the status page: a mirror that
 // mirrors nothing yet lists every state at 0 and no partition series.
 func TestMirrorMetricsEmptyMirror(t *testing.T) {
+	_, sourceAddr := startNode(t, filepath.Join(t.TempDir(), "source")) // reachable, no topics
 	target, _ := startNode(t, filepath.Join(t.TempDir(), "target"))
-	if err := target.Mirrors().CreateMirror(context.Background(), "m", mirrorConfig("127.0.0.1:1")); err != nil {
+	if err := target.Mirrors().CreateMirror(context.Background(), "m", mirrorConfig(sourceAddr)); err != nil {
 		t.Fatal(err)
 	}
 	if missing := metricStatesAre(t, target, map[string]float64{}); missing != "" {
