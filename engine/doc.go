@@ -34,8 +34,9 @@
 // Produce with READ_ONLY_TOPIC. Mirror definitions persist in
 // mirror-<name>.json. The pure per-partition state machine
 // (mirror_state*.go) and the mirror config (mirror_config*.go) are built
-// and tested; the state machine is not yet driving the fetchers, and
-// partition state is not yet kept in __mirror_state.
+// and tested; the state machine is not yet driving the fetchers. Partition
+// failures and recoveries persist in __mirror_state (mirror_statelog.go),
+// an internal log replayed at open.
 //
 // Not built yet: failover (stop) and failback, consumer group offsets.
 //
