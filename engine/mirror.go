@@ -328,6 +328,13 @@ func (m *mirror) reconcile(ctx context.Context) error {
 		if t.Topic == nil || t.ErrorCode != 0 || t.IsInternal || !m.selects(*t.Topic) {
 			continue
 		}
+		if t.TopicID == ([16]byte{}) {
+			// Topic IDs keep a mirror from mixing two topics of one name;
+			// sources before Kafka 2.8 have none (nor, before 2.7, the
+			// DivergingEpoch the fetchers rely on).
+			m.log.Warn("cannot mirror topic: the source reports no topic ID (Kafka 3.1 or later is needed)", "topic", *t.Topic)
+			continue
+		}
 		if err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions))); err != nil {
 			m.log.Warn("cannot mirror topic", "topic", *t.Topic, "error", err)
 			m.failTopic(*t.Topic, err)

@@ -420,8 +420,18 @@ const sourceProbeTimeout = 10 * time.Second
 func (m *mirror) probeSource(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, min(sourceProbeTimeout, m.config.RequestTimeout))
 	defer cancel()
-	if _, err := m.client.Request(ctx, kmsg.NewPtrMetadataRequest()); err != nil {
+	resp, err := m.client.Request(ctx, kmsg.NewPtrMetadataRequest())
+	if err != nil {
 		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %v", kerr.InvalidConfig, m.name, strings.Join(m.config.BootstrapServers, ","), err)
+	}
+	// Mirroring keys topics by ID and truncates on DivergingEpoch: the
+	// source must answer Metadata v10+ (topic IDs, Kafka 2.8) and, for
+	// fetching by ID, Fetch v13 (Kafka 3.1).
+	if v := resp.GetVersion(); v < minSourceMetadataVersion {
+		return fmt.Errorf("%w: mirror %s: the source cluster at %s answers Metadata v%d, without topic IDs: mirroring needs Kafka 3.1 or later", kerr.InvalidConfig, m.name, strings.Join(m.config.BootstrapServers, ","), v)
 	}
 	return nil
 }
+
+// minSourceMetadataVersion is the first Metadata version with topic IDs.
+const minSourceMetadataVersion = 10

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
 )
 
 // mirrorConfig is a mirror config tuned for tests: fast metadata
@@ -363,5 +364,20 @@ func TestMirrorSourceTopicDeleted(t *testing.T) {
 			t.Fatalf("partitions not failed after the source topic was deleted: %+v", failed)
 		}
 		<-poll.C
+	}
+}
+
+// A source too old for topic IDs (here kfake speaking Kafka 2.6) is
+// refused at creation with the reason.
+func TestMirrorRefusesSourceWithoutTopicIDs(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "old"), kfake.MaxVersions(kversion.V2_6_0()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	target, _ := startNode(t, filepath.Join(t.TempDir(), "target"))
+	err = target.Mirrors().CreateMirror(context.Background(), "m", mirrorConfig(cluster.ListenAddrs()[0]))
+	if err == nil || !bytes.Contains([]byte(err.Error()), []byte("without topic IDs")) {
+		t.Fatalf("create a mirror of a Kafka 2.6 source: %v, want a refusal naming topic IDs", err)
 	}
 }
