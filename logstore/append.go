@@ -126,6 +126,11 @@ func (l *Log) write(batches []byte, info AppendInfo) error {
 			return l.undoEpochs(err)
 		}
 	}
+	// The active segment's indexes grow to their full size now, after
+	// beginWrite removed any clean-shutdown marker (see openSegment).
+	if err := l.active().unseal(); err != nil {
+		return l.undoEpochs(err)
+	}
 	if l.shouldRoll(info) {
 		if err := l.roll(info.FirstOffset); err != nil {
 			return l.undoEpochs(err)

@@ -153,7 +153,7 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 	check := func(b rb.Batch) error { return l.checkRecovered(b, logStartOffset) }
 	for i, base := range bases {
 		active := i == len(bases)-1
-		s, err := openSegment(l.fs, l.dir, base, l.cfg, active)
+		s, err := openSegment(l.fs, l.dir, base, l.cfg)
 		if err != nil {
 			return err
 		}
@@ -169,8 +169,10 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 		if err != nil {
 			return err
 		}
-		if !active && s.unsealed {
-			if err := s.seal(); err != nil { // its indexes were rebuilt
+		if s.unsealed && (!active || clean) {
+			// Its indexes were rebuilt: make them durable at their size
+			// now, so what a crash leaves matches what the marker claims.
+			if err := s.seal(); err != nil {
 				return err
 			}
 		}

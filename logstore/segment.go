@@ -77,7 +77,7 @@ func createSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment,
 // openSegment opens an existing segment. Indexes that are missing or fail
 // their checks are rebuilt from the log. The active segment's indexes are
 // mapped with room to grow.
-func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config, active bool) (*segment, error) {
+func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, error) {
 	log, err := fs.Open(segmentPath(dir, base, extLog))
 	if err != nil {
 		return nil, err
@@ -89,10 +89,12 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config, active bool)
 	}
 	s := &segment{fs: fs, dir: dir, base: base, log: log, size: size, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax}
 	s.refs.Store(1)
-	capacity := 0
-	if active {
-		capacity = cfg.IndexBytesMax
-	}
+	// Indexes open at their file size, even the active segment's: growing
+	// a file is a write, and a log opened after a clean shutdown must not
+	// write before its first append removes the clean-shutdown marker
+	// (a crash in between would leave a grown, unsynced index that the
+	// marker says to trust). unseal grows them when writing begins.
+	const capacity = 0
 	var offsetsCreated, timesCreated bool
 	if s.offsets, offsetsCreated, err = openOrCreateIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, capacity); err != nil {
 		log.Close()
@@ -103,7 +105,7 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config, active bool)
 		log.Close()
 		return nil, err
 	}
-	s.unsealed = active
+	s.unsealed = false
 	s.indexMissing = offsetsCreated || timesCreated
 	return s, nil
 }
@@ -142,7 +144,31 @@ func (s *segment) load() error {
 	for w.next() {
 		s.observe(w.batch)
 	}
-	return w.err
+	if w.err != nil {
+		return w.err
+	}
+	// Entries that point past the last batch cannot be this segment's.
+	if s.indexesBeyond(s.next) {
+		return s.rebuildIndexes(s.size)
+	}
+	return nil
+}
+
+// indexesBeyond reports whether an index's last entry names an offset at
+// or after next.
+func (s *segment) indexesBeyond(next rb.Offset) bool {
+	limit := uint32(next - s.base)
+	if n := s.offsets.entries; n > 0 {
+		if relative, _ := s.offsets.offsetAt(n - 1); relative >= limit {
+			return true
+		}
+	}
+	if n := s.times.entries; n > 0 {
+		if _, relative := s.times.timeAt(n - 1); relative >= limit {
+			return true
+		}
+	}
+	return false
 }
 
 // rebuildIndexes drops both indexes and rebuilds them from the batches
