@@ -509,15 +509,7 @@ func (m *mirror) realign(ctx context.Context, mp *mirrorPartition) error {
 }
 
 func (m *mirror) sourceOffset(ctx context.Context, mp *mirrorPartition, timestamp int64) (int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = mp.topic
-	p := kmsg.NewListOffsetsRequestTopicPartition()
-	p.Partition, p.Timestamp, p.CurrentLeaderEpoch = mp.partition, timestamp, -1
-	t.Partitions = append(t.Partitions, p)
-	req.Topics = append(req.Topics, t)
-	kresp, err := m.client.Broker(int(mp.sourceLeader.Load())).Request(ctx, req)
+	kresp, err := m.client.Broker(int(mp.sourceLeader.Load())).Request(ctx, listOffsetsRequest([]*mirrorPartition{mp}, timestamp))
 	if err != nil {
 		return -1, err
 	}
@@ -530,4 +522,27 @@ func (m *mirror) sourceOffset(ctx context.Context, mp *mirrorPartition, timestam
 		return -1, err
 	}
 	return rp.Offset, nil
+}
+
+// listOffsetsRequest asks a source broker, as a consumer would
+// (READ_UNCOMMITTED, no leader epoch), for the offset at timestamp (-2
+// earliest, -1 latest) of each partition.
+func listOffsetsRequest(partitions []*mirrorPartition, timestamp int64) *kmsg.ListOffsetsRequest {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID, req.IsolationLevel = -1, 0
+	topics := map[string]int{}
+	for _, mp := range partitions {
+		i, ok := topics[mp.topic]
+		if !ok {
+			t := kmsg.NewListOffsetsRequestTopic()
+			t.Topic = mp.topic
+			req.Topics = append(req.Topics, t)
+			i = len(req.Topics) - 1
+			topics[mp.topic] = i
+		}
+		p := kmsg.NewListOffsetsRequestTopicPartition()
+		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = mp.partition, timestamp, -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+	}
+	return req
 }

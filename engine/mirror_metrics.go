@@ -310,23 +310,7 @@ func (m *mirror) probePaused(ctx context.Context) {
 }
 
 func (m *mirror) probeHighWatermarks(ctx context.Context, leader int32, set []*mirrorPartition) error {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID, req.IsolationLevel = -1, 0
-	topics := map[string]int{}
-	for _, mp := range set {
-		i, ok := topics[mp.topic]
-		if !ok {
-			t := kmsg.NewListOffsetsRequestTopic()
-			t.Topic = mp.topic
-			req.Topics = append(req.Topics, t)
-			i = len(req.Topics) - 1
-			topics[mp.topic] = i
-		}
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = mp.partition, -1, -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
-	}
-	kresp, err := m.client.Broker(int(leader)).Request(ctx, req)
+	kresp, err := m.client.Broker(int(leader)).Request(ctx, listOffsetsRequest(set, -1))
 	if err != nil {
 		return err
 	}
