@@ -107,7 +107,7 @@ func (p *partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 }
 
 // ListOffset answers ListOffsets: -2 earliest, -1 latest (high watermark,
-// or last stable offset for read_committed), -3 the record with the
+// or last stable offset for read_committed), -3 the first record with the
 // largest timestamp, else the first batch whose max timestamp reaches the
 // target (narrowed to the record where the batch can be decoded).
 func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int64, int64, int32, error) {
@@ -122,11 +122,18 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 		}
 		return latest, -1, p.epochAt(latest), nil
 	case -3: // max timestamp
+		// Kafka answers the first record carrying the largest timestamp, in
+		// the first batch that reached it (DefaultRecordBatch
+		// offsetOfMaxTimestamp), not that batch's base offset.
 		ts, offset, ok := p.log.MaxTimestamp()
 		if !ok {
 			return -1, -1, -1, nil
 		}
-		return int64(offset), ts, p.epochAt(int64(offset)), nil
+		recordOffset, _, epoch, err := p.refineTimestamp(offset, ts, 0)
+		if err != nil {
+			return -1, -1, -1, readError(err)
+		}
+		return recordOffset, ts, epoch, nil
 	}
 	offset, ok, err := p.log.OffsetForTimestamp(timestamp)
 	if err != nil {
@@ -135,11 +142,11 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 	if !ok {
 		return -1, -1, -1, nil
 	}
-	recordOffset, recordTimestamp, err := p.refineTimestamp(offset, timestamp)
+	recordOffset, recordTimestamp, epoch, err := p.refineTimestamp(offset, timestamp, rb.Offset(offsets.LogStartOffset))
 	if err != nil {
 		return -1, -1, -1, readError(err)
 	}
-	return recordOffset, recordTimestamp, p.epochAt(recordOffset), nil
+	return recordOffset, recordTimestamp, epoch, nil
 }
 
 // epochAt is the leader epoch of the batch holding offset (the latest

@@ -55,27 +55,30 @@ func (p *partition) abortedTransactions(from, to int64) []netio.AbortedTransacti
 	return found
 }
 
-// refineTimestamp narrows a timestamp lookup from the batch at offset to
-// its first record at or after timestamp, and returns that record's
-// offset and timestamp. A batch that cannot be decoded (a mirrored batch
-// in a codec this node does not read) answers offset and -1, and so does
-// a record found below the log start (DeleteRecords cut the batch): the
-// answer is then the log start offset, whose record may be older than
-// timestamp (Kafka looks only at the records from the log start on).
-func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64) (int64, int64, error) {
-	data, err := p.log.ReadBytes(nil, offset, 1, p.log.LogEndOffset(), true)
+// refineTimestamp narrows a timestamp lookup from the batch holding
+// offset to its first record at offset from or later whose timestamp is at
+// least timestamp (Kafka's LogSegment.findOffsetByTimestamp, from being
+// the log start offset), and returns that record's offset and timestamp
+// and its batch's partitionLeaderEpoch, as Kafka does. A batch that cannot
+// be decoded (a mirrored batch in a codec this node does not read), or
+// whose matching records all lie below from, answers offset, -1 and the
+// batch's epoch (Kafka would look on in the next batches; only a log start
+// inside a batch can cause it).
+func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.Offset) (int64, int64, int32, error) {
+	data, err := p.log.BatchBytes(nil, offset)
 	if err != nil {
-		return -1, -1, err
+		return -1, -1, -1, err
 	}
 	b, err := rb.Parse(data)
 	if err != nil {
-		return int64(offset), -1, nil // the batch is there but unreadable: answer the batch
+		return int64(offset), -1, p.epochAt(int64(offset)), nil // the batch is there but unreadable: answer the batch
 	}
-	recordOffset, recordTimestamp, found, err := records.FirstAtOrAfter(b, timestamp, recordsLimit)
-	if err != nil || !found || recordOffset < offset {
-		return int64(offset), -1, nil // as above
+	epoch := int32(b.LeaderEpoch())
+	recordOffset, recordTimestamp, found, err := records.FirstAtOrAfter(b, timestamp, from, recordsLimit)
+	if err != nil || !found {
+		return int64(offset), -1, epoch, nil // as above
 	}
-	return int64(recordOffset), recordTimestamp, nil
+	return int64(recordOffset), recordTimestamp, epoch, nil
 }
 
 // Produce appends a writable topic's batches, assigning offsets and the

@@ -331,12 +331,16 @@ func TestListOffsetNarrowsToRecord(t *testing.T) {
 			t.Errorf("ListOffset(%d) = %d, %d, %v; want %d, %d", tc.timestamp, offset, ts, err, tc.wantOffset, tc.wantTimestamp)
 		}
 	}
-	// A record found below the log start answers the log start.
+	// Kafka looks only at records from the log start on (inside a batch
+	// too), but answers MAX_TIMESTAMP from the batches, below it too.
 	if _, err := p.DeleteRecords(context.Background(), 2); err != nil {
 		t.Fatal(err)
 	}
-	if offset, ts, _, err := p.ListOffset(base, netio.ReadUncommitted); err != nil || offset != 2 || ts != -1 {
-		t.Errorf("ListOffset(%d) after DeleteRecords(2) = %d, %d, %v; want 2, -1", int64(base), offset, ts, err)
+	if offset, ts, _, err := p.ListOffset(base, netio.ReadUncommitted); err != nil || offset != 2 || ts != base+20 {
+		t.Errorf("ListOffset(%d) after DeleteRecords(2) = %d, %d, %v; want 2, %d", int64(base), offset, ts, err, int64(base+20))
+	}
+	if offset, ts, epoch, err := p.ListOffset(-3, netio.ReadUncommitted); err != nil || offset != 3 || ts != base+30 || epoch != 0 {
+		t.Errorf("ListOffset(max timestamp) = %d, %d, epoch %d, %v; want 3, %d, epoch 0", offset, ts, epoch, err, int64(base+30))
 	}
 }
 

@@ -46,7 +46,12 @@ func (l *Log) Read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 	if offset < l.logStartOffset || offset > leo {
 		return Slice{}, fmt.Errorf("%w: offset %d outside [%d, %d]", ErrOffsetOutOfRange, offset, l.logStartOffset, leo)
 	}
-	maxOffset = min(maxOffset, leo)
+	return l.read(offset, maxBytes, min(maxOffset, leo), minOneBatch)
+}
+
+// read is Read without the log start check (l.mu held, maxOffset <= the
+// log end offset).
+func (l *Log) read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOneBatch bool) (Slice, error) {
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
 	for ; i >= 0 && i < len(l.segments) && offset < maxOffset; i++ {
 		s := l.segments[i]
@@ -95,6 +100,11 @@ func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset 
 	if err != nil {
 		return dst, err
 	}
+	return readSlice(dst, slice)
+}
+
+// readSlice reads slice into dst and releases it.
+func readSlice(dst []byte, slice Slice) ([]byte, error) {
 	defer slice.Release()
 	if slice.Length == 0 {
 		return dst, nil // an empty Slice has no File
@@ -106,6 +116,29 @@ func (l *Log) ReadBytes(dst []byte, offset rb.Offset, maxBytes int64, maxOffset 
 		return dst[:start], fmt.Errorf("logstore: read %d of %d bytes at position %d (truncated while reading?): %w", n, slice.Length, slice.Position, err)
 	}
 	return dst, nil
+}
+
+// BatchBytes appends the whole batch holding offset (or the first after
+// it) to dst, even below the log start offset while a segment still holds
+// it: Kafka answers ListOffsets MAX_TIMESTAMP from the segments, below the
+// log start too.
+func (l *Log) BatchBytes(dst []byte, offset rb.Offset) ([]byte, error) {
+	l.mu.RLock()
+	if l.closed {
+		l.mu.RUnlock()
+		return dst, ErrClosed
+	}
+	leo := l.logEndOffset()
+	if len(l.segments) == 0 || offset < l.segments[0].base || offset >= leo {
+		l.mu.RUnlock()
+		return dst, fmt.Errorf("%w: offset %d is in no segment", ErrOffsetOutOfRange, offset)
+	}
+	slice, err := l.read(offset, 1, leo, true)
+	l.mu.RUnlock()
+	if err != nil {
+		return dst, err
+	}
+	return readSlice(dst, slice)
 }
 
 // OffsetForTimestamp returns the base offset of the first batch whose max

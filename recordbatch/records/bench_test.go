@@ -42,7 +42,7 @@ func BenchmarkFirstAtOrAfter(b *testing.B) {
 			b.SetBytes(int64(size))
 			b.ReportAllocs()
 			for b.Loop() {
-				if _, _, found, err := records.FirstAtOrAfter(batch, batch.MaxTimestamp(), 0); err != nil || !found {
+				if _, _, found, err := records.FirstAtOrAfter(batch, batch.MaxTimestamp(), 0, 0); err != nil || !found {
 					b.Fatal(found, err)
 				}
 			}

@@ -145,8 +145,9 @@ func ControlType(b recordbatch.Batch) (int16, error) {
 	return kind, err
 }
 
-// FirstAtOrAfter finds the first record of b whose timestamp is at least
-// timestamp, as Kafka's ListOffsets does within a batch: its offset
+// FirstAtOrAfter finds the first record of b at offset from or later whose
+// timestamp is at least timestamp, as Kafka's ListOffsets does within a
+// batch (from is the log start offset, which can fall inside a batch): its offset
 // (baseOffset + offsetDelta) and its timestamp, which is baseTimestamp +
 // timestampDelta, or the batch's maxTimestamp for a LogAppendTime batch.
 // Like Kafka it skips a batch whose maxTimestamp is below timestamp
@@ -155,7 +156,7 @@ func ControlType(b recordbatch.Batch) (int16, error) {
 // It reads records only up to the one it returns, checking that they
 // parse but not their count or offset deltas, so it works on batches
 // compaction has thinned. Errors are those of Validate.
-func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, limit int) (offset recordbatch.Offset, recordTimestamp int64, found bool, err error) {
+func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, from recordbatch.Offset, limit int) (offset recordbatch.Offset, recordTimestamp int64, found bool, err error) {
 	if err := checkFraming(b); err != nil {
 		return 0, 0, false, err
 	}
@@ -170,8 +171,8 @@ func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, limit int) (offset rec
 			if b.LogAppendTime() {
 				recordTimestamp = b.MaxTimestamp()
 			}
-			if recordTimestamp >= timestamp {
-				offset, found = b.BaseOffset()+recordbatch.Offset(record.OffsetDelta), true
+			if recordOffset := b.BaseOffset() + recordbatch.Offset(record.OffsetDelta); recordTimestamp >= timestamp && recordOffset >= from {
+				offset, found = recordOffset, true
 				return nil
 			}
 		}

@@ -213,26 +213,31 @@ func TestFirstAtOrAfter(t *testing.T) {
 		name   string
 		batch  rb.Batch
 		target int64
+		from   rb.Offset // the log start offset
 		want   want
 	}{
-		{"before all", plain, 0, want{100, 1_000, true}},
-		{"min int64", plain, math.MinInt64, want{100, 1_000, true}},
-		{"at the first", plain, 1_000, want{100, 1_000, true}},
-		{"just after the first", plain, 1_001, want{101, 1_010, true}},
-		{"first in order, not the least above", plain, 1_004, want{101, 1_010, true}},
-		{"at the last", plain, 1_030, want{103, 1_030, true}},
-		{"after the max", plain, 1_031, want{}},
-		{"max int64", plain, math.MaxInt64, want{}},
-		{"zstd", zstd, 1_011, want{103, 1_030, true}},
-		{"log append time, before", appendTime, 4_000, want{100, 5_000, true}},
-		{"log append time, at", appendTime, 5_000, want{100, 5_000, true}},
-		{"log append time, after", appendTime, 5_001, want{}},
-		{"log append time below the record times", withLogAppendTime(plain, 900), 1_000, want{}},
-		{"compacted", thinned, 1_001, want{103, 1_030, true}},
-		{"understated max timestamp", understated, 1_030, want{}},
+		{"before all", plain, 0, 0, want{100, 1_000, true}},
+		{"min int64", plain, math.MinInt64, 0, want{100, 1_000, true}},
+		{"at the first", plain, 1_000, 0, want{100, 1_000, true}},
+		{"just after the first", plain, 1_001, 0, want{101, 1_010, true}},
+		{"first in order, not the least above", plain, 1_004, 0, want{101, 1_010, true}},
+		{"at the last", plain, 1_030, 0, want{103, 1_030, true}},
+		{"after the max", plain, 1_031, 0, want{}},
+		{"max int64", plain, math.MaxInt64, 0, want{}},
+		{"zstd", zstd, 1_011, 0, want{103, 1_030, true}},
+		{"log append time, before", appendTime, 4_000, 0, want{100, 5_000, true}},
+		{"log append time, at", appendTime, 5_000, 0, want{100, 5_000, true}},
+		{"log append time, after", appendTime, 5_001, 0, want{}},
+		{"log append time below the record times", withLogAppendTime(plain, 900), 1_000, 0, want{}},
+		{"compacted", thinned, 1_001, 0, want{103, 1_030, true}},
+		{"understated max timestamp", understated, 1_030, 0, want{}},
+		{"log start inside the batch", plain, 0, 102, want{102, 1_005, true}},
+		{"log start past the match", plain, 1_010, 102, want{103, 1_030, true}},
+		{"log start past every match", plain, 1_030, 104, want{}},
+		{"log start in a compaction gap", thinned, 0, 101, want{103, 1_030, true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			offset, timestamp, found, err := records.FirstAtOrAfter(tc.batch, tc.target, 0)
+			offset, timestamp, found, err := records.FirstAtOrAfter(tc.batch, tc.target, tc.from, 0)
 			if got := (want{offset, timestamp, found}); err != nil || got != tc.want {
 				t.Fatalf("FirstAtOrAfter(%d) = %+v, %v; want %+v", tc.target, got, err, tc.want)
 			}
@@ -241,10 +246,10 @@ func TestFirstAtOrAfter(t *testing.T) {
 
 	broken := batchOf(sectionOf(good(0), rawRecord{body: []byte{0, 0x80}}), 2)
 	binary.BigEndian.PutUint64(broken[atMaxTimestamp:], math.MaxInt64)
-	if _, _, found, err := records.FirstAtOrAfter(broken, 1_000_000, 0); !errors.Is(err, rb.ErrCorrupt) || found {
+	if _, _, found, err := records.FirstAtOrAfter(broken, 1_000_000, 0, 0); !errors.Is(err, rb.ErrCorrupt) || found {
 		t.Fatalf("broken second record: found %v, err %v; want ErrCorrupt", found, err)
 	}
-	if _, _, found, err := records.FirstAtOrAfter(broken, 0, 0); err != nil || !found {
+	if _, _, found, err := records.FirstAtOrAfter(broken, 0, 0, 0); err != nil || !found {
 		t.Fatalf("broken second record, first matches: found %v, err %v", found, err)
 	}
 }
