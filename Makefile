@@ -8,16 +8,27 @@ BIN       := bin/mirrord
 FUZZ_TARGETS := $(shell grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.cache/*') 2>/dev/null | \
 	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*)/[^/]*:func (Fuzz.*)$$|\1:\2|')
 
-.PHONY: all build tools test vet unit fuzz fuzz-short bench demo clean
+.PHONY: all build tools test vet unit interop fuzz fuzz-short bench demo clean
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/mirrord
 
-# Test tools the e2e suite runs: kcat, cached in .cache/ (scripts/install-kcat.sh).
+# Test tools the e2e suite runs, cached in .cache/: kcat (scripts/install-kcat.sh)
+# and, where Java is present, the Apache Kafka jars of the interop suite
+# (scripts/install-kafka.sh, Maven). Without Java the interop tests skip, except
+# under CI=true (.ci/run) or MIRRORD_INTEROP=1, where they fail.
 tools:
 	bash scripts/install-kcat.sh
+	@if command -v java >/dev/null 2>&1; then bash scripts/install-kafka.sh >/dev/null; \
+	else echo "tools: no java on PATH: the interop suite (real Kafka) will be skipped, or fail on CI"; fi
+
+# The interop suite alone: mirrord against real Kafka 4.4 brokers and clients.
+interop:
+	bash scripts/install-kcat.sh
+	bash scripts/install-kafka.sh >/dev/null
+	MIRRORD_INTEROP=1 $(GO) test -race -count=1 -run 'Interop' -v ./e2e/
 
 vet:
 	$(GO) vet ./...

@@ -28,7 +28,8 @@ var allowed = map[string][]string{
 	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench"},
-	"e2e":                 {}, // test-only: drives mirrord as a process, imports nothing of the module
+	"kafkatest":           {},            // starts real Kafka brokers for e2e and bench; imports nothing of the module
+	"e2e":                 {"kafkatest"}, // test-only: drives mirrord as a process
 }
 
 // noIO lists packages that must not touch files or the network.

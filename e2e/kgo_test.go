@@ -33,7 +33,7 @@ var codecs = []struct {
 func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
 	t.Helper()
 	base := []kgo.Opt{
-		kgo.SeedBrokers(addr),
+		seeds(addr),
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.RecordDeliveryTimeout(30 * time.Second),
 		kgo.RetryTimeout(10 * time.Second),

@@ -467,6 +467,21 @@ func checkDescribedCaughtUp(ctx context.Context, t *testing.T, addr, sourceAddr 
 // endOffsets asks addr for the high watermark (ListOffsets latest,
 // read_uncommitted) of each partition in one raw request.
 func endOffsets(ctx context.Context, addr string, tps []topicPartition) (map[topicPartition]int64, error) {
+	if strings.Contains(addr, ",") { // a Kafka cluster: ask each partition's leader
+		out := make(map[topicPartition]int64, len(tps))
+		for _, tp := range tps {
+			leader, err := leaderAddress(ctx, addr, tp)
+			if err != nil {
+				return nil, err
+			}
+			one, err := endOffsets(ctx, leader, []topicPartition{tp})
+			if err != nil {
+				return nil, err
+			}
+			out[tp] = one[tp]
+		}
+		return out, nil
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	c, err := dialRaw(ctx, addr)
@@ -646,7 +661,7 @@ func checkMirrorWorkload(t *testing.T, source map[topicPartition]storedPartition
 // topicIDs reads the topics' IDs from addr's metadata.
 func topicIDs(ctx context.Context, t *testing.T, addr string, topics map[string]int32) map[string]kadm.TopicID {
 	t.Helper()
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	client, err := kgo.NewClient(seeds(addr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -113,7 +113,7 @@ func skipTags(b []byte) ([]byte, error) {
 
 // storedPartition is what one partition holds, read with raw Fetches.
 type storedPartition struct {
-	batches          []byte // every whole batch from offset 0, as served
+	batches          []byte // every whole batch from the log start, as served
 	batchCount       int
 	codecs           map[int8]int   // compression attribute -> data batches
 	markers          map[string]int // control batches: "commit", "abort", "other"
@@ -141,16 +141,23 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// readPartition fetches a partition from offset 0 to its high watermark
-// (read_uncommitted) and checks each batch's framing and CRC-32C.
+// readPartition fetches a partition from its log start offset to its high
+// watermark (read_uncommitted) and checks each batch's framing and CRC-32C.
 func readPartition(ctx context.Context, addr, topic string, partition int32) (storedPartition, error) {
+	addr, err := leaderAddress(ctx, addr, topicPartition{topic, partition})
+	if err != nil {
+		return storedPartition{}, err
+	}
 	c, err := dialRaw(ctx, addr)
 	if err != nil {
 		return storedPartition{}, err
 	}
 	defer c.close()
 	stored := storedPartition{codecs: map[int8]int{}, markers: map[string]int{}}
-	offset := int64(0)
+	offset, err := earliestOffset(ctx, c, topic, partition)
+	if err != nil {
+		return stored, err
+	}
 	for round := 0; ; round++ {
 		if round == fetchRoundsMax {
 			return stored, fmt.Errorf("%s-%d: not read to the end in %d fetches", topic, partition, fetchRoundsMax)
@@ -172,6 +179,32 @@ func readPartition(ctx context.Context, addr, topic string, partition int32) (st
 		}
 		offset = next
 	}
+}
+
+// earliestOffset asks for the partition's log start offset (ListOffsets
+// v4, timestamp -2).
+func earliestOffset(ctx context.Context, c *rawConn, topic string, partition int32) (int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.Version, req.ReplicaID = 4, -1
+	rt := kmsg.NewListOffsetsRequestTopic()
+	rt.Topic = topic
+	rp := kmsg.NewListOffsetsRequestTopicPartition()
+	rp.Partition, rp.CurrentLeaderEpoch, rp.Timestamp = partition, -1, -2
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	kresp, err := c.request(ctx, req)
+	if err != nil {
+		return 0, fmt.Errorf("ListOffsets %s-%d earliest: %w", topic, partition, err)
+	}
+	resp := kresp.(*kmsg.ListOffsetsResponse)
+	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != 1 {
+		return 0, fmt.Errorf("ListOffsets %s-%d earliest: %d topics in the answer", topic, partition, len(resp.Topics))
+	}
+	p := resp.Topics[0].Partitions[0]
+	if p.ErrorCode != 0 {
+		return 0, fmt.Errorf("ListOffsets %s-%d earliest: error code %d", topic, partition, p.ErrorCode)
+	}
+	return p.Offset, nil
 }
 
 func fetchOnce(ctx context.Context, c *rawConn, topic string, partition int32, offset int64) (kmsg.FetchResponseTopicPartition, error) {

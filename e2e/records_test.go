@@ -176,7 +176,7 @@ func consume(ctx context.Context, t *testing.T, addr string, isolation kgo.Isola
 		partitions[tp.topic][tp.partition] = kgo.NewOffset().At(0)
 		remaining += count
 	}
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(partitions),
+	client, err := kgo.NewClient(seeds(addr), kgo.ConsumePartitions(partitions),
 		kgo.FetchIsolationLevel(isolation), kgo.FetchMaxWait(250*time.Millisecond), kgo.RetryTimeout(10*time.Second))
 	if err != nil {
 		t.Fatalf("consumer: %v", err)
@@ -270,7 +270,7 @@ func sortedPartitions[V any](m map[topicPartition]V) []topicPartition {
 // createTopics creates topics of the given partition counts with kadm.
 func createTopics(ctx context.Context, t *testing.T, addr string, topics map[string]int32) {
 	t.Helper()
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	client, err := kgo.NewClient(seeds(addr))
 	if err != nil {
 		t.Fatal(err)
 	}

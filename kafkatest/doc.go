@@ -1,0 +1,15 @@
+// Package kafkatest starts real Apache Kafka brokers (KRaft, combined
+// controller+broker nodes) on loopback from the jars that
+// scripts/install-kafka.sh resolves with Maven (kafkatest/pom.xml), and runs
+// Kafka's own command-line tools from the same jars. The interop suite
+// (e2e) and the benchmarks (bench) use it; nothing in mirrord's data path
+// does.
+//
+// A Cluster's nodes keep their data folders across Kill and Restart, so a
+// killed partition leader comes back as a follower with its log, as in
+// production. Each node logs to a file in its folder; LogTail and Logs
+// return the end of those logs for a failing test to print.
+//
+// Every wait has a deadline, every tool run a time and output bound, and a
+// broker dies with the process that started it (PR_SET_PDEATHSIG).
+package kafkatest
