@@ -45,7 +45,11 @@ type mirror struct {
 	exclude         []*regexp.Regexp                             // start exclusions
 	names           map[string]bool                              // topics started by name
 	paused          map[string]bool                              // topics whose desired state is PAUSED
+	stopped         map[string]bool                              // topics whose desired state is STOPPED (failed over)
 	partitions      map[logstore.TopicPartition]*mirrorPartition // bounded by the source's partitions
+	// stoppedPartitions are the partitions of stopped topics, STOPPING or
+	// STOPPED: no fetcher holds them (bounded as partitions).
+	stoppedPartitions map[logstore.TopicPartition]*mirrorPartition
 	fetchers        map[int32]*fetcherRun
 	sourceClusterID string
 }
@@ -83,6 +87,13 @@ type mirrorPartition struct {
 	failures   int16      // retries so far; -1: waits for RecoverMirroring
 	retryAt    time.Time  // when a FAILED partition is fetched again
 	stateEpoch StateEpoch // of the last persisted state
+	// aligned: failback's log alignment ran (or this mirror's record
+	// shows it fetched before); until then the fetchers skip it.
+	aligned bool
+	// lastMirrorEpoch and lastMirrorOffset: the stop's last mirror
+	// epoch, once STOPPED (rb.NoEpoch and -1 before).
+	lastMirrorEpoch  rb.Epoch
+	lastMirrorOffset rb.Offset
 }
 
 // mirrored runs after every mirrored append: it persists a change only,
@@ -156,8 +167,12 @@ func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
 // (before the partition is shared).
 func (mp *mirrorPartition) restore(v MirrorStateValue) {
 	mp.stateEpoch = v.StateEpoch
+	// A partition this mirror fetched before (any record but STOPPED:
+	// MIRRORING, FAILED) needs no alignment; a stopped one started again
+	// does (failback).
+	mp.aligned = v.State != MirrorStopped && v.State != MirrorStopping
 	if v.State != MirrorFailed {
-		return // this build runs MIRRORING only; pause is the mirror's
+		return // pause is the mirror's
 	}
 	mp.state, mp.err, mp.failures = "FAILED", v.Error, -1
 	if v.Retryable {
@@ -208,12 +223,20 @@ func (mp *mirrorPartition) ready(now time.Time) (bool, time.Time) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	switch {
+	case !mp.aligned:
+		return false, time.Time{} // the controller aligns it first
 	case mp.state != "FAILED":
 		return true, time.Time{}
 	case mp.failures < 0:
 		return false, time.Time{}
 	}
 	return !now.Before(mp.retryAt), mp.retryAt
+}
+
+func (mp *mirrorPartition) isAligned() bool {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return mp.aligned
 }
 
 func (mp *mirrorPartition) status() (string, string, int16) {
@@ -231,13 +254,15 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
+	options = append(options, kgo.MaxVersions(netio.MirrorClientVersions())) // failback's lookups
 	client, err := kgo.NewClient(options...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
 	m := &mirror{node: n, name: name, props: props, config: config, client: client,
 		log: n.log.With("mirror", name), metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1), done: make(chan struct{}),
-		names: map[string]bool{}, paused: map[string]bool{}, partitions: map[logstore.TopicPartition]*mirrorPartition{},
+		names: map[string]bool{}, paused: map[string]bool{}, stopped: map[string]bool{},
+		partitions: map[logstore.TopicPartition]*mirrorPartition{}, stoppedPartitions: map[logstore.TopicPartition]*mirrorPartition{},
 		fetchers: map[int32]*fetcherRun{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
@@ -282,11 +307,11 @@ func (m *mirror) run(ctx context.Context) {
 }
 
 // selects reports whether the mirror mirrors topic (m.mu held): a topic
-// started by name or by a start pattern, that the mirror config's
+// not stopped, started by name or by a start pattern, that the mirror config's
 // topics.include admits and its topics.exclude does not, and that no
 // start exclusion names.
 func (m *mirror) selects(topic string) bool {
-	if !m.config.TopicsInclude.Matches(topic) || m.config.TopicsExclude.Matches(topic) {
+	if m.stopped[topic] || !m.config.TopicsInclude.Matches(topic) || m.config.TopicsExclude.Matches(topic) {
 		return false
 	}
 	for _, re := range m.exclude {
@@ -354,6 +379,15 @@ func (m *mirror) reconcile(ctx context.Context) error {
 		}
 	}
 	m.checkSourceTopics(present)
+	var unaligned []*mirrorPartition
+	for _, set := range byBroker {
+		for _, mp := range set {
+			if !mp.isAligned() {
+				unaligned = append(unaligned, mp)
+			}
+		}
+	}
+	m.alignPartitions(ctx, unaligned)
 	m.assignFetchers(byBroker)
 	return nil
 }
@@ -401,10 +435,13 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 // holds for it if any (a FAILED partition stays FAILED across a restart).
 func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
 	p.setMirrored(true)
-	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "MIRRORING", retry: m.config.Retry,
-		states: m.node.states, mirror: m.name, log: m.log}
+	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "LOG_ALIGNMENT", retry: m.config.Retry,
+		states: m.node.states, mirror: m.name, log: m.log, lastMirrorEpoch: rb.NoEpoch, lastMirrorOffset: -1}
 	if v, ok := m.node.states.get(mp.stateKey()); ok {
 		mp.restore(v)
+	}
+	if mp.aligned && mp.state == "LOG_ALIGNMENT" {
+		mp.state = "MIRRORING"
 	}
 	mp.sourceHighWatermark.Store(-1)
 	mp.metrics.joined = time.Now()
@@ -545,4 +582,24 @@ func listOffsetsRequest(partitions []*mirrorPartition, timestamp int64) *kmsg.Li
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
 	return req
+}
+
+// topicSnapshot is a local topic as it was when listed.
+type topicSnapshot struct {
+	name       string
+	id         [16]byte
+	partitions []*partition
+}
+
+// topicsSnapshot lists the node's topics but the internal one.
+func (n *Node) topicsSnapshot() []topicSnapshot {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	out := make([]topicSnapshot, 0, len(n.topics))
+	for name, t := range n.topics {
+		if !t.internal {
+			out = append(out, topicSnapshot{name, t.id, append([]*partition(nil), t.partitions...)})
+		}
+	}
+	return out
 }

@@ -28,6 +28,7 @@ type mirrorRecord struct {
 	Include []string          `json:"include,omitempty"`
 	Exclude []string          `json:"exclude,omitempty"`
 	Paused  []string          `json:"paused,omitempty"`
+	Stopped []string          `json:"stopped,omitempty"` // failed over: never fetched again unless started
 }
 
 const mirrorFilePrefix, mirrorFileSuffix = "mirror-", ".json"
@@ -78,6 +79,11 @@ func (a *mirrorAdmin) DeleteMirror(_ context.Context, name string) error {
 	}
 	m.mu.Lock()
 	active := len(m.partitions)
+	for _, mp := range m.stoppedPartitions {
+		if state, _, _ := mp.status(); state != "STOPPED" {
+			active++
+		}
+	}
 	m.mu.Unlock()
 	if active > 0 {
 		return fmt.Errorf("%w: mirror %q still mirrors %d partitions: stop its topics first", kerr.InvalidRequest, name, active)
@@ -103,6 +109,12 @@ func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, ch
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", kerr.InvalidRegularExpression, err)
 	}
+	if change == netio.StopMirroring {
+		m.mu.Lock()
+		matched := m.matching(topics.Names, include, exclude)
+		m.mu.Unlock()
+		return m.stopTopics(matched), nil
+	}
 	results := m.change(change, topics.Names, include, exclude)
 	if err := n.saveMirror(m); err != nil {
 		return nil, err
@@ -125,6 +137,14 @@ func (m *mirror) change(change netio.TopicsChange, names []string, include, excl
 		m.include = append(m.include, include...)
 		m.exclude = append(m.exclude, exclude...)
 		matched = m.matching(names, include, exclude)
+		for _, t := range matched { // a stopped topic mirrors again, after alignment (failback)
+			delete(m.stopped, t)
+			for tp := range m.stoppedPartitions {
+				if tp.Topic == t {
+					delete(m.stoppedPartitions, tp)
+				}
+			}
+		}
 	case netio.PauseMirroring, netio.ResumeMirroring:
 		for _, t := range matched {
 			m.paused[t] = change == netio.PauseMirroring
@@ -135,11 +155,6 @@ func (m *mirror) change(change netio.TopicsChange, names []string, include, excl
 				mp.recover() // persists MIRRORING
 			}
 		}
-	case netio.StopMirroring:
-		for _, t := range matched {
-			results = append(results, netio.TopicResult{Topic: t, Err: fmt.Errorf("%w: stopping (failover) is not built yet", kerr.InvalidRequest)})
-		}
-		return results
 	}
 	for _, t := range matched {
 		results = append(results, netio.TopicResult{Topic: t})
@@ -154,10 +169,12 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 	for _, t := range names {
 		set[t] = true
 	}
-	for tp := range m.partitions {
-		for _, re := range include {
-			if re.MatchString(tp.Topic) {
-				set[tp.Topic] = true
+	for _, partitions := range []map[logstore.TopicPartition]*mirrorPartition{m.partitions, m.stoppedPartitions} {
+		for tp := range partitions {
+			for _, re := range include {
+				if re.MatchString(tp.Topic) {
+					set[tp.Topic] = true
+				}
 			}
 		}
 	}
@@ -194,6 +211,9 @@ func (a *mirrorAdmin) ListMirrors(context.Context) ([]netio.MirrorListing, error
 		listing := netio.MirrorListing{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
 		topics := map[string]bool{}
 		for tp := range m.partitions {
+			topics[tp.Topic] = true
+		}
+		for tp := range m.stoppedPartitions {
 			topics[tp.Topic] = true
 		}
 		m.mu.Unlock()
@@ -239,10 +259,29 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 		if failedOnly && state != "FAILED" {
 			continue
 		}
+		report := mp.report(state)
+		lagTime := report.Lag
+		if report.LagRecords < 0 {
+			lagTime = -1
+		}
 		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
 			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText, RetryCount: failures,
-			SourceHighWatermark: mp.sourceHighWatermark.Load(), LogEndOffset: int64(mp.local.log.LogEndOffset()),
-			LastMirrorEpoch: -1, LastMirrorOffset: -1,
+			SourceHighWatermark: report.SourceHighWatermark, LogEndOffset: report.LogEndOffset,
+			LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: lagTime,
+		})
+	}
+	for tp, mp := range m.stoppedPartitions {
+		state, errText, _ := mp.status()
+		if failedOnly && errText == "" {
+			continue
+		}
+		mp.mu.Lock()
+		lmeEpoch, lmeOffset := mp.lastMirrorEpoch, mp.lastMirrorOffset
+		mp.mu.Unlock()
+		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
+			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText,
+			SourceHighWatermark: -1, LogEndOffset: int64(mp.local.log.LogEndOffset()),
+			LastMirrorEpoch: int32(lmeEpoch), LastMirrorOffset: int64(lmeOffset), LagTime: -1,
 		})
 	}
 	sort.Slice(d.Partitions, func(i, j int) bool {
@@ -252,14 +291,11 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	return d
 }
 
-func (a *mirrorAdmin) LastMirrorEpochs(_ context.Context, _ string, partitions []netio.TopicPartitions) ([]netio.LastMirrorEpoch, error) {
-	var out []netio.LastMirrorEpoch
-	for _, tp := range partitions {
-		for _, p := range tp.Partitions {
-			out = append(out, netio.LastMirrorEpoch{TopicID: tp.TopicID, Partition: p, Epoch: -1, Offset: -1})
-		}
-	}
-	return out, nil
+func (a *mirrorAdmin) LastMirrorEpochs(_ context.Context, clusterID string, partitions []netio.TopicPartitions) ([]netio.LastMirrorEpoch, error) {
+	n := a.node()
+	n.mirrorsMu.Lock()
+	defer n.mirrorsMu.Unlock()
+	return n.lastMirrorEpochs(clusterID, partitions), nil
 }
 
 // saveMirror persists a mirror's record (mirrorsMu held).
@@ -274,11 +310,15 @@ func (n *Node) saveMirror(m *mirror) error {
 			record.Paused = append(record.Paused, t)
 		}
 	}
+	for t := range m.stopped {
+		record.Stopped = append(record.Stopped, t)
+	}
 	record.Include = patternSources(m.include)
 	record.Exclude = patternSources(m.exclude)
 	m.mu.Unlock()
 	sort.Strings(record.Names)
 	sort.Strings(record.Paused)
+	sort.Strings(record.Stopped)
 	data, err := json.MarshalIndent(record, "", "  ")
 	if err != nil {
 		return err
@@ -348,6 +388,9 @@ func (m *mirror) restoreSelection(record mirrorRecord) {
 	for _, t := range record.Paused {
 		m.paused[t] = true
 	}
+	for _, t := range record.Stopped {
+		m.stopped[t] = true
+	}
 	m.include, m.exclude = append(m.include, include...), append(m.exclude, exclude...)
 }
 
@@ -367,7 +410,7 @@ func (n *Node) markPersistedMirrors() error {
 		if err != nil {
 			return fmt.Errorf("engine: mirror %s: %w", record.Name, err)
 		}
-		m := &mirror{config: config, names: map[string]bool{}, paused: map[string]bool{}}
+		m := &mirror{name: record.Name, config: config, names: map[string]bool{}, paused: map[string]bool{}, stopped: map[string]bool{}}
 		m.restoreSelection(record)
 		n.markMirrored(m)
 	}
@@ -389,6 +432,7 @@ func (n *Node) loadMirrors() error {
 		m.restoreSelection(record)
 		n.markMirrored(m)
 		m.restorePartitions()
+		m.resumeStops()
 		m.mu.Unlock()
 		m.refreshSoon()
 		n.mirrors[record.Name] = m
@@ -404,6 +448,16 @@ func (n *Node) markMirrored(m *mirror) {
 	for name, t := range n.topics {
 		if m.selects(name) {
 			for _, p := range t.partitions {
+				p.setMirrored(true)
+			}
+		}
+		if !m.stopped[name] {
+			continue
+		}
+		// A stop a crash interrupted stays read-only until it resumes
+		// (resumeStops): its open transactions are the source's.
+		for i, p := range t.partitions {
+			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.id, Partition: int32(i)}); ok && v.State != MirrorStopped {
 				p.setMirrored(true)
 			}
 		}

@@ -79,6 +79,9 @@ func (p *partition) startAtFirstBatch(batches []byte) (rb.Offset, error) {
 // transactions; p.mu is held.
 func (p *partition) applySourceBatch(b rb.Batch) {
 	if b.ProducerID() < 0 {
+		if b.Control() && records.IsMirrorPIDReset(b) {
+			p.producers.dropProducers() // the source failed over here
+		}
 		return
 	}
 	if !b.Control() {

@@ -236,3 +236,29 @@ func (s *stateLog) put(key MirrorStateKey, value MirrorStateValue) error {
 	s.records++
 	return nil
 }
+
+// stoppedLME is a last mirror epoch a stop stored.
+type stoppedLME struct {
+	epoch  rb.Epoch
+	offset rb.Offset
+}
+
+// stoppedEpochs returns, by topic ID and partition (Mirror empty in the
+// key), the greatest last mirror epoch of the STOPPED records of every
+// mirror.
+func (s *stateLog) stoppedEpochs() map[MirrorStateKey]stoppedLME {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := map[MirrorStateKey]stoppedLME{}
+	for key, v := range s.live {
+		if v.State != MirrorStopped || v.LastMirrorOffset < 0 {
+			continue
+		}
+		k := MirrorStateKey{TopicID: key.TopicID, Partition: key.Partition}
+		lme, seen := out[k]
+		if !seen || v.LastMirrorEpoch > lme.epoch || v.LastMirrorEpoch == lme.epoch && v.LastMirrorOffset > lme.offset {
+			out[k] = stoppedLME{v.LastMirrorEpoch, v.LastMirrorOffset}
+		}
+	}
+	return out
+}

@@ -24,6 +24,10 @@ type NodeConfig struct {
 	Host   string
 	Port   int32
 	Logger *slog.Logger
+	// CrashPoint, for crash tests only, names a step of a stop or of log
+	// alignment ("stop:BUMP_LEADER_EPOCH", "align:TRUNCATE", ...) at
+	// which the process kills itself with SIGKILL. Empty: never.
+	CrashPoint string
 }
 
 // Node is one mirrord node: the partition logs of its data directory and

@@ -273,6 +273,9 @@ func (p *partition) loadProducerState(expireBefore int64) (loadReport, error) {
 	err := p.log.WalkBatches(0, func(b rb.Batch) bool {
 		report.batches++
 		if b.ProducerID() < 0 {
+			if b.Control() && records.IsMirrorPIDReset(b) {
+				next.dropProducers() // a failover: what came before is the source's
+			}
 			return true
 		}
 		if !b.Control() {

@@ -173,6 +173,16 @@ func (s *producerStates) reset() {
 	s.firstUnstable.Store(-1)
 }
 
+// dropProducers forgets every producer (MIRROR_PID_RESET): their IDs,
+// epochs and sequences came from the source. Open transactions were
+// aborted before; the aborted index stays for read_committed readers.
+func (s *producerStates) dropProducers() {
+	s.producers = map[int64]*producerEntry{}
+	s.ongoing = map[int64]rb.Offset{}
+	s.verified = map[int64]txnVerification{}
+	s.updateFirstUnstable()
+}
+
 func (s *producerStates) updateFirstUnstable() {
 	first := rb.Offset(-1)
 	for _, offset := range s.ongoing {

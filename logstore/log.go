@@ -379,6 +379,15 @@ func (l *Log) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
 	return l.epochs.EndOffsetFor(requested, l.logEndOffset())
 }
 
+// TruncationPointForLastMirrorEpoch is where failback truncates this log
+// for the last mirror epoch the new primary stored (see
+// epoch.Cache.TruncationPointForLastMirrorEpoch).
+func (l *Log) TruncationPointForLastMirrorEpoch(lmeEpoch rb.Epoch, lmeOffset rb.Offset) rb.Offset {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.TruncationPointForLastMirrorEpoch(lmeEpoch, lmeOffset, l.logEndOffset())
+}
+
 // Divergence is the follower's step after a leader answered DivergingEpoch
 // (or OffsetForLeaderEpoch) with leaderEpoch ending at leaderEndOffset:
 // the offset to truncate to, and whether the search is done (see

@@ -285,6 +285,7 @@ func describedMirror(c *conn, d *MirrorDescription) DescribeClusterMirrorsMirror
 			Lag:               status.Lag(),
 			LastMirrorEpoch:   status.LastMirrorEpoch,
 			LastMirrorOffset:  status.LastMirrorOffset,
+			LagMillis:         max(status.LagTime.Milliseconds(), -1),
 		})
 	}
 	return m

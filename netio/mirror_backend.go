@@ -2,6 +2,7 @@ package netio
 
 import (
 	"context"
+	"time"
 )
 
 // MirrorBackend is a Backend that administers mirrors. The server answers
@@ -150,6 +151,9 @@ type MirrorPartitionStatus struct {
 	// offset stored at the last stop, -1 when none.
 	LastMirrorEpoch  int32
 	LastMirrorOffset int64
+	// LagTime is how long the partition has not been caught up with the
+	// source (0 when caught up), -1 when unknown.
+	LagTime time.Duration
 }
 
 // Lag is how far the local log is behind the source: source high

@@ -580,11 +580,15 @@ type DescribeClusterMirrorsPartition struct {
 	Lag               int64
 	LastMirrorEpoch   int32
 	LastMirrorOffset  int64
+	// LagMillis (tag 0, mirrord's) is the lag in time: how long the
+	// partition has not been caught up with the source; 0 when caught
+	// up, -1 when unknown (absent on the wire).
+	LagMillis int64
 }
 
-// Default sets the offsets and epochs to -1 (unknown).
+// Default sets the offsets, epochs and lag to -1 (unknown).
 func (p *DescribeClusterMirrorsPartition) Default() {
-	*p = DescribeClusterMirrorsPartition{SourceOffset: -1, DestinationOffset: -1, Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	*p = DescribeClusterMirrorsPartition{SourceOffset: -1, DestinationOffset: -1, Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: -1}
 }
 
 // DescribeClusterMirrorsEpochTopic answers the lookups of one topic.
@@ -658,7 +662,10 @@ func writeDescribedPartition(w *mirrorWriter, p *DescribeClusterMirrorsPartition
 	w.int64(p.Lag)
 	w.int32(p.LastMirrorEpoch)
 	w.int64(p.LastMirrorOffset)
-	w.noTags()
+	w.uvarint(countTrue(p.LagMillis >= 0))
+	if p.LagMillis >= 0 {
+		w.tag(0, func(w *mirrorWriter) { w.int64(p.LagMillis) })
+	}
 }
 
 func (r *DescribeClusterMirrorsResponse) ReadFrom(src []byte) error {
@@ -700,7 +707,14 @@ func readDescribedPartition(d *mirrorReader) DescribeClusterMirrorsPartition {
 	p.Lag = d.int64()
 	p.LastMirrorEpoch = d.int32()
 	p.LastMirrorOffset = d.int64()
-	d.skipTags()
+	p.LagMillis = -1
+	d.tags(func(tag int, v *mirrorReader) bool {
+		if tag != 0 {
+			return false
+		}
+		p.LagMillis = v.int64()
+		return true
+	})
 	return p
 }
 

@@ -35,7 +35,11 @@ actions:
                                                       (bootstrap.servers=... and the other mirror configs)
   --start     --mirror NAME --topics LIST [--exclude LIST]
                                                       start mirroring topics (failback for stopped ones)
-  --stop      --mirror NAME --topics LIST           stop mirroring: the topics become writable (failover)
+  --stop      --mirror NAME --topics LIST [--exclude LIST] [--dry-run [--json]]
+                                                      stop mirroring: the topics become writable with the
+                                                      offsets they have (failover); --dry-run stops nothing
+                                                      and reports, per partition, the lag in records and
+                                                      time a stop now would leave behind
   --pause     --mirror NAME --topics LIST           pause fetching; the topics stay read-only
   --resume    --mirror NAME --topics LIST           resume paused topics
   --recover   --mirror NAME --topics LIST           retry FAILED partitions now
@@ -92,6 +96,7 @@ type mirrorsOptions struct {
 	topics       string
 	exclude      string
 	json, failed bool
+	dryRun       bool // --stop --dry-run: report what a stop would leave behind
 }
 
 // mirrorsActions lists, per action, the options it requires and those it
@@ -99,7 +104,7 @@ type mirrorsOptions struct {
 var mirrorsActions = map[string]struct{ required, optional []string }{
 	"create":   {[]string{"mirror", "mirror-config"}, nil},
 	"start":    {[]string{"mirror", "topics"}, []string{"exclude"}},
-	"stop":     {[]string{"mirror", "topics"}, nil},
+	"stop":     {[]string{"mirror", "topics"}, []string{"exclude", "dry-run", "json"}},
 	"pause":    {[]string{"mirror", "topics"}, nil},
 	"resume":   {[]string{"mirror", "topics"}, nil},
 	"recover":  {[]string{"mirror", "topics"}, nil},
@@ -120,6 +125,7 @@ func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
 	flags.StringVar(&opts.exclude, "exclude", "", "topic patterns to exclude, comma-separated")
 	flags.BoolVar(&opts.json, "json", false, "describe as JSON")
 	flags.BoolVar(&opts.failed, "failed", false, "describe only FAILED partitions")
+	flags.BoolVar(&opts.dryRun, "dry-run", false, "with --stop: report the lag a stop now would leave behind, stop nothing")
 	actions := map[string]*bool{}
 	for action := range mirrorsActions {
 		actions[action] = flags.Bool(action, false, action)
@@ -197,6 +203,11 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 		return createMirror(ctx, client, opts, out)
 	case "delete":
 		return deleteMirror(ctx, client, opts, out)
+	case "stop":
+		if opts.dryRun {
+			return stopDryRun(ctx, client, opts, out)
+		}
+		return changeMirrorTopics(ctx, client, opts, out)
 	case "list":
 		return listMirrors(ctx, client, out)
 	case "describe":
@@ -358,6 +369,9 @@ func printTopicResults(out io.Writer, opts mirrorsOptions, topics []netio.Mirror
 	var failures []string
 	for _, topic := range topics {
 		status := opts.action + " requested"
+		if opts.action == "stop" {
+			status = "stopped: writable" // a stop answers once done
+		}
 		if err := kafkaError(topic.ErrorCode, topic.ErrorMessage); err != nil {
 			status = "failed: " + err.Error()
 			failures = append(failures, fmt.Sprintf("%s: %v", topic.TopicName, err))

@@ -62,7 +62,8 @@ func runServe(args []string) error {
 		ln.Close()
 		return err
 	}
-	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger})
+	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
+		CrashPoint: os.Getenv("MIRRORD_CRASH_POINT")})
 	if err != nil {
 		ln.Close()
 		return err

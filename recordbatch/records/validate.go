@@ -8,9 +8,15 @@ import (
 )
 
 // Control record types (the second int16 of a control record's key).
+// ControlMirrorPIDReset is KIP-1279's MIRROR_PID_RESET, which a failover
+// appends to drop the producer state copied from the source; upstream has
+// not assigned it a number, so it is a private one (as the error code and
+// API keys of the mirror RPCs are). Kafka's clients skip control batches
+// of types they do not know.
 const (
-	ControlAbort  int16 = 0
-	ControlCommit int16 = 1
+	ControlAbort          int16 = 0
+	ControlCommit         int16 = 1
+	ControlMirrorPIDReset int16 = 1000
 )
 
 // controlKeySize is a control record key: version int16, type int16.
@@ -80,7 +86,7 @@ func validateSection(b recordbatch.Batch, section []byte, count int32) error {
 			return corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, it.Position(), record.OffsetDelta, i)
 		}
 		if b.Control() {
-			if _, err := controlType(b, record.Key); err != nil {
+			if _, err := controlType(b, record.Key, false); err != nil {
 				return err
 			}
 		}
@@ -91,8 +97,9 @@ func validateSection(b recordbatch.Batch, section []byte, count int32) error {
 	return nil
 }
 
-// controlType reads a control record key.
-func controlType(b recordbatch.Batch, key []byte) (int16, error) {
+// controlType reads a control record key: version 0, and type abort or
+// commit unless anyType.
+func controlType(b recordbatch.Batch, key []byte, anyType bool) (int16, error) {
 	if len(key) != controlKeySize {
 		return 0, corrupt(b, "control record key of %d bytes, want %d", len(key), controlKeySize)
 	}
@@ -101,7 +108,7 @@ func controlType(b recordbatch.Batch, key []byte) (int16, error) {
 	if version != 0 {
 		return 0, corrupt(b, "control record key version %d, want 0", version)
 	}
-	if kind != ControlAbort && kind != ControlCommit {
+	if !anyType && kind != ControlAbort && kind != ControlCommit {
 		return 0, corrupt(b, "control record type %d, want 0 (abort) or 1 (commit)", kind)
 	}
 	return kind, nil
@@ -117,6 +124,25 @@ const controlLimit = 64 << 10
 // recordbatch.ErrCorrupt, unless b is a control batch of one well formed
 // record whose key is version 0 and type 0 or 1.
 func ControlType(b recordbatch.Batch) (int16, error) {
+	kind, err := controlRecordType(b)
+	if err == nil && kind != ControlAbort && kind != ControlCommit {
+		return 0, corrupt(b, "control record type %d, want 0 (abort) or 1 (commit)", kind)
+	}
+	return kind, err
+}
+
+// IsMirrorPIDReset reports whether b is a MIRROR_PID_RESET control batch:
+// no producer ID, one control record of type ControlMirrorPIDReset.
+func IsMirrorPIDReset(b recordbatch.Batch) bool {
+	if len(b) < recordbatch.HeaderSize || !b.Control() || b.ProducerID() >= 0 {
+		return false
+	}
+	kind, err := controlRecordType(b)
+	return err == nil && kind == ControlMirrorPIDReset
+}
+
+// controlRecordType is the type of b's one control record, any type.
+func controlRecordType(b recordbatch.Batch) (int16, error) {
 	if err := checkFraming(b); err != nil {
 		return 0, err
 	}
@@ -139,7 +165,7 @@ func ControlType(b recordbatch.Batch) (int16, error) {
 			return corrupt(b, "%d bytes after the control record", len(section)-it.Position())
 		}
 		var err error
-		kind, err = controlType(b, it.Record().Key)
+		kind, err = controlType(b, it.Record().Key, true)
 		return err
 	})
 	return kind, err

@@ -253,3 +253,29 @@ func TestFirstAtOrAfter(t *testing.T) {
 		t.Fatalf("broken second record, first matches: found %v, err %v", found, err)
 	}
 }
+
+func TestIsMirrorPIDReset(t *testing.T) {
+	reset := func(producerID int64, kind int16, control bool) rb.Batch {
+		key := []byte{0, 0, byte(uint16(kind) >> 8), byte(kind)}
+		return rb.Batch(rb.Append(nil, rb.Spec{ProducerID: producerID, ProducerEpoch: -1, BaseSequence: -1, Control: control,
+			Records: []rb.Record{{Key: key, Value: []byte{0, 0, 0, 0, 0, 0}}}}))
+	}
+	for _, tc := range []struct {
+		name  string
+		batch rb.Batch
+		want  bool
+	}{
+		{"reset", reset(-1, records.ControlMirrorPIDReset, true), true},
+		{"abort marker", reset(-1, records.ControlAbort, true), false},
+		{"with a producer ID", reset(7, records.ControlMirrorPIDReset, true), false},
+		{"not a control batch", reset(-1, records.ControlMirrorPIDReset, false), false},
+		{"short", reset(-1, records.ControlMirrorPIDReset, true)[:20], false},
+	} {
+		if got := records.IsMirrorPIDReset(tc.batch); got != tc.want {
+			t.Errorf("%s: IsMirrorPIDReset = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if _, err := records.ControlType(reset(-1, records.ControlMirrorPIDReset, true)); !errors.Is(err, rb.ErrCorrupt) {
+		t.Errorf("ControlType of a MIRROR_PID_RESET batch: %v, want ErrCorrupt (not a transaction marker)", err)
+	}
+}

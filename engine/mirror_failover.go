@@ -1,0 +1,355 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/recordbatch/records"
+)
+
+// Failover: StopMirrorTopics makes mirror topics writable with the offsets
+// they have (DESIGN.md, "Failover and failback"). Per partition, in this
+// order, each step persisted in __mirror_state before its action runs, so
+// that a crash resumes at the step it was in (every action is
+// idempotent):
+//
+//	REMOVE_FROM_FETCHER  the mirror's fetchers are stopped and restarted
+//	                     without the topic, then the last mirror epoch is
+//	                     read: (latest local epoch, log end offset)
+//	BUMP_LEADER_EPOCH    the new leader epoch is chosen above the local,
+//	                     source and last mirror epochs
+//	ABORT_TRANSACTIONS   ABORT markers, at the new epoch, for transactions
+//	                     the source's producers left open
+//	RESET_PRODUCERS      a MIRROR_PID_RESET control batch (one offset, at
+//	                     the new epoch) drops the producer state copied
+//	                     from the source, now and whenever the log is
+//	                     loaded again
+//	STOPPED              the record keeps the last mirror epoch for
+//	                     failback lookups; the partition accepts Produce
+//
+// The topic's desired state (stopped) is in mirror-<name>.json first, so a
+// restart never fetches the topic again and resumes the stop instead
+// (loadMirrors).
+
+// stopTopics stops the given topics of the mirror: the desired state is
+// saved, the fetchers let go of the topics, and each partition walks the
+// stop steps. It answers per topic (n.mirrorsMu held).
+func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
+	m.mu.Lock()
+	var stopping []*mirrorPartition
+	for _, t := range topics {
+		m.stopped[t] = true
+		delete(m.names, t)
+	}
+	for tp, mp := range m.partitions {
+		if m.stopped[tp.Topic] {
+			stopping = append(stopping, mp)
+			delete(m.partitions, tp)
+			m.stoppedPartitions[tp] = mp
+		}
+	}
+	m.mu.Unlock()
+	results := make([]netio.TopicResult, 0, len(topics))
+	if err := m.node.saveMirror(m); err != nil {
+		for _, t := range topics {
+			results = append(results, netio.TopicResult{Topic: t, Err: err})
+		}
+		return results
+	}
+	m.stopFetchers() // nothing fetches a stopped topic any more; the others resume below
+	m.refreshSoon()
+	errs := map[string]error{}
+	sort.Slice(stopping, func(i, j int) bool { return stopping[i].less(stopping[j]) })
+	for _, mp := range stopping {
+		if err := m.stopPartition(mp); err != nil && errs[mp.topic] == nil {
+			errs[mp.topic] = err
+		}
+	}
+	for _, t := range topics {
+		results = append(results, netio.TopicResult{Topic: t, Err: errs[t]})
+	}
+	return results
+}
+
+func (mp *mirrorPartition) less(other *mirrorPartition) bool {
+	return mp.topic < other.topic || mp.topic == other.topic && mp.partition < other.partition
+}
+
+// stopPartition walks one partition through the stop steps from where its
+// record says it is. A failure leaves the partition STOPPING at that step
+// with the error shown; the next stop request or restart resumes it.
+func (m *mirror) stopPartition(mp *mirrorPartition) error {
+	if err := m.runStopSteps(mp); err != nil {
+		mp.mu.Lock()
+		mp.state, mp.err = "STOPPING", err.Error()
+		mp.mu.Unlock()
+		m.log.Warn("stop failed; it resumes on the next stop request or restart", "topic", mp.topic, "partition", mp.partition, "error", err)
+		return err
+	}
+	return nil
+}
+
+func (m *mirror) runStopSteps(mp *mirrorPartition) error {
+	n, p := m.node, mp.local
+	record, ok := n.states.get(mp.stateKey())
+	switch {
+	case ok && record.State == MirrorStopped:
+		mp.stopped(record)
+		return nil
+	case !ok || record.State != MirrorStopping:
+		previous := MirrorMirroring
+		if ok && record.State != MirrorMirroring {
+			previous = record.State
+		}
+		source := rb.Epoch(mp.sourceLeaderEpoch.Load())
+		if source < 0 {
+			source = rb.NoEpoch
+		}
+		record = MirrorStateValue{State: MirrorStopping, Previous: previous, StopStep: StopRemoveFromFetcher,
+			StateEpoch: record.StateEpoch, LeaderEpoch: rb.Epoch(p.LeaderEpoch()), SourceLeaderEpoch: source,
+			NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
+	}
+	mp.mu.Lock()
+	mp.state, mp.err = "STOPPING", ""
+	mp.mu.Unlock()
+	for range stopStepCount { // each pass persists one step and runs it
+		if err := m.persistStep(mp, &record); err != nil {
+			return err
+		}
+		n.crashPoint("stop:" + record.StopStep.String())
+		switch record.StopStep {
+		case StopRemoveFromFetcher:
+			// The fetchers no longer hold the partition (stopTopics, or a
+			// restart that never fetches a stopped topic).
+			record.LastMirrorEpoch, record.LastMirrorOffset = p.log.LatestEpoch(), p.log.LogEndOffset()
+			record.StopStep = StopBumpLeaderEpoch
+		case StopBumpLeaderEpoch:
+			bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, rb.Epoch(p.LeaderEpoch()))
+			record.LeaderEpoch = rb.Epoch(min(int64(bumped)+1, math.MaxInt32))
+			record.StopStep = StopAbortTransactions
+		case StopAbortTransactions:
+			p.raiseLocalEpoch(int32(record.LeaderEpoch))
+			if err := p.abortOpenTransactions(); err != nil {
+				return err
+			}
+			record.StopStep = StopResetProducers
+		case StopResetProducers:
+			p.raiseLocalEpoch(int32(record.LeaderEpoch))
+			if err := p.resetMirroredProducers(); err != nil {
+				return err
+			}
+			record.Previous, record.State, record.StopStep = MirrorStopping, MirrorStopped, StopNone
+			if err := m.persistStep(mp, &record); err != nil {
+				return err
+			}
+			n.crashPoint("stop:STOPPED")
+			mp.stopped(record)
+			m.log.Info("stopped mirroring: the partition is writable", "topic", mp.topic, "partition", mp.partition,
+				"last_mirror_epoch", record.LastMirrorEpoch, "last_mirror_offset", record.LastMirrorOffset, "leader_epoch", record.LeaderEpoch)
+			return nil
+		}
+	}
+	panic(fmt.Sprintf("engine: stop of %s-%d did not end in %d steps", mp.topic, mp.partition, stopStepCount))
+}
+
+// persistStep writes record under the next state epoch.
+func (m *mirror) persistStep(mp *mirrorPartition, record *MirrorStateValue) error {
+	next := *record
+	next.StateEpoch = max(record.StateEpoch, mp.persistedEpoch()) + 1
+	if err := m.node.states.put(mp.stateKey(), next); err != nil {
+		return fmt.Errorf("engine: %s-%d: persist %v: %w", mp.topic, mp.partition, next.StopStep, err)
+	}
+	*record = next
+	mp.mu.Lock()
+	mp.stateEpoch = next.StateEpoch
+	mp.mu.Unlock()
+	return nil
+}
+
+func (mp *mirrorPartition) persistedEpoch() StateEpoch {
+	mp.mu.Lock()
+	defer mp.mu.Unlock()
+	return mp.stateEpoch
+}
+
+// stopped makes the partition writable, as its STOPPED record says.
+func (mp *mirrorPartition) stopped(record MirrorStateValue) {
+	mp.local.raiseLocalEpoch(int32(record.LeaderEpoch))
+	mp.mu.Lock()
+	mp.state, mp.err, mp.failures = "STOPPED", "", 0
+	mp.stateEpoch = record.StateEpoch
+	mp.lastMirrorEpoch, mp.lastMirrorOffset = record.LastMirrorEpoch, record.LastMirrorOffset
+	mp.mu.Unlock()
+	mp.local.setMirrored(false)
+}
+
+// raiseLocalEpoch raises the leader epoch this node claims.
+func (p *partition) raiseLocalEpoch(epoch int32) {
+	for {
+		current := p.localEpoch.Load()
+		if current >= epoch || p.localEpoch.CompareAndSwap(current, epoch) {
+			return
+		}
+	}
+}
+
+// abortOpenTransactions writes an ABORT marker, at the current leader
+// epoch, for every transaction open in the partition (after a stop, those
+// of the source's producers, which will never end them here), and flushes.
+func (p *partition) abortOpenTransactions() error {
+	type open struct {
+		producerID int64
+		epoch      int16
+	}
+	p.mu.Lock()
+	var opens []open // bounded by the partition's producers
+	for id := range p.producers.ongoing {
+		opens = append(opens, open{id, p.producers.entry(id).epoch})
+	}
+	p.mu.Unlock()
+	sort.Slice(opens, func(i, j int) bool { return opens[i].producerID < opens[j].producerID })
+	for _, o := range opens {
+		if _, err := p.writeMarker(o.producerID, o.epoch, false, time.Now().UnixMilli()); err != nil {
+			return fmt.Errorf("engine: %s: abort the source's open transaction of producer %d: %w", p.tp, o.producerID, err)
+		}
+	}
+	if err := p.log.Flush(); err != nil {
+		return fmt.Errorf("engine: %s: flush the abort markers: %w", p.tp, err)
+	}
+	return nil
+}
+
+// resetMirroredProducers appends the MIRROR_PID_RESET control batch at
+// the current leader epoch (unless the log ends with one already), drops
+// the producer state, and flushes.
+func (p *partition) resetMirroredProducers() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.endsWithPIDReset() {
+		batch := rb.Append(nil, rb.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			Control: true, Records: []rb.Record{{Key: controlKey(records.ControlMirrorPIDReset), Value: []byte{0, 0, 0, 0, 0, 0}}}})
+		if _, err := p.log.AppendAssign(batch, rb.Epoch(p.LeaderEpoch())); err != nil {
+			return fmt.Errorf("engine: %s: write MIRROR_PID_RESET: %w", p.tp, err)
+		}
+		p.log.SetHighWatermark(p.log.LogEndOffset())
+	}
+	p.producers.dropProducers()
+	p.notify()
+	if err := p.log.Flush(); err != nil {
+		return fmt.Errorf("engine: %s: flush MIRROR_PID_RESET: %w", p.tp, err)
+	}
+	return nil
+}
+
+func controlKey(kind int16) []byte { return []byte{0, 0, byte(uint16(kind) >> 8), byte(kind)} }
+
+// endsWithPIDReset: the log's last batch is a MIRROR_PID_RESET (p.mu held).
+func (p *partition) endsWithPIDReset() bool {
+	end := p.log.LogEndOffset()
+	if end == 0 || end <= p.log.LogStartOffset() {
+		return false
+	}
+	data, err := p.log.BatchBytes(nil, end-1)
+	if err != nil {
+		return false
+	}
+	b, err := rb.Parse(data)
+	return err == nil && b.LastOffset() == end-1 && records.IsMirrorPIDReset(b)
+}
+
+// resumeStops finishes, at load, the stops a crash interrupted: the
+// partitions of stopped topics whose record is not STOPPED (m.mu held
+// by the caller's load, which has not shared m yet).
+func (m *mirror) resumeStops() {
+	var stopping []*mirrorPartition
+	for _, local := range m.node.topicsSnapshot() {
+		if !m.stopped[local.name] {
+			continue
+		}
+		for i, p := range local.partitions {
+			tp := logstore.TopicPartition{Topic: local.name, Partition: int32(i)}
+			key := MirrorStateKey{Mirror: m.name, TopicID: local.id, Partition: int32(i)}
+			record, ok := m.node.states.get(key)
+			if !ok {
+				continue // never mirrored by this mirror
+			}
+			mp := m.newStoppedPartition(local.name, local.id, int32(i), p)
+			m.stoppedPartitions[tp] = mp
+			if record.State == MirrorStopped {
+				mp.stopped(record)
+				continue
+			}
+			stopping = append(stopping, mp)
+		}
+	}
+	sort.Slice(stopping, func(i, j int) bool { return stopping[i].less(stopping[j]) })
+	for _, mp := range stopping {
+		m.log.Info("resuming an interrupted stop", "topic", mp.topic, "partition", mp.partition)
+		m.stopPartition(mp) // a failure is logged and shown; the next --stop resumes it
+	}
+}
+
+func (m *mirror) newStoppedPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
+	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "STOPPING", retry: m.config.Retry,
+		states: m.node.states, mirror: m.name, log: m.log}
+	if v, ok := m.node.states.get(mp.stateKey()); ok {
+		mp.stateEpoch = v.StateEpoch
+	}
+	mp.sourceLeaderEpoch.Store(-1)
+	mp.sourceHighWatermark.Store(-1)
+	return mp
+}
+
+// lastMirrorEpochs answers failback's lookups: per partition the last
+// mirror epoch a stop stored (the greatest over this node's mirrors), -1
+// and -1 when none; a mirror of this node that still mirrors the
+// partition from the asking cluster makes it a mirror loop.
+func (n *Node) lastMirrorEpochs(askingCluster string, lookups []netio.TopicPartitions) []netio.LastMirrorEpoch {
+	type key struct {
+		id        netio.TopicID
+		partition int32
+	}
+	looping := map[key]string{}
+	for _, m := range n.mirrors {
+		m.mu.Lock()
+		if m.sourceClusterID == askingCluster && askingCluster != "" {
+			for _, mp := range m.partitions {
+				looping[key{netio.TopicID(mp.topicID), mp.partition}] = m.name
+			}
+		}
+		m.mu.Unlock()
+	}
+	stored := n.states.stoppedEpochs()
+	var out []netio.LastMirrorEpoch
+	for _, tp := range lookups {
+		for _, p := range tp.Partitions {
+			answer := netio.LastMirrorEpoch{TopicID: tp.TopicID, Partition: p, Epoch: -1, Offset: -1}
+			if name, ok := looping[key{tp.TopicID, p}]; ok {
+				answer.Err = fmt.Errorf("%w: mirror %s of cluster %s still mirrors this partition from the asking cluster %s", ErrMirrorLoop, name, n.cluster.ClusterID, askingCluster)
+			} else if lme, ok := stored[MirrorStateKey{TopicID: [16]byte(tp.TopicID), Partition: p}]; ok {
+				answer.Epoch, answer.Offset = int32(lme.epoch), int64(lme.offset)
+			}
+			out = append(out, answer)
+		}
+	}
+	return out
+}
+
+// crashPoint ends the process with SIGKILL when the node was configured
+// to crash at name (NodeConfig.CrashPoint): the crash tests of the stop
+// and alignment steps. A no-op otherwise.
+func (n *Node) crashPoint(name string) {
+	if n.cfg.CrashPoint == "" || n.cfg.CrashPoint != name {
+		return
+	}
+	n.log.Warn("crash point reached: killing this process", "point", name)
+	syscall.Kill(os.Getpid(), syscall.SIGKILL)
+	select {} // SIGKILL cannot be caught: the process ends here
+}
