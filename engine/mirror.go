@@ -40,18 +40,18 @@ type mirror struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
-	mu              sync.Mutex
-	include         []*regexp.Regexp                             // start patterns
-	exclude         []*regexp.Regexp                             // start exclusions
-	names           map[string]bool                              // topics started by name
-	paused          map[string]bool                              // topics whose desired state is PAUSED
-	stopped         map[string]bool                              // topics whose desired state is STOPPED (failed over)
-	partitions      map[logstore.TopicPartition]*mirrorPartition // bounded by the source's partitions
+	mu         sync.Mutex
+	include    []*regexp.Regexp                             // start patterns
+	exclude    []*regexp.Regexp                             // start exclusions
+	names      map[string]bool                              // topics started by name
+	paused     map[string]bool                              // topics whose desired state is PAUSED
+	stopped    map[string]bool                              // topics whose desired state is STOPPED (failed over)
+	partitions map[logstore.TopicPartition]*mirrorPartition // bounded by the source's partitions
 	// stoppedPartitions are the partitions of stopped topics, STOPPING or
 	// STOPPED: no fetcher holds them (bounded as partitions).
 	stoppedPartitions map[logstore.TopicPartition]*mirrorPartition
-	fetchers        map[int32]*fetcherRun
-	sourceClusterID string
+	fetchers          map[int32]*fetcherRun
+	sourceClusterID   string
 }
 
 type fetcherRun struct {
