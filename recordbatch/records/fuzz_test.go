@@ -57,7 +57,7 @@ func checkValidated(t *testing.T, b rb.Batch) {
 			t.Fatalf("validated control batch, but ControlType: %v", err)
 		}
 	}
-	offset, _, found, err := records.FirstAtOrAfter(b, math.MinInt64, 0, fuzzLimit)
+	offset, _, found, err := records.FirstAtOrAfter(b, math.MinInt64, math.MinInt64, fuzzLimit)
 	if err != nil || !found || offset != b.BaseOffset() {
 		t.Fatalf("validated, but FirstAtOrAfter(min) = %d, %v, %v", offset, found, err)
 	}
@@ -92,7 +92,7 @@ func FuzzValidate(f *testing.F) {
 			}
 			_, err = records.ControlType(b)
 			checkError(t, "ControlType", err)
-			_, _, _, err = records.FirstAtOrAfter(b, 0, 0, fuzzLimit)
+			_, _, _, err = records.FirstAtOrAfter(b, 0, math.MinInt64, fuzzLimit)
 			checkError(t, "FirstAtOrAfter", err)
 		}
 	})
