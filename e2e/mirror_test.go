@@ -434,6 +434,7 @@ type describeJSON struct {
 		LogEndOffset        int64  `json:"logEndOffset"`
 		Lag                 int64  `json:"lag"`
 		Error               string `json:"error"`
+		LastMirrorOffset    int64  `json:"lastMirrorOffset"`
 	} `json:"partitions"`
 }
 

@@ -33,6 +33,7 @@ type server struct {
 	logPath string
 	addr    string // host:port of the current (or last) run
 	runs    int
+	env     []string // added to the environment of the next starts
 
 	cmd    *exec.Cmd
 	exited chan struct{} // closed when the process has been waited for
@@ -83,6 +84,7 @@ func (s *server) startOn(addr string) error {
 	defer logFile.Close() // the child has its own descriptor
 	fmt.Fprintf(logFile, "=== e2e: start %d on %s at %s\n", s.runs, addr, time.Now().Format(time.RFC3339Nano))
 	cmd := exec.Command(mirrordBinary, "serve", "--data-dir", s.dataDir, "--listen", addr)
+	cmd.Env = append(os.Environ(), s.env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		return err

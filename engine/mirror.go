@@ -109,10 +109,15 @@ func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
 	mp.persistLocked(previous, 0)
 }
 
-// recover clears a failure (RecoverMirroring) and persists MIRRORING.
+// recover clears a failure (RecoverMirroring) and persists MIRRORING, or,
+// for a partition not aligned yet, lets alignment run again.
 func (mp *mirrorPartition) recover() {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
+	if !mp.aligned { // alignment runs again (it persists MIRRORING when done)
+		mp.state, mp.err, mp.failures = "LOG_ALIGNMENT", "", 0
+		return
+	}
 	previous := mp.state
 	changed := mp.state != "MIRRORING" || mp.err != "" || mp.failures != 0
 	mp.state, mp.err, mp.failures = "MIRRORING", "", 0

@@ -45,8 +45,9 @@ func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 	m.mu.Lock()
 	var stopping []*mirrorPartition
 	for _, t := range topics {
-		m.stopped[t] = true
+		m.stopped[t] = true // a stop supersedes a pause; a later start begins afresh
 		delete(m.names, t)
+		delete(m.paused, t)
 	}
 	for tp, mp := range m.partitions {
 		if m.stopped[tp.Topic] {
@@ -139,12 +140,14 @@ func (m *mirror) runStopSteps(mp *mirrorPartition) error {
 			if err := p.abortOpenTransactions(); err != nil {
 				return err
 			}
+			n.crashPoint("stop:ABORT_TRANSACTIONS:written")
 			record.StopStep = StopResetProducers
 		case StopResetProducers:
 			p.raiseLocalEpoch(int32(record.LeaderEpoch))
 			if err := p.resetMirroredProducers(); err != nil {
 				return err
 			}
+			n.crashPoint("stop:RESET_PRODUCERS:written")
 			record.Previous, record.State, record.StopStep = MirrorStopping, MirrorStopped, StopNone
 			if err := m.persistStep(mp, &record); err != nil {
 				return err
