@@ -43,7 +43,9 @@ type MirrorAdmin interface {
 	// SetTopicsDesiredState applies change to the topics of mirror that
 	// topics selects, and answers each topic it names or matches, sorted
 	// by name. The desired state is persisted before it returns; the
-	// partitions walk to it afterwards. A failure of the whole request
+	// partitions walk to it afterwards, except for StopMirroring, which
+	// returns once each partition is STOPPED (writable) or has failed,
+	// its error in the topic's result. A failure of the whole request
 	// (an unknown mirror) is the error, and the results are ignored.
 	SetTopicsDesiredState(ctx context.Context, mirror string, change TopicsChange, topics TopicSelection) ([]TopicResult, error)
 	// ListMirrors lists every mirror, sorted by name.

@@ -51,9 +51,9 @@ func startDemoNode(ctx context.Context, dir string) (demoNode, error) {
 
 // runMirrorDemo is `mirrord demo`: a source node with writable topics, a
 // load generator writing to it, and a mirror node mirroring it live, all
-// in this process on loopback. It prints a progress line a second and
-// ends with a summary and the commands to do the same against a real
-// cluster.
+// in this process on loopback. It prints a progress line a second, a
+// summary, and ends with a failover: the mirror node stops mirroring and
+// takes writes at the offsets the source had.
 func runMirrorDemo(args []string) error {
 	flags := flag.NewFlagSet("demo", flag.ContinueOnError)
 	seconds := flags.Int("seconds", 10, "how long the load generator writes")
@@ -65,45 +65,120 @@ func runMirrorDemo(args []string) error {
 	if *storage {
 		return runDemo([]string{"--bytes", fmt.Sprint(*storageBytes)})
 	}
+	_, err := mirrorDemoRun(context.Background(), os.Stdout, time.Duration(*seconds)*time.Second)
+	return err
+}
+
+// demoCatchUpWithin bounds the wait, once the load generator has
+// stopped, for the mirror to hold every record the source has.
+const demoCatchUpWithin = 30 * time.Second
+
+// mirrorDemo is one run of the mirror demo: its two nodes, the topics
+// the source has and the mirror mirrors, and where it prints. Only the
+// goroutine running the demo uses it.
+type mirrorDemo struct {
+	out            io.Writer
+	source, target demoNode
+	topics         map[string]int32 // name -> partitions
+	// progressAt and progressBytes are the time and MirroredBytes of the
+	// last progress line, for its MB/s.
+	progressAt    time.Time
+	progressBytes int64
+}
+
+// mirrorDemoRun runs the whole demo, load for load, printing to out; it
+// returns what the failover did, for the test to check.
+func mirrorDemoRun(ctx context.Context, out io.Writer, load time.Duration) (_ failoverReport, err error) {
 	base, err := os.MkdirTemp("", "mirrord-demo-")
 	if err != nil {
-		return err
+		return failoverReport{}, fmt.Errorf("demo: %w", err)
 	}
-	defer os.RemoveAll(base)
-	ctx := context.Background()
-	source, err := startDemoNode(ctx, filepath.Join(base, "source"))
+	defer func() { err = errors.Join(err, os.RemoveAll(base)) }()
+	d := &mirrorDemo{out: out, topics: map[string]int32{"orders": 3, "payments": 2}}
+	if d.source, err = startDemoNode(ctx, filepath.Join(base, "source")); err != nil {
+		return failoverReport{}, fmt.Errorf("demo: source node: %w", err)
+	}
+	defer func() { err = errors.Join(err, stopDemoNode("source", d.source)) }()
+	if d.target, err = startDemoNode(ctx, filepath.Join(base, "mirror")); err != nil {
+		return failoverReport{}, fmt.Errorf("demo: mirror node: %w", err)
+	}
+	defer func() { err = errors.Join(err, stopDemoNode("mirror", d.target)) }()
+	if err := d.startMirroring(ctx); err != nil {
+		return failoverReport{}, err
+	}
+	produced, err := generateLoad(ctx, d.source.addr, d.topics, load, func() { d.printProgress(ctx) })
 	if err != nil {
-		return err
+		return failoverReport{}, fmt.Errorf("demo: load generator: %w", err)
 	}
-	defer source.stop()
-	target, err := startDemoNode(ctx, filepath.Join(base, "mirror"))
+	lag := d.waitCaughtUp(ctx, demoCatchUpWithin)
+	d.printProgress(ctx)
+	if err := d.printSummary(ctx, produced); err != nil {
+		return failoverReport{}, err
+	}
+	report, err := d.failover(ctx)
 	if err != nil {
-		return err
+		return report, err
 	}
-	defer target.stop()
-	topics := map[string]int32{"orders": 3, "payments": 2}
-	for name, partitions := range topics {
-		if _, err := source.node.CreateTopic(ctx, name, partitions, nil, false); err != nil {
-			return err
+	if lag != 0 {
+		return report, fmt.Errorf("demo: the mirror did not catch up within %v: lag %d", demoCatchUpWithin, lag)
+	}
+	return report, nil
+}
+
+// stopDemoNode stops a node; it is an error for the demo to end on.
+func stopDemoNode(role string, n demoNode) error {
+	if err := n.stop(); err != nil {
+		return fmt.Errorf("demo: stop the %s node: %w", role, err)
+	}
+	return nil
+}
+
+// startMirroring creates the topics on the source and mirror "demo" of
+// them on the target.
+func (d *mirrorDemo) startMirroring(ctx context.Context) error {
+	for name, partitions := range d.topics {
+		if _, err := d.source.node.CreateTopic(ctx, name, partitions, nil, false); err != nil {
+			return fmt.Errorf("demo: create topic %s: %w", name, err)
 		}
 	}
-	fmt.Printf("mirrord demo: source node %s, mirror node %s, topics orders (3 partitions) and payments (2)\n", source.addr, target.addr)
-	if err := target.node.Mirrors().CreateMirror(ctx, "demo", map[string]string{"bootstrap.servers": source.addr, "mirror.metadata.refresh.interval.ms": "1000"}); err != nil {
-		return err
+	fmt.Fprintf(d.out, "mirrord demo: source node %s, mirror node %s, topics orders (3 partitions) and payments (2)\n", d.source.addr, d.target.addr)
+	if err := d.target.node.Mirrors().CreateMirror(ctx, "demo", map[string]string{"bootstrap.servers": d.source.addr, "mirror.metadata.refresh.interval.ms": "1000"}); err != nil {
+		return fmt.Errorf("demo: create mirror: %w", err)
 	}
-	if _, err := target.node.Mirrors().SetTopicsDesiredState(ctx, "demo", netio.StartMirroring, netio.TopicSelection{Include: []string{"orders|payments"}}); err != nil {
-		return err
-	}
-	produced, err := generateLoad(ctx, source.addr, topics, time.Duration(*seconds)*time.Second, func() { printProgress(ctx, source, target, topics) })
+	results, err := d.target.node.Mirrors().SetTopicsDesiredState(ctx, "demo", netio.StartMirroring, netio.TopicSelection{Include: []string{"orders|payments"}})
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: start mirroring: %w", err)
 	}
-	caughtUp := time.Now()
-	for time.Since(caughtUp) < 30*time.Second && totalLag(ctx, source, target, topics) != 0 {
-		waitTick(200 * time.Millisecond)
+	return topicResultsError("start mirroring", results)
+}
+
+// waitCaughtUp polls, for at most within, until the mirror holds every
+// record the source has; it returns the lag left (0: caught up), and
+// prints it when the deadline passed first.
+func (d *mirrorDemo) waitCaughtUp(ctx context.Context, within time.Duration) int64 {
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
+	ticker := time.NewTicker(20 * time.Millisecond)
+	defer ticker.Stop()
+	for {
+		lag := totalLag(d.source, d.target, d.topics)
+		if lag == 0 {
+			return 0
+		}
+		select {
+		case <-ctx.Done():
+			fmt.Fprintf(d.out, "  the mirror has not caught up after %v: %s\n", within, d.lagByTopic())
+			return lag
+		case <-ticker.C:
+		}
 	}
-	printProgress(ctx, source, target, topics)
-	return printSummary(ctx, source, target, topics, produced)
+}
+
+// lagByTopic is the lag per topic, as the progress line shows it.
+func (d *mirrorDemo) lagByTopic() string {
+	return fmt.Sprintf("lag orders=%d payments=%d",
+		totalLag(d.source, d.target, map[string]int32{"orders": d.topics["orders"]}),
+		totalLag(d.source, d.target, map[string]int32{"payments": d.topics["payments"]}))
 }
 
 // generateLoad writes 1 KiB records (lz4) to every partition of the topics
@@ -161,38 +236,32 @@ func generateLoad(ctx context.Context, addr string, topics map[string]int32, d t
 	return acked, firstErr
 }
 
-var lastProgress struct {
-	at    time.Time
-	bytes int64
-}
-
-func printProgress(ctx context.Context, source, target demoNode, topics map[string]int32) {
-	descriptions, err := target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+// printProgress prints one progress line: the offsets mirrored, the
+// mirror's MB/s since the last line, and the lag per topic.
+func (d *mirrorDemo) printProgress(ctx context.Context) {
+	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil || len(descriptions) == 0 {
-		fmt.Printf("  progress: %v\n", err)
+		fmt.Fprintf(d.out, "  progress: %v\n", err)
 		return
 	}
 	var mirrored int64
 	for _, p := range descriptions[0].Partitions {
 		mirrored += p.LogEndOffset
 	}
-	lag := map[string]int64{}
-	for name, partitions := range topics {
-		lag[name] = totalLag(ctx, source, target, map[string]int32{name: partitions})
-	}
-	bytes := target.node.MirroredBytes()
+	bytes := d.target.node.MirroredBytes()
 	rate := 0.0
-	if !lastProgress.at.IsZero() {
-		rate = float64(bytes-lastProgress.bytes) / time.Since(lastProgress.at).Seconds() / 1e6
+	if !d.progressAt.IsZero() {
+		rate = float64(bytes-d.progressBytes) / time.Since(d.progressAt).Seconds() / 1e6
 	}
-	lastProgress.at, lastProgress.bytes = time.Now(), bytes
-	fmt.Printf("  mirrored %7d records  %6.1f MB/s  lag orders=%d payments=%d\n", mirrored, rate, lag["orders"], lag["payments"])
+	d.progressAt, d.progressBytes = time.Now(), bytes
+	fmt.Fprintf(d.out, "  mirrored %7d records  %6.1f MB/s  %s\n", mirrored, rate, d.lagByTopic())
 }
 
 // totalLag is the records the mirror lacks: the source's high watermarks
 // (read from the source node itself, not from the mirror's last fetch)
-// less the mirror's log end offsets.
-func totalLag(ctx context.Context, source, target demoNode, topics map[string]int32) int64 {
+// less the mirror's log end offsets; -1 when a source partition is
+// missing.
+func totalLag(source, target demoNode, topics map[string]int32) int64 {
 	var lag int64
 	for name, partitions := range topics {
 		for i := range partitions {
@@ -211,25 +280,23 @@ func totalLag(ctx context.Context, source, target demoNode, topics map[string]in
 	return lag
 }
 
-func printSummary(ctx context.Context, source, target demoNode, topics map[string]int32, produced int64) error {
-	descriptions, err := target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+// printSummary prints what was mirrored; a FAILED partition is an error.
+func (d *mirrorDemo) printSummary(ctx context.Context, produced int64) error {
+	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil {
-		return err
+		return fmt.Errorf("demo: describe mirror: %w", err)
 	}
 	var mirrored int64
 	for _, p := range descriptions[0].Partitions {
 		mirrored += p.LogEndOffset
 		if p.State == "FAILED" {
-			return fmt.Errorf("partition %s-%d failed: %s", p.Topic, p.Partition, p.Error)
+			return fmt.Errorf("demo: partition %s-%d failed: %s", p.Topic, p.Partition, p.Error)
 		}
 	}
-	fmt.Printf("\nsummary: %d records acknowledged by the source, %d offsets mirrored (transaction markers and the\n", produced, mirrored)
-	fmt.Printf("record batches are copied byte for byte, with the same offsets and topic IDs); lag %d.\n", totalLag(ctx, source, target, topics))
-	if lag := totalLag(ctx, source, target, topics); lag != 0 {
-		return fmt.Errorf("the mirror did not catch up: lag %d", lag)
-	}
-	fmt.Print(`
-To do the same against your own cluster:
+	fmt.Fprintf(d.out, "\nsummary: %d records acknowledged by the source, %d offsets mirrored (transaction markers and the\n", produced, mirrored)
+	fmt.Fprintf(d.out, "record batches are copied byte for byte, with the same offsets and topic IDs); lag %d.\n", totalLag(d.source, d.target, d.topics))
+	fmt.Fprint(d.out, `
+To do the same against your own cluster, and fail over to the mirror:
 
   mirrord serve --data-dir /var/lib/mirrord --listen 0.0.0.0:9092 --http-listen 0.0.0.0:8080
   cat > source.properties <<EOF
@@ -238,13 +305,22 @@ To do the same against your own cluster:
   mirrord mirrors --bootstrap-server localhost:9092 --create --mirror dr --mirror-config source.properties
   mirrord mirrors --bootstrap-server localhost:9092 --start --mirror dr --topics 'orders,pay-.*'
   mirrord mirrors --bootstrap-server localhost:9092 --describe --mirror dr
+  mirrord mirrors --bootstrap-server localhost:9092 --stop --dry-run --mirror dr --topics 'orders,pay-.*'
+  mirrord mirrors --bootstrap-server localhost:9092 --stop --mirror dr --topics 'orders,pay-.*'
 `)
 	return nil
 }
 
-// waitTick waits d; the demo paces its progress output with it.
-func waitTick(d time.Duration) {
-	timer := time.NewTimer(d)
-	defer timer.Stop()
-	<-timer.C
+// topicResultsError joins the per-topic errors of a topic-state change.
+func topicResultsError(what string, results []netio.TopicResult) error {
+	var errs []error
+	for _, r := range results {
+		if r.Err != nil {
+			errs = append(errs, fmt.Errorf("topic %s: %w", r.Topic, r.Err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("demo: %s: %w", what, err)
+	}
+	return nil
 }

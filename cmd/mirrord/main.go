@@ -1,6 +1,6 @@
 // Command mirrord is the mirrord daemon and CLI. See README.md.
 //
-//	mirrord demo [--data-dir DIR] [--bytes N]   storage demo (the node is not built yet)
+//	mirrord demo [--storage]                     live mirroring demo ending in a failover (--storage: the log store alone)
 //	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT]
 //	mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]   mirror administration
 package main
@@ -13,7 +13,8 @@ import (
 const usage = `usage: mirrord <command> [options]
 
 commands:
-  demo      append and read back a few hundred MB through the log store, with throughput
+  demo      a source node, a load generator and a mirror node in one process, mirroring live,
+            ending with a failover (the mirror takes the writes); --storage: the log store alone
   serve     the Kafka-protocol node: --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--advertise HOST:PORT]
   mirrors   mirror administration: --bootstrap-server HOST:PORT and one of --create --start --stop
             --pause --resume --recover --delete --list --describe (mirrord mirrors --help)
