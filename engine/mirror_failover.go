@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
@@ -56,6 +58,11 @@ func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 			m.stoppedPartitions[tp] = mp
 		}
 	}
+	for tp, mp := range m.stoppedPartitions { // a stop that failed earlier resumes
+		if state, _, _ := mp.status(); m.stopped[tp.Topic] && state == "STOPPING" && !slices.Contains(stopping, mp) {
+			stopping = append(stopping, mp)
+		}
+	}
 	m.mu.Unlock()
 	results := make([]netio.TopicResult, 0, len(topics))
 	if err := m.node.saveMirror(m); err != nil {
@@ -66,13 +73,8 @@ func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 	}
 	m.stopFetchers() // nothing fetches a stopped topic any more; the others resume below
 	m.refreshSoon()
-	errs := map[string]error{}
 	sort.Slice(stopping, func(i, j int) bool { return stopping[i].less(stopping[j]) })
-	for _, mp := range stopping {
-		if err := m.stopPartition(mp); err != nil && errs[mp.topic] == nil {
-			errs[mp.topic] = err
-		}
-	}
+	errs := m.stopPartitions(stopping)
 	for _, t := range topics {
 		results = append(results, netio.TopicResult{Topic: t, Err: errs[t]})
 	}
@@ -83,23 +85,81 @@ func (mp *mirrorPartition) less(other *mirrorPartition) bool {
 	return mp.topic < other.topic || mp.topic == other.topic && mp.partition < other.partition
 }
 
-// stopPartition walks one partition through the stop steps from where its
-// record says it is. A failure leaves the partition STOPPING at that step
-// with the error shown; the next stop request or restart resumes it.
-func (m *mirror) stopPartition(mp *mirrorPartition) error {
-	if err := m.runStopSteps(mp); err != nil {
-		mp.mu.Lock()
-		mp.state, mp.err = "STOPPING", err.Error()
-		mp.mu.Unlock()
-		m.log.Warn("stop failed; it resumes on the next stop request or restart", "topic", mp.topic, "partition", mp.partition, "error", err)
-		return err
-	}
-	return nil
+// stopParallelism bounds the partitions whose stop actions (markers, a
+// flush each) run at once.
+const stopParallelism = 8
+
+// stopping is one partition's stop in progress: its record, whose
+// StopStep is the step to persist and run next.
+type stopping struct {
+	mp     *mirrorPartition
+	record MirrorStateValue
+	done   bool
+	err    error
 }
 
-func (m *mirror) runStopSteps(mp *mirrorPartition) error {
-	n, p := m.node, mp.local
-	record, ok := n.states.get(mp.stateKey())
+// stopPartitions walks the partitions through the stop steps, step by
+// step for all of them: one group commit of __mirror_state per step, then
+// the step's actions in parallel. Each partition starts where its record
+// says. A failure leaves the partition STOPPING at that step with the
+// error shown (the next stop request or restart resumes it); the first
+// failure per topic is returned.
+func (m *mirror) stopPartitions(mps []*mirrorPartition) map[string]error {
+	var all []*stopping
+	for _, mp := range mps {
+		if s := m.startStop(mp); s != nil {
+			all = append(all, s)
+		}
+	}
+	for step := StopRemoveFromFetcher; step < stopStepCount; step++ {
+		var group []*stopping
+		for _, s := range all {
+			if s.err == nil && !s.done && s.record.StopStep == step {
+				group = append(group, s)
+			}
+		}
+		if len(group) == 0 || !m.persistStops(group) {
+			continue
+		}
+		m.node.crashPoint("stop:" + step.String())
+		runBounded(group, stopParallelism, m.runStopStep)
+	}
+	var finished []*stopping
+	for _, s := range all {
+		if s.done && s.err == nil {
+			s.record.Previous, s.record.State, s.record.StopStep = MirrorStopping, MirrorStopped, StopNone
+			finished = append(finished, s)
+		}
+	}
+	if len(finished) > 0 && m.persistStops(finished) {
+		m.node.crashPoint("stop:STOPPED")
+		for _, s := range finished {
+			s.mp.stopped(s.record)
+			m.log.Info("stopped mirroring: the partition is writable", "topic", s.mp.topic, "partition", s.mp.partition,
+				"last_mirror_epoch", s.record.LastMirrorEpoch, "last_mirror_offset", s.record.LastMirrorOffset, "leader_epoch", s.record.LeaderEpoch)
+		}
+	}
+	errs := map[string]error{}
+	for _, s := range all {
+		if s.err == nil {
+			continue
+		}
+		s.mp.mu.Lock()
+		s.mp.state, s.mp.err = "STOPPING", s.err.Error()
+		s.mp.mu.Unlock()
+		m.log.Warn("stop failed; it resumes on the next stop request or restart", "topic", s.mp.topic, "partition", s.mp.partition, "error", s.err)
+		if errs[s.mp.topic] == nil {
+			errs[s.mp.topic] = s.err
+		}
+	}
+	return errs
+}
+
+// startStop returns the partition's stop from its record: nil when it is
+// STOPPED already (made writable here), the first step when it was not
+// stopping.
+func (m *mirror) startStop(mp *mirrorPartition) *stopping {
+	record, ok := m.node.states.get(mp.stateKey())
 	switch {
 	case ok && record.State == MirrorStopped:
 		mp.stopped(record)
@@ -114,66 +174,85 @@ func (m *mirror) runStopSteps(mp *mirrorPartition) error {
 			source = rb.NoEpoch
 		}
 		record = MirrorStateValue{State: MirrorStopping, Previous: previous, StopStep: StopRemoveFromFetcher,
-			StateEpoch: record.StateEpoch, LeaderEpoch: rb.Epoch(p.LeaderEpoch()), SourceLeaderEpoch: source,
+			StateEpoch: record.StateEpoch, LeaderEpoch: rb.Epoch(mp.local.LeaderEpoch()), SourceLeaderEpoch: source,
 			NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	}
 	mp.mu.Lock()
 	mp.state, mp.err = "STOPPING", ""
 	mp.mu.Unlock()
-	for range stopStepCount { // each pass persists one step and runs it
-		if err := m.persistStep(mp, &record); err != nil {
-			return err
-		}
-		n.crashPoint("stop:" + record.StopStep.String())
-		switch record.StopStep {
-		case StopRemoveFromFetcher:
-			// The fetchers no longer hold the partition (stopTopics, or a
-			// restart that never fetches a stopped topic).
-			record.LastMirrorEpoch, record.LastMirrorOffset = p.log.LatestEpoch(), p.log.LogEndOffset()
-			record.StopStep = StopBumpLeaderEpoch
-		case StopBumpLeaderEpoch:
-			bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, rb.Epoch(p.LeaderEpoch()))
-			record.LeaderEpoch = rb.Epoch(min(int64(bumped)+1, math.MaxInt32))
-			record.StopStep = StopAbortTransactions
-		case StopAbortTransactions:
-			p.raiseLocalEpoch(int32(record.LeaderEpoch))
-			if err := p.abortOpenTransactions(); err != nil {
-				return err
-			}
-			n.crashPoint("stop:ABORT_TRANSACTIONS:written")
-			record.StopStep = StopResetProducers
-		case StopResetProducers:
-			p.raiseLocalEpoch(int32(record.LeaderEpoch))
-			if err := p.resetMirroredProducers(); err != nil {
-				return err
-			}
-			n.crashPoint("stop:RESET_PRODUCERS:written")
-			record.Previous, record.State, record.StopStep = MirrorStopping, MirrorStopped, StopNone
-			if err := m.persistStep(mp, &record); err != nil {
-				return err
-			}
-			n.crashPoint("stop:STOPPED")
-			mp.stopped(record)
-			m.log.Info("stopped mirroring: the partition is writable", "topic", mp.topic, "partition", mp.partition,
-				"last_mirror_epoch", record.LastMirrorEpoch, "last_mirror_offset", record.LastMirrorOffset, "leader_epoch", record.LeaderEpoch)
-			return nil
-		}
-	}
-	panic(fmt.Sprintf("engine: stop of %s-%d did not end in %d steps", mp.topic, mp.partition, stopStepCount))
+	return &stopping{mp: mp, record: record}
 }
 
-// persistStep writes record under the next state epoch.
-func (m *mirror) persistStep(mp *mirrorPartition, record *MirrorStateValue) error {
-	next := *record
-	next.StateEpoch = max(record.StateEpoch, mp.persistedEpoch()) + 1
-	if err := m.node.states.put(mp.stateKey(), next); err != nil {
-		return fmt.Errorf("engine: %s-%d: persist %v: %w", mp.topic, mp.partition, next.StopStep, err)
+// runStopStep runs the action of s's current step and moves s to the
+// next step (or done after RESET_PRODUCERS).
+func (m *mirror) runStopStep(s *stopping) {
+	n, p, record := m.node, s.mp.local, &s.record
+	switch record.StopStep {
+	case StopRemoveFromFetcher:
+		// The fetchers no longer hold the partition (stopTopics, or a
+		// restart that never fetches a stopped topic).
+		record.LastMirrorEpoch, record.LastMirrorOffset = p.log.LatestEpoch(), p.log.LogEndOffset()
+		record.StopStep = StopBumpLeaderEpoch
+	case StopBumpLeaderEpoch:
+		bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, rb.Epoch(p.LeaderEpoch()))
+		record.LeaderEpoch = rb.Epoch(min(int64(bumped)+1, math.MaxInt32))
+		record.StopStep = StopAbortTransactions
+	case StopAbortTransactions:
+		p.raiseLocalEpoch(int32(record.LeaderEpoch))
+		if s.err = p.abortOpenTransactions(); s.err != nil {
+			return
+		}
+		n.crashPoint("stop:ABORT_TRANSACTIONS:written")
+		record.StopStep = StopResetProducers
+	case StopResetProducers:
+		p.raiseLocalEpoch(int32(record.LeaderEpoch))
+		if s.err = p.resetMirroredProducers(); s.err != nil {
+			return
+		}
+		n.crashPoint("stop:RESET_PRODUCERS:written")
+		s.done = true
 	}
-	*record = next
-	mp.mu.Lock()
-	mp.stateEpoch = next.StateEpoch
-	mp.mu.Unlock()
-	return nil
+}
+
+// persistStops writes the records of group under their next state epochs
+// in one group commit; on failure every one of them fails.
+func (m *mirror) persistStops(group []*stopping) bool {
+	entries := make([]stateEntry, 0, len(group))
+	for _, s := range group {
+		next := s.record
+		next.StateEpoch = max(s.record.StateEpoch, s.mp.persistedEpoch()) + 1
+		entries = append(entries, stateEntry{s.mp.stateKey(), next})
+	}
+	if err := m.node.states.putAll(entries); err != nil {
+		for _, s := range group {
+			s.err = fmt.Errorf("engine: %s-%d: persist %v: %w", s.mp.topic, s.mp.partition, s.record.StopStep, err)
+		}
+		return false
+	}
+	for i, s := range group {
+		s.record = entries[i].value
+		s.mp.mu.Lock()
+		s.mp.stateEpoch = s.record.StateEpoch
+		s.mp.mu.Unlock()
+	}
+	return true
+}
+
+// runBounded calls run for every item, at most limit at a time, and
+// returns when all have returned.
+func runBounded[T any](items []T, limit int, run func(T)) {
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, limit)
+	for _, item := range items {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			run(item)
+		}()
+	}
+	wg.Wait()
 }
 
 func (mp *mirrorPartition) persistedEpoch() StateEpoch {
@@ -293,9 +372,9 @@ func (m *mirror) resumeStops() {
 		}
 	}
 	sort.Slice(stopping, func(i, j int) bool { return stopping[i].less(stopping[j]) })
-	for _, mp := range stopping {
-		m.log.Info("resuming an interrupted stop", "topic", mp.topic, "partition", mp.partition)
-		m.stopPartition(mp) // a failure is logged and shown; the next --stop resumes it
+	if len(stopping) > 0 {
+		m.log.Info("resuming interrupted stops", "partitions", len(stopping))
+		m.stopPartitions(stopping) // a failure is logged and shown; the next --stop resumes it
 	}
 }
 

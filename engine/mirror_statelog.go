@@ -202,14 +202,39 @@ func (s *stateLog) get(key MirrorStateKey) (MirrorStateValue, bool) {
 // put appends value for key and syncs it. A value whose state epoch is
 // not above the stored one is refused (fencing).
 func (s *stateLog) put(key MirrorStateKey, value MirrorStateValue) error {
-	if err := errors.Join(key.validate(), value.validate()); err != nil {
-		return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
+	return s.putAll([]stateEntry{{key, value}})
+}
+
+// stateEntry is one record of a putAll.
+type stateEntry struct {
+	key   MirrorStateKey
+	value MirrorStateValue
+}
+
+// putAll appends the entries in batches of at most stateLogBatchRecords
+// records and syncs once (a group commit: a stop of many partitions costs
+// one sync per step, not one per partition). Every entry is checked
+// (valid, keys distinct, not fenced) before any is written. After an I/O
+// error part of them may be in the log (replayed at open) but none is
+// live: the caller takes the write as failed and retries it.
+func (s *stateLog) putAll(entries []stateEntry) error {
+	seen := make(map[MirrorStateKey]bool, len(entries))
+	for _, e := range entries {
+		if err := errors.Join(e.key.validate(), e.value.validate()); err != nil {
+			return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
+		}
+		if seen[e.key] {
+			return fmt.Errorf("engine: %s: %s %s-%d twice in one write", mirrorStateTopic, e.key.Mirror, logstore.TopicID(e.key.TopicID), e.key.Partition)
+		}
+		seen[e.key] = true
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if stored, ok := s.live[key]; ok && value.StateEpoch <= stored.StateEpoch {
-		return fmt.Errorf("engine: %s: %s %s-%d: state epoch %d fenced by the stored %d", mirrorStateTopic,
-			key.Mirror, logstore.TopicID(key.TopicID), key.Partition, value.StateEpoch, stored.StateEpoch)
+	for _, e := range entries {
+		if stored, ok := s.live[e.key]; ok && e.value.StateEpoch <= stored.StateEpoch {
+			return fmt.Errorf("engine: %s: %s %s-%d: state epoch %d fenced by the stored %d", mirrorStateTopic,
+				e.key.Mirror, logstore.TopicID(e.key.TopicID), e.key.Partition, e.value.StateEpoch, stored.StateEpoch)
+		}
 	}
 	if s.log == nil {
 		id := logstore.NewTopicID()
@@ -222,18 +247,28 @@ func (s *stateLog) put(key MirrorStateKey, value MirrorStateValue) error {
 			s.register(log, id)
 		}
 	}
-	k, v := EncodeMirrorStateRecord(key, value)
-	s.scratch = rb.Append(s.scratch[:0], rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		BaseTimestamp: time.Now().UnixMilli(), Records: []rb.Record{{Key: k, Value: v}}})
-	if _, err := s.log.AppendAssign(s.scratch, max(s.log.LatestEpoch(), 0)); err != nil {
-		return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
+	for rest := entries; len(rest) > 0; { // bounded: each pass takes up to stateLogBatchRecords
+		chunk := rest[:min(len(rest), stateLogBatchRecords)]
+		rest = rest[len(chunk):]
+		recs := make([]rb.Record, 0, len(chunk))
+		for _, e := range chunk {
+			k, v := EncodeMirrorStateRecord(e.key, e.value)
+			recs = append(recs, rb.Record{Key: k, Value: v})
+		}
+		s.scratch = rb.Append(s.scratch[:0], rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			BaseTimestamp: time.Now().UnixMilli(), Records: recs})
+		if _, err := s.log.AppendAssign(s.scratch, max(s.log.LatestEpoch(), 0)); err != nil {
+			return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
+		}
 	}
 	if err := s.log.Flush(); err != nil { // a no-op after FlushEveryAppend
 		return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
 	}
 	s.log.SetHighWatermark(s.log.LogEndOffset())
-	s.live[key] = value
-	s.records++
+	for _, e := range entries {
+		s.live[e.key] = e.value
+	}
+	s.records += len(entries)
 	return nil
 }
 
