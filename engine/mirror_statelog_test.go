@@ -343,3 +343,38 @@ func TestMirrorFailedStateSurvivesRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestStateLogPutAll: a group commit checks every entry before writing
+// any (a fenced or repeated key refuses the whole write), writes more
+// entries than one batch holds, and replays after a crash.
+func TestStateLogPutAll(t *testing.T) {
+	mem := vfs.NewMem()
+	n := openStateTestNode(t, mem, "/data")
+	mustPut(t, n, testStateKey("m", 0), failedValue(5, "stored"))
+	for name, entries := range map[string][]stateEntry{
+		"fenced":   {{testStateKey("m", 1), mirroringValue(1)}, {testStateKey("m", 0), mirroringValue(5)}},
+		"repeated": {{testStateKey("m", 1), mirroringValue(1)}, {testStateKey("m", 1), mirroringValue(2)}},
+	} {
+		if err := n.states.putAll(entries); err == nil {
+			t.Fatalf("%s: putAll succeeded", name)
+		}
+		if _, ok := n.states.get(testStateKey("m", 1)); ok {
+			t.Fatalf("%s: a refused putAll wrote an entry", name)
+		}
+	}
+	const count = stateLogBatchRecords*2 + 7 // three batches
+	var entries []stateEntry
+	for i := range int32(count) {
+		entries = append(entries, stateEntry{testStateKey("many", i), mirroringValue(StateEpoch(i + 1))})
+	}
+	if err := n.states.putAll(entries); err != nil {
+		t.Fatal(err)
+	}
+	mem.Crash(nil)
+	n2 := openStateTestNode(t, mem, "/data")
+	defer n2.Close()
+	for _, e := range entries {
+		wantState(t, n2, e.key, e.value)
+	}
+	wantState(t, n2, testStateKey("m", 0), failedValue(5, "stored"))
+}
