@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -46,6 +47,7 @@ import (
 func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 	m.mu.Lock()
 	var stopping []*mirrorPartition
+	undo := m.selectionSnapshot()
 	for _, t := range topics {
 		m.stopped[t] = true // a stop supersedes a pause; a later start begins afresh
 		delete(m.names, t)
@@ -65,7 +67,10 @@ func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 	}
 	m.mu.Unlock()
 	results := make([]netio.TopicResult, 0, len(topics))
-	if err := m.node.saveMirror(m); err != nil {
+	if err := m.node.saveMirror(m); err != nil { // nothing stopped: the mirror goes on as it was
+		m.mu.Lock()
+		undo()
+		m.mu.Unlock()
 		for _, t := range topics {
 			results = append(results, netio.TopicResult{Topic: t, Err: err})
 		}
@@ -79,6 +84,17 @@ func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
 		results = append(results, netio.TopicResult{Topic: t, Err: errs[t]})
 	}
 	return results
+}
+
+// selectionSnapshot returns a function that puts back the mirror's
+// selection and partition sets as they are now (m.mu held by both).
+func (m *mirror) selectionSnapshot() func() {
+	names, paused, stopped := maps.Clone(m.names), maps.Clone(m.paused), maps.Clone(m.stopped)
+	partitions, stoppedPartitions := maps.Clone(m.partitions), maps.Clone(m.stoppedPartitions)
+	return func() {
+		m.names, m.paused, m.stopped = names, paused, stopped
+		m.partitions, m.stoppedPartitions = partitions, stoppedPartitions
+	}
 }
 
 func (mp *mirrorPartition) less(other *mirrorPartition) bool {
