@@ -8,7 +8,7 @@ BIN       := bin/mirrord
 FUZZ_TARGETS := $(shell grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.cache/*') 2>/dev/null | \
 	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*)/[^/]*:func (Fuzz.*)$$|\1:\2|')
 
-.PHONY: all build tools test vet unit interop fuzz fuzz-short bench demo clean
+.PHONY: all build tools test vet unit interop fuzz fuzz-short bench bench-full bench-micro demo clean
 
 all: build
 
@@ -49,7 +49,17 @@ test: tools vet unit fuzz-short
 # Longer fuzzing: make fuzz FUZZTIME=5m
 fuzz: fuzz-short
 
-bench:
+# The report: mirrord beside the physical limit and its peers (kgo copier,
+# Kafka 4.4, MirrorMaker 2, Kafka replication), lag and 10,000 idle
+# partitions, in one run; writes bench/results/<mode>.{md,json,png}.
+bench: tools
+	MIRRORD_BENCH=quick $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/
+
+bench-full: tools
+	MIRRORD_BENCH=full $(GO) test -count=1 -timeout 120m -run '^TestBenchReport$$' -v ./bench/
+
+# The Go micro-benchmarks (storage, serving, mirroring), each beside its raw limit.
+bench-micro:
 	$(GO) test -run='^$$' -bench=. -benchtime=$(BENCHTIME) -benchmem ./...
 
 demo: build

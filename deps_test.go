@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"logstore":            {"epoch", "recordbatch", "vfs"},
 	"netio":               {"epoch", "recordbatch"},
 	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
+	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench"},
 	"kafkatest":           {},            // starts real Kafka brokers for e2e and bench; imports nothing of the module
 	"e2e":                 {"kafkatest"}, // test-only: drives mirrord as a process

@@ -1,11 +1,34 @@
 // Package bench holds the whole-system benchmarks: mirrord against its
-// peers (MirrorMaker 2, a franz-go copier, Kafka's own replication) and
-// against the physical limit measured in the same run, reported as
-// ratios. Today: BenchmarkServe (a kgo consumer reading from a node, in
-// process) and BenchmarkMirror (mirrord mirroring mirrord, each a
-// `mirrord serve` process, process_test.go), each beside a loopback TCP
-// copy of the same bytes. TestMirrorBenchSmoke runs the mirror harness on
-// a few MB so that `make test` keeps it working. The storage benchmarks
-// live beside the code they measure (logstore/bench_test.go); `make bench`
-// runs them all.
+// peers and against the physical limit measured in the same run, reported
+// as ratios.
+//
+// The report (`make bench`, quick; `make bench-full`): TestBenchReport
+// runs every scenario in one process and writes bench/results/<mode>.md,
+// .json and .png (report_test.go, chart_test.go):
+//
+//   - limit: a loopback TCP copy (1 MiB buffers) and a sequential file
+//     write of the same number of bytes (scenarios_test.go);
+//   - mirrord: mirrord mirroring a preloaded mirrord source, a fresh
+//     mirror process per sample, 1 and 64 partitions (1024 in full), 1 KiB
+//     records, uncompressed and lz4 (and zstd in full);
+//   - kgo-copier: the franz-go consumer -> producer copier a user would
+//     write, into a writable topic on a second node;
+//   - mirrord-from-kafka, mm2, kafka-replication, serve-kafka,
+//     serve-mirrord: with real Kafka 4.4 brokers and MirrorMaker 2 from the
+//     Maven jars (kafka_test.go, kafkatest);
+//   - lag: record acknowledged at the source to visible on the mirror, at
+//     half of mirrord's measured throughput (lag_test.go);
+//   - scale: 10,000 mirrored partitions, mostly idle: the mirror's CPU per
+//     second and resident memory (scale_test.go).
+//
+// Every sample counts the CPU time of every process involved (from
+// /proc/<pid>/stat and rusage) and the peak resident set. Rows are medians
+// of mode.Repeats samples with their spread. TestBenchReportSmoke runs the
+// whole harness on tiny sizes in `make test`; it judges no number.
+//
+// The Go micro-benchmarks (`make bench-micro`): BenchmarkServe (a kgo
+// consumer reading from a node, in process) and BenchmarkMirror (mirrord
+// mirroring mirrord, each a `mirrord serve` process), each beside a
+// loopback TCP copy of the same bytes; the storage benchmarks live beside
+// the code they measure (logstore/bench_test.go).
 package bench

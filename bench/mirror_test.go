@@ -40,6 +40,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -261,6 +262,8 @@ func benchBatch(tb testing.TB, codec rb.Codec) rb.Batch {
 	case rb.CodecNone:
 	case rb.CodecLZ4:
 		batch = withLZ4(tb, batch)
+	case rb.CodecZstd:
+		batch = withZstd(tb, batch)
 	default:
 		tb.Fatalf("codec %s: not benchmarked", codec)
 	}
@@ -294,6 +297,23 @@ func withLZ4(tb testing.TB, batch rb.Batch) rb.Batch {
 	binary.BigEndian.PutUint32(out[batchLengthPosition:], uint32(len(out)-rb.LengthPrefixSize))
 	attributes := binary.BigEndian.Uint16(out[attributesPosition:])
 	binary.BigEndian.PutUint16(out[attributesPosition:], attributes&^attributesCodecMask|uint16(rb.CodecLZ4))
+	out.SetCRC(out.ComputeCRC())
+	return out
+}
+
+// withZstd returns batch with its records compressed with zstd (one
+// frame, as Kafka's Java client writes it), and length, codec and CRC set.
+func withZstd(tb testing.TB, batch rb.Batch) rb.Batch {
+	tb.Helper()
+	encoder, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1))
+	if err != nil {
+		tb.Fatalf("zstd: %v", err)
+	}
+	defer encoder.Close()
+	out := rb.Batch(encoder.EncodeAll(batch.Records(), slices.Clone(batch[:rb.HeaderSize])))
+	binary.BigEndian.PutUint32(out[batchLengthPosition:], uint32(len(out)-rb.LengthPrefixSize))
+	attributes := binary.BigEndian.Uint16(out[attributesPosition:])
+	binary.BigEndian.PutUint16(out[attributesPosition:], attributes&^attributesCodecMask|uint16(rb.CodecZstd))
 	out.SetCRC(out.ComputeCRC())
 	return out
 }

@@ -31,8 +31,9 @@ const (
 	portTries       = 5
 )
 
-// brokerJVM keeps each broker small: several run beside mirrord on two cores.
-var brokerJVM = []string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"}
+// brokerJVM keeps each broker small: several run beside mirrord on two
+// cores. The full JIT stays on: the benchmarks compare brokers at speed.
+var brokerJVM = []string{"-Xms128m", "-Xmx512m", "-XX:+UseSerialGC"}
 
 // toolJVM makes the short-lived tools start fast.
 var toolJVM = []string{"-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"}

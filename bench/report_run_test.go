@@ -1,0 +1,139 @@
+package bench
+
+// The report run: `make bench` (MIRRORD_BENCH=quick) and `make bench-full`
+// (MIRRORD_BENCH=full) measure every scenario in one run and write
+// bench/results/<mode>.{md,json,png}. TestBenchReportSmoke runs the same
+// harness on tiny sizes in `make test` (numbers not judged) so it keeps
+// working.
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mirrord/mirrord/kafkatest"
+	rb "github.com/mirrord/mirrord/recordbatch"
+)
+
+// resultsDir is where `make bench` writes the report (bench/results).
+const resultsDir = "results"
+
+func TestBenchReport(t *testing.T) {
+	name := os.Getenv("MIRRORD_BENCH")
+	if name == "" {
+		t.Skip("set MIRRORD_BENCH=quick or full (make bench, make bench-full)")
+	}
+	mode, ok := benchModes[name]
+	if !ok || name == "smoke" {
+		t.Fatalf("MIRRORD_BENCH=%q: want quick or full", name)
+	}
+	report := runReport(t, mode)
+	paths, err := writeReport(resultsDir, report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range paths {
+		t.Logf("wrote %s", path)
+	}
+	if markdown, err := os.ReadFile(filepath.Join(resultsDir, mode.Name+".md")); err == nil {
+		fmt.Println(string(markdown))
+	}
+}
+
+func TestBenchReportSmoke(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the report harness starts several processes")
+	}
+	report := runReport(t, benchModes["smoke"])
+	paths, err := writeReport(t.TempDir(), report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) != 3 {
+		t.Fatalf("wrote %v, want the Markdown, JSON and PNG", paths)
+	}
+	scenarios := map[string]bool{}
+	for _, m := range report.Measurements {
+		if len(m.Samples) == 0 && strings.HasPrefix(m.Note, "not measured") {
+			continue // a peer this machine cannot run (MirrorMaker 2 without its jar): the report says so
+		}
+		if len(m.Samples) == 0 || m.Samples[0].Bytes <= 0 || m.Samples[0].Wall <= 0 {
+			t.Errorf("%s / %s: samples %+v", m.Scenario, m.Variant, m.Samples)
+		}
+		scenarios[m.Scenario] = true
+	}
+	for _, want := range []string{"limit", "mirrord", "kgo-copier"} {
+		if !scenarios[want] {
+			t.Errorf("no %s row in the smoke report", want)
+		}
+	}
+	if len(report.Lags) == 0 || len(report.Scales) == 0 {
+		t.Errorf("smoke report: %d lag rows, %d scale rows", len(report.Lags), len(report.Scales))
+	}
+}
+
+// runReport measures every scenario of mode in turn.
+func runReport(t *testing.T, mode benchMode) Report {
+	t.Helper()
+	report := Report{Mode: mode.Name, Started: time.Now(), Machine: machine()}
+	step := func(name string, run func()) {
+		started := time.Now()
+		run()
+		t.Logf("%s: %v", name, time.Since(started).Round(time.Millisecond))
+	}
+	step("limit", func() { report.Measurements = append(report.Measurements, limitScenarios(t, mode)...) })
+	var mirrord []Measurement
+	step("mirrord", func() { mirrord = mirrordScenarios(t, mode) })
+	report.Measurements = append(report.Measurements, mirrord...)
+	step("kgo copier", func() { report.Measurements = append(report.Measurements, copierScenarios(t, mode)...) })
+	step("kafka", func() {
+		rows, err := kafkaScenarios(t, mode)
+		switch {
+		case errors.Is(err, kafkatest.ErrNotInstalled) && os.Getenv("CI") != "true":
+			report.Notes = append(report.Notes, "Kafka scenarios not run: "+err.Error())
+		case err != nil:
+			t.Fatalf("kafka scenarios: %v", err)
+		}
+		report.Measurements = append(report.Measurements, rows...)
+	})
+	rate := halfLoad(mirrord)
+	step("lag", func() {
+		lags, err := lagScenario(t, mode, rate)
+		if err != nil {
+			t.Fatalf("lag: %v", err)
+		}
+		report.Lags = lags
+	})
+	step("scale", func() {
+		scales, err := scaleScenario(t, mode)
+		if err != nil {
+			t.Fatalf("scale: %v", err)
+		}
+		report.Scales = scales
+	})
+	report.Notes = append(report.Notes, fmt.Sprintf("Lag measured at %.0f MB/s, half of mirrord's 1-partition lz4 throughput in this run.", rate/1e6))
+	return report
+}
+
+// halfLoad is half the median throughput of the 1-partition lz4 mirrord
+// row, in bytes per second (the lag scenario's load); 20 MB/s if absent.
+func halfLoad(rows []Measurement) float64 {
+	for _, m := range rows {
+		if m.Scenario == "mirrord" && m.Variant == variantName(1, rb.CodecLZ4) {
+			if median := aggregate(m).MegabytesPerSecond.Median; median > 0 {
+				return median * bytesPerMegabyte / 2
+			}
+		}
+	}
+	return 20e6
+}
+
+// machine describes where the report ran.
+func machine() string {
+	return fmt.Sprintf("%d cores, %s/%s, %s", runtime.NumCPU(), runtime.GOOS, runtime.GOARCH, runtime.Version())
+}
