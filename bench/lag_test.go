@@ -246,6 +246,7 @@ func newLagRun(topic string, partitions int32, records int64) *lagRun {
 		acked: make([]atomic.Int64, records), seen: make([]time.Duration, records), consumed: make(chan struct{})}
 }
 
+// lagRandom is lagRandomBytes of seeded pseudo-random bytes.
 func lagRandom() []byte {
 	random := rand.New(rand.NewPCG(3, 4))
 	out := make([]byte, lagRandomBytes)

@@ -383,20 +383,7 @@ func createMirror(ctx context.Context, client *kgo.Client, sourceAddr string) er
 }
 
 func startMirrorTopic(ctx context.Context, client *kgo.Client) error {
-	req := &netio.MirrorTopicsRequest{Change: netio.StartMirroring, MirrorName: mirrorName,
-		Topics: []netio.MirrorTopicsRequestTopic{{TopicName: mirrorTopic}}}
-	kresp, err := client.Request(ctx, req)
-	if err != nil {
-		return fmt.Errorf("start mirror topics: %w", err)
-	}
-	resp := kresp.(*netio.MirrorTopicsResponse)
-	if resp.ErrorCode != 0 {
-		return fmt.Errorf("start mirror topics: %w", kerr.ErrorForCode(resp.ErrorCode))
-	}
-	if len(resp.Topics) != 1 || resp.Topics[0].ErrorCode != 0 {
-		return fmt.Errorf("start mirror topics: topic results %+v", resp.Topics)
-	}
-	return nil
+	return startMirrorTopicNamed(ctx, client, mirrorTopic)
 }
 
 // mirrorProgress is what waitEndOffsets saw: when every partition first

@@ -28,9 +28,9 @@ package bench
 // above the hard limit that needs CAP_SYS_RESOURCE, and without it the
 // scenario measures as many partitions as fit (the result says how many).
 //
-// TestScaleProfile (scaleProfileEnv) runs the same with the mirror in
-// this process instead, for a CPU profile of the idle window and a heap
-// profile at its end.
+// TestScaleProfile (scaleProfileEnv) runs the same with the mirror, or
+// the source, in this process instead, for CPU profiles of both windows
+// and a heap profile after them.
 
 import (
 	"bytes"
@@ -45,6 +45,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -338,11 +339,22 @@ func scaleWrite(sourceAddr string, layout scaleLayout, window time.Duration) (in
 	value := bytes.Repeat([]byte{'w'}, scaleValueBytes)
 	ticker := time.NewTicker(scaleWriteInterval)
 	defer ticker.Stop()
-	var writes int64
+	var (
+		writes   int64
+		mu       sync.Mutex
+		firstErr error // of the promises
+	)
+	promise := func(_ *kgo.Record, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if firstErr == nil && err != nil {
+			firstErr = fmt.Errorf("scale: produce: %w", err)
+		}
+	}
 	for started := time.Now(); time.Since(started) < window && ctx.Err() == nil; writes++ { // bounded by window
 		for i, topic := range layout.topics {
 			record := &kgo.Record{Topic: topic, Partition: int32(scaleWrittenPartition(i, layout)), Value: value}
-			producer.Produce(ctx, record, nil)
+			producer.Produce(ctx, record, promise)
 		}
 		select {
 		case <-ctx.Done():
@@ -352,7 +364,9 @@ func scaleWrite(sourceAddr string, layout scaleLayout, window time.Duration) (in
 	if err := producer.Flush(ctx); err != nil {
 		return 0, err
 	}
-	return writes, nil
+	mu.Lock()
+	defer mu.Unlock()
+	return writes, firstErr
 }
 
 // scaleMeasured is the mirror's CPU per second since mirrorCPU at
@@ -369,9 +383,11 @@ func scaleMeasured(tb testing.TB, window string, source, mirror *mirrordProcess,
 	if err != nil {
 		return result, err
 	}
-	tb.Logf("%s window of %v: mirror CPU %.2f%% of a core, source %.2f%%; mirror VmRSS %d MB (anon %d MB, file %d MB), VmHWM %d MB, %d threads, %d open files",
+	tb.Logf("%s window of %v: mirror CPU %.2f%% of a core, source %.2f%%; mirror VmRSS %d MB (anon %d MB, file %d MB), VmHWM %d MB, "+
+		"VmSize %d GB, %d threads, %d open files",
 		window, wall.Round(time.Millisecond), 100*result.CPUPerSecond, 100*(source.cpu()-sourceCPU).Seconds()/wall.Seconds(),
-		status["VmRSS"]>>20, status["RssAnon"]>>20, status["RssFile"]>>20, status["VmHWM"]>>20, status["Threads"], len(files))
+		status["VmRSS"]>>20, status["RssAnon"]>>20, status["RssFile"]>>20, status["VmHWM"]>>20, status["VmSize"]>>30,
+		status["Threads"], len(files))
 	return result, nil
 }
 
