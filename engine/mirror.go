@@ -138,6 +138,19 @@ func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
 	if mp.states == nil {
 		return
 	}
+	v := mp.stateValueLocked(previous, attempts)
+	if err := mp.states.put(mp.stateKey(), v); err != nil {
+		if mp.log != nil {
+			mp.log.Warn("cannot persist the partition state", "topic", mp.topic, "partition", mp.partition, "state", mp.state, "error", err)
+		}
+		return
+	}
+	mp.stateEpoch = v.StateEpoch
+}
+
+// stateValueLocked is the record of the partition's state under the next
+// state epoch (mp.mu held).
+func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) MirrorStateValue {
 	v := MirrorStateValue{State: MirrorMirroring, Previous: MirrorUnknown, StateEpoch: mp.stateEpoch + 1,
 		SourceLeaderEpoch: rb.NoEpoch, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	if mp.local != nil {
@@ -159,13 +172,7 @@ func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
 			v.RetryCount, v.Retryable, v.NextRetryAtMillis = int32(mp.failures), true, max(mp.retryAt.UnixMilli(), 0)
 		}
 	}
-	if err := mp.states.put(mp.stateKey(), v); err != nil {
-		if mp.log != nil {
-			mp.log.Warn("cannot persist the partition state", "topic", mp.topic, "partition", mp.partition, "state", mp.state, "error", err)
-		}
-		return
-	}
-	mp.stateEpoch = v.StateEpoch
+	return v
 }
 
 // restore sets the partition's state from its __mirror_state record

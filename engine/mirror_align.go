@@ -65,6 +65,7 @@ func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition) {
 		}
 		return
 	}
+	var aligned []*mirrorPartition
 	for _, mp := range pending {
 		answer := answers[mp]
 		if answer.loop {
@@ -74,7 +75,40 @@ func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition) {
 		}
 		if err := m.alignPartition(mp, answer); err != nil {
 			mp.fail(fmt.Errorf("log alignment: %w", err), true)
+			continue
 		}
+		aligned = append(aligned, mp)
+	}
+	m.persistAligned(aligned)
+}
+
+// persistAligned records the aligned partitions as MIRRORING in one group
+// commit (a new mirror of many partitions pays one sync, not one each),
+// and lets the fetchers take them. A failed write fails them, retryably:
+// alignment runs again.
+func (m *mirror) persistAligned(mps []*mirrorPartition) {
+	if len(mps) == 0 {
+		return
+	}
+	m.node.crashPoint("align:PERSIST")
+	entries := make([]stateEntry, 0, len(mps))
+	for _, mp := range mps {
+		mp.mu.Lock()
+		previous := mp.state
+		mp.state, mp.err, mp.failures = "MIRRORING", "", 0
+		entries = append(entries, stateEntry{mp.stateKey(), mp.stateValueLocked(previous, 0)})
+		mp.mu.Unlock()
+	}
+	if err := m.node.states.putAll(entries); err != nil {
+		for _, mp := range mps {
+			mp.fail(fmt.Errorf("log alignment: %w", err), true)
+		}
+		return
+	}
+	for i, mp := range mps {
+		mp.mu.Lock()
+		mp.stateEpoch, mp.aligned = entries[i].value.StateEpoch, true
+		mp.mu.Unlock()
 	}
 }
 
@@ -152,8 +186,8 @@ func (m *mirror) sourceServesMirrorRPCs(ctx context.Context) (bool, error) {
 }
 
 // alignPartition truncates the local log to where it agrees with the
-// source, keeps what it removes in a file, and persists MIRRORING: the
-// partition may be fetched.
+// source and keeps what it removes in a file; persistAligned then lets it
+// be fetched.
 func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswer) error {
 	p := mp.local
 	end := p.log.LogEndOffset()
@@ -173,12 +207,6 @@ func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswe
 			return err
 		}
 	}
-	m.node.crashPoint("align:PERSIST")
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	previous := mp.state
-	mp.state, mp.err, mp.failures, mp.aligned = "MIRRORING", "", 0, true
-	mp.persistLocked(previous, 0)
 	return nil
 }
 
