@@ -105,8 +105,7 @@ func TestMirrorMakerProperties(t *testing.T) {
 		"A->B.topics":                       "bench-1",
 		"B->A.enabled":                      "false",
 		"replication.policy.class":          "org.apache.kafka.connect.mirror.IdentityReplicationPolicy",
-		"emit.offset-syncs.enabled":         "false",
-		"emit.checkpoints.enabled":          "false",
+		"emit.checkpoints.interval.seconds": "3600",
 		"emit.heartbeats.enabled":           "false",
 		"replication.factor":                "1",
 		"B.producer.compression.type":       "lz4",
@@ -124,7 +123,7 @@ func TestMirrorMakerProperties(t *testing.T) {
 func TestStartMirrorMakerNotInstalled(t *testing.T) {
 	libs := t.TempDir() // no jars at all
 	_, err := kafkatest.StartMirrorMaker(context.Background(), libs, t.TempDir(), "127.0.0.1:1", "127.0.0.1:2", "bench", nil)
-	if !errors.Is(err, kafkatest.ErrNotInstalled) || !strings.Contains(err.Error(), "connect-mirror-"+kafkatest.Version+".jar") {
+	if !errors.Is(err, kafkatest.ErrNotInstalled) || !strings.Contains(err.Error(), "connect-mirror-"+kafkatest.MirrorMakerVersion+".jar") {
 		t.Fatalf("StartMirrorMaker without jars: %v, want ErrNotInstalled naming connect-mirror", err)
 	}
 }
