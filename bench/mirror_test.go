@@ -49,7 +49,6 @@ import (
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const (
@@ -422,33 +421,9 @@ func waitEndOffsets(ctx context.Context, client *kgo.Client, broker int32, want 
 // listEndOffsets asks broker for the log end offset of every partition of
 // the topic (ListOffsets, latest); a partition error is an error.
 func listEndOffsets(ctx context.Context, client *kgo.Client, broker, partitions int32) ([]int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	topic := kmsg.NewListOffsetsRequestTopic()
-	topic.Topic = mirrorTopic
-	for partition := range partitions {
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, -1, -1
-		topic.Partitions = append(topic.Partitions, p)
-	}
-	req.Topics = append(req.Topics, topic)
-	kresp, err := client.Broker(int(broker)).Request(ctx, req)
+	offsets, err := listOffsetsOf(ctx, client, broker, []string{mirrorTopic}, partitions)
 	if err != nil {
 		return nil, err
 	}
-	resp := kresp.(*kmsg.ListOffsetsResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != int(partitions) {
-		return nil, fmt.Errorf("list offsets: %d topics in the answer", len(resp.Topics))
-	}
-	offsets := make([]int64, partitions)
-	for _, p := range resp.Topics[0].Partitions {
-		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return nil, fmt.Errorf("list offsets %s-%d: %w", mirrorTopic, p.Partition, err)
-		}
-		if p.Partition < 0 || p.Partition >= partitions {
-			return nil, fmt.Errorf("list offsets: partition %d in the answer", p.Partition)
-		}
-		offsets[p.Partition] = p.Offset
-	}
-	return offsets, nil
+	return offsets[0], nil
 }
