@@ -339,3 +339,60 @@ func waitDescribed(ctx context.Context, t *testing.T, node *server, name string,
 		t.Fatalf("mirror %s on %s: not as expected within %v: %s", name, node.addr, mirrorCatchUpWait, reason)
 	}
 }
+
+// TestMirrorsStartedTowardsEachOther: after a failover, both nodes are
+// told at once to mirror the topic from the other. Each one's alignment
+// may ask the other while the other asks it: both must answer at once (no
+// node waits on its own alignment to answer), and never may both mirror:
+// either one side won (MIRRORING) and the other refuses the loop, or both
+// refuse it.
+func TestMirrorsStartedTowardsEachOther(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
+	defer cancel()
+	pair := startMirrorPair(ctx, t)
+	stopMirror(ctx, t, pair.b, "a-to-b")
+	runMirrorsOK(ctx, t, pair.a.addr, "--create", "--mirror", "b-to-a", "--mirror-config", writeMirrorConfig(t, pair.b.addr))
+	started := time.Now()
+	done := make(chan mirrorsResult, 1)
+	go func() {
+		done <- runMirrors(ctx, t, pair.a.addr, "--start", "--mirror", "b-to-a", "--topics", failoverTopic)
+	}()
+	runMirrorsOK(ctx, t, pair.b.addr, "--start", "--mirror", "a-to-b", "--topics", failoverTopic)
+	if result := <-done; result.exit != 0 {
+		t.Fatalf("%s: exit %d: %s", result.command(), result.exit, result.stderr)
+	}
+	loop := func(p describedRow) bool { return p.State == "FAILED" && strings.Contains(p.Error, "mirror loop") }
+	settled := func(p describedRow) bool { return p.State == "MIRRORING" || loop(p) }
+	waitDescribed(ctx, t, pair.a, "b-to-a", settled)
+	waitDescribed(ctx, t, pair.b, "a-to-b", settled)
+	if took := time.Since(started); took > mirrorCLIWait {
+		t.Errorf("settled after %v: the alignments waited on each other", took)
+	}
+	refused := 0
+	for _, side := range []struct {
+		node *server
+		name string
+	}{{pair.a, "b-to-a"}, {pair.b, "a-to-b"}} {
+		all := true
+		for _, p := range describeRows(ctx, t, side.node, side.name) {
+			all = all && loop(p)
+		}
+		if all {
+			refused++
+		}
+	}
+	if refused == 0 {
+		t.Fatalf("both nodes mirror the topic from each other: a mirror loop was not refused")
+	}
+}
+
+// describeRows is --describe --json of mirror name on node.
+func describeRows(ctx context.Context, t *testing.T, node *server, name string) []describedRow {
+	t.Helper()
+	var described describeJSON
+	out := runMirrorsOK(ctx, t, node.addr, "--describe", "--mirror", name, "--json")
+	if err := json.Unmarshal([]byte(out), &described); err != nil {
+		t.Fatalf("--describe --json: %v\n%s", err, out)
+	}
+	return described.Partitions
+}

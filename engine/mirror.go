@@ -40,6 +40,10 @@ type mirror struct {
 	cancel  context.CancelFunc
 	done    chan struct{}
 
+	// aligning serializes log alignment (run without mu, since it asks the
+	// source) with stops. Lock order: the node's mirrorsMu, aligning, mu.
+	aligning sync.Mutex
+
 	mu         sync.Mutex
 	include    []*regexp.Regexp                             // start patterns
 	exclude    []*regexp.Regexp                             // start exclusions
@@ -399,9 +403,35 @@ func (m *mirror) reconcile(ctx context.Context) error {
 			}
 		}
 	}
-	m.alignPartitions(ctx, unaligned)
+	if len(unaligned) > 0 {
+		// Alignment asks the source, which may at that moment be asking
+		// this node (two mirrors started towards each other): m.mu is not
+		// held across the request, so this node's answers never wait on
+		// it. The fetchers then take only the partitions still mirrored.
+		sourceClusterID := m.sourceClusterID
+		m.mu.Unlock()
+		m.aligning.Lock()
+		m.alignPartitions(ctx, unaligned, sourceClusterID)
+		m.aligning.Unlock()
+		m.mu.Lock()
+		byBroker = m.stillMirrored(byBroker)
+	}
 	m.assignFetchers(byBroker)
 	return nil
+}
+
+// stillMirrored drops from byBroker the partitions no longer in
+// m.partitions (stopped while m.mu was released; m.mu held).
+func (m *mirror) stillMirrored(byBroker map[int32][]*mirrorPartition) map[int32][]*mirrorPartition {
+	out := make(map[int32][]*mirrorPartition, len(byBroker))
+	for broker, set := range byBroker {
+		for _, mp := range set {
+			if m.partitions[logstore.TopicPartition{Topic: mp.topic, Partition: mp.partition}] == mp {
+				out[broker] = append(out[broker], mp)
+			}
+		}
+	}
+	return out
 }
 
 // checkSourceTopics fails, waiting for recover, the partitions whose

@@ -47,8 +47,9 @@ type lastMirrorEpochAnswer struct {
 }
 
 // alignPartitions aligns the partitions not aligned yet, skipping those
-// that wait for recover (m.mu held). Failures fail the partition.
-func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition) {
+// that wait for recover. Failures fail the partition. m.mu is not held:
+// it reads no field m.mu guards (sourceClusterID comes in).
+func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition, sourceClusterID string) {
 	var pending []*mirrorPartition
 	for _, mp := range mps {
 		if state, _, failures := mp.status(); !(state == "FAILED" && failures < 0) {
@@ -70,7 +71,7 @@ func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition) {
 		answer := answers[mp]
 		if answer.loop {
 			mp.fail(fmt.Errorf("mirror loop: the source cluster %s still mirrors %s-%d from this cluster %s; stop that mirror's topic on the source first, then --recover",
-				m.sourceClusterID, mp.topic, mp.partition, m.node.cluster.ClusterID), false)
+				sourceClusterID, mp.topic, mp.partition, m.node.cluster.ClusterID), false)
 			continue
 		}
 		if err := m.alignPartition(mp, answer); err != nil {

@@ -45,6 +45,8 @@ import (
 // saved, the fetchers let go of the topics, and each partition walks the
 // stop steps. It answers per topic (n.mirrorsMu held).
 func (m *mirror) stopTopics(topics []string) []netio.TopicResult {
+	m.aligning.Lock() // no alignment runs on a partition being stopped
+	defer m.aligning.Unlock()
 	m.mu.Lock()
 	var stopping []*mirrorPartition
 	undo := m.selectionSnapshot()
