@@ -73,11 +73,7 @@ func stopMirror(ctx context.Context, t *testing.T, node *server, name string) ma
 // of mirror name STOPPED with a last mirror offset; it returns those.
 func stoppedPartitions(ctx context.Context, t *testing.T, node *server, name string) map[topicPartition]int64 {
 	t.Helper()
-	var described describeJSON
-	out := runMirrorsOK(ctx, t, node.addr, "--describe", "--mirror", name, "--json")
-	if err := json.Unmarshal([]byte(out), &described); err != nil {
-		t.Fatalf("--describe --json: %v\n%s", err, out)
-	}
+	described, out := describeMirror(ctx, t, node.addr, name)
 	lme := map[topicPartition]int64{}
 	for _, p := range described.Partitions {
 		if p.State != "STOPPED" || p.LastMirrorOffset < 0 {
@@ -374,7 +370,8 @@ func TestMirrorsStartedTowardsEachOther(t *testing.T) {
 		name string
 	}{{pair.a, "b-to-a"}, {pair.b, "a-to-b"}} {
 		all := true
-		for _, p := range describeRows(ctx, t, side.node, side.name) {
+		described, _ := describeMirror(ctx, t, side.node.addr, side.name)
+		for _, p := range described.Partitions {
 			all = all && loop(p)
 		}
 		if all {
@@ -384,15 +381,4 @@ func TestMirrorsStartedTowardsEachOther(t *testing.T) {
 	if refused == 0 {
 		t.Fatalf("both nodes mirror the topic from each other: a mirror loop was not refused")
 	}
-}
-
-// describeRows is --describe --json of mirror name on node.
-func describeRows(ctx context.Context, t *testing.T, node *server, name string) []describedRow {
-	t.Helper()
-	var described describeJSON
-	out := runMirrorsOK(ctx, t, node.addr, "--describe", "--mirror", name, "--json")
-	if err := json.Unmarshal([]byte(out), &described); err != nil {
-		t.Fatalf("--describe --json: %v\n%s", err, out)
-	}
-	return described.Partitions
 }

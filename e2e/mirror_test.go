@@ -438,16 +438,24 @@ type describeJSON struct {
 	} `json:"partitions"`
 }
 
+// describeMirror runs --describe --mirror name --json on addr and
+// returns it parsed, and as printed.
+func describeMirror(ctx context.Context, t *testing.T, addr, name string) (describeJSON, string) {
+	t.Helper()
+	out := runMirrorsOK(ctx, t, addr, "--describe", "--mirror", name, "--json")
+	var described describeJSON
+	if err := json.Unmarshal([]byte(out), &described); err != nil {
+		t.Fatalf("--describe --json: %v\n%s", err, out)
+	}
+	return described, out
+}
+
 // checkDescribedCaughtUp: --describe --json shows every partition
 // MIRRORING at the source's end, without lag or error, and the source's
 // address.
 func checkDescribedCaughtUp(ctx context.Context, t *testing.T, addr, sourceAddr string, sourceEnds map[topicPartition]int64) {
 	t.Helper()
-	out := runMirrorsOK(ctx, t, addr, "--describe", "--mirror", "m", "--json")
-	var described describeJSON
-	if err := json.Unmarshal([]byte(out), &described); err != nil {
-		t.Fatalf("--describe --json: %v\n%s", err, out)
-	}
+	described, out := describeMirror(ctx, t, addr, "m")
 	if len(described.Mirrors) != 1 || described.Mirrors[0].SourceBootstrap != sourceAddr || described.Mirrors[0].SourceClusterID == "" {
 		t.Errorf("--describe --json: mirrors %+v, want m of %s with the source's cluster ID", described.Mirrors, sourceAddr)
 	}
