@@ -365,8 +365,8 @@ func (p *partition) endsWithPIDReset() bool {
 }
 
 // resumeStops finishes, at load, the stops a crash interrupted: the
-// partitions of stopped topics whose record is not STOPPED (m.mu held
-// by the caller's load, which has not shared m yet).
+// partitions of stopped topics whose record is not STOPPED. m.mu is held
+// by loadMirrors, so the mirror's controller (started already) waits.
 func (m *mirror) resumeStops() {
 	var stopping []*mirrorPartition
 	for _, local := range m.node.topicsSnapshot() {
