@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 
 	"github.com/mirrord/mirrord/logstore"
@@ -212,42 +213,48 @@ func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswe
 }
 
 // keepTruncated copies the batches of [from, to) to a file in the data
-// directory's truncated folder and returns its path ("" when the range
-// holds no batch: below the log start).
+// directory's truncated folder, a bounded read at a time, and returns its
+// path ("" when the range holds no batch: below the log start).
 func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string, error) {
-	from = max(from, mp.local.log.LogStartOffset())
+	log := mp.local.log
+	from = max(from, log.LogStartOffset())
 	if from >= to {
 		return "", nil
 	}
-	var data []byte
-	for offset := from; offset < to; { // bounded: each read moves past at least one batch
-		slice, err := mp.local.log.ReadBytes(nil, offset, 8<<20, to, true)
-		if err != nil {
-			return "", fmt.Errorf("read the records to truncate: %w", err)
+	copyRange := func(w io.Writer) error {
+		var buf []byte
+		for offset := from; offset < to; { // bounded: each read moves past at least one batch
+			var err error
+			if buf, err = log.ReadBytes(buf[:0], offset, keepTruncatedReadBytes, to, true); err != nil {
+				return fmt.Errorf("read the records to truncate: %w", err)
+			}
+			next := offset
+			for it := rb.NewIter(buf, false); it.Next(); {
+				next = it.Batch().LastOffset() + 1
+			}
+			if len(buf) == 0 || next <= offset {
+				return nil
+			}
+			if _, err := w.Write(buf); err != nil {
+				return err
+			}
+			offset = next
 		}
-		if len(slice) == 0 {
-			break
-		}
-		next := offset
-		for it := rb.NewIter(slice, false); it.Next(); {
-			next = it.Batch().LastOffset() + 1
-		}
-		if next <= offset {
-			break
-		}
-		data = append(data, slice...)
-		offset = next
+		return nil
 	}
 	fs, dir := m.node.cfg.FS, path.Join(m.node.cfg.DataDir, truncatedDir)
 	if err := fs.MkdirAll(dir); err != nil {
 		return "", err
 	}
 	name := fmt.Sprintf("%s-%d-%d-%d.batches", mp.topic, mp.partition, from, to)
-	if err := logstore.WriteFileAtomic(fs, dir, name, data); err != nil {
+	if err := logstore.WriteFileAtomicFrom(fs, dir, name, copyRange); err != nil {
 		return "", fmt.Errorf("keep the records to truncate: %w", err)
 	}
 	return path.Join(dir, name), nil
 }
+
+// keepTruncatedReadBytes bounds one read of keepTruncated.
+const keepTruncatedReadBytes = 8 << 20
 
 // alignTo truncates the log to offset for failback and rebuilds the
 // producer state; a point below the log start empties the log there.

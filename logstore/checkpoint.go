@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"strconv"
 
@@ -27,13 +28,22 @@ var errReplaced = errors.New("logstore: file replaced, directory not synced")
 // sync it, rename it over the old one, sync the directory. A crash leaves
 // either the old or the new contents, never a mix.
 func WriteFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
+	return WriteFileAtomicFrom(fs, dir, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// WriteFileAtomicFrom is WriteFileAtomic for contents written by write,
+// for files too large to hold in memory at once.
+func WriteFileAtomicFrom(fs vfs.FS, dir, name string, write func(io.Writer) error) error {
 	target := path.Join(dir, name)
 	tmp := target + tmpSuffix
 	f, err := fs.Create(tmp)
 	if err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		return err
 	}
