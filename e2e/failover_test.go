@@ -293,19 +293,6 @@ func checkTruncatedKept(t *testing.T, a *server, tps []topicPartition, records i
 	}
 }
 
-// describedRow is one partition of --describe --json.
-type describedRow = struct {
-	Mirror              string `json:"mirror"`
-	Topic               string `json:"topic"`
-	Partition           int32  `json:"partition"`
-	State               string `json:"state"`
-	SourceHighWatermark int64  `json:"sourceHighWatermark"`
-	LogEndOffset        int64  `json:"logEndOffset"`
-	Lag                 int64  `json:"lag"`
-	Error               string `json:"error"`
-	LastMirrorOffset    int64  `json:"lastMirrorOffset"`
-}
-
 // waitDescribed polls --describe --json until every partition of mirror
 // name satisfies ok.
 func waitDescribed(ctx context.Context, t *testing.T, node *server, name string, ok func(describedRow) bool) {

@@ -425,17 +425,20 @@ type describeJSON struct {
 		SourceBootstrap string `json:"sourceBootstrap"`
 		SourceClusterID string `json:"sourceClusterId"`
 	} `json:"mirrors"`
-	Partitions []struct {
-		Mirror              string `json:"mirror"`
-		Topic               string `json:"topic"`
-		Partition           int32  `json:"partition"`
-		State               string `json:"state"`
-		SourceHighWatermark int64  `json:"sourceHighWatermark"`
-		LogEndOffset        int64  `json:"logEndOffset"`
-		Lag                 int64  `json:"lag"`
-		Error               string `json:"error"`
-		LastMirrorOffset    int64  `json:"lastMirrorOffset"`
-	} `json:"partitions"`
+	Partitions []describedRow `json:"partitions"`
+}
+
+// describedRow is one partition of --describe --json.
+type describedRow struct {
+	Mirror              string `json:"mirror"`
+	Topic               string `json:"topic"`
+	Partition           int32  `json:"partition"`
+	State               string `json:"state"`
+	SourceHighWatermark int64  `json:"sourceHighWatermark"`
+	LogEndOffset        int64  `json:"logEndOffset"`
+	Lag                 int64  `json:"lag"`
+	Error               string `json:"error"`
+	LastMirrorOffset    int64  `json:"lastMirrorOffset"`
 }
 
 // describeMirror runs --describe --mirror name --json on addr and
