@@ -21,12 +21,13 @@ package bench
 // that it was not idle, and the report takes every row of 10,000
 // partitions for an idle one.
 //
-// Every partition keeps three files open (.log, .index, .timeindex), in
-// the source, the mirror and this process while it fills: 10,000
-// partitions need 30,000 descriptors, more than a common limit of 20,000.
-// scaleFit raises this process's RLIMIT_NOFILE (the children inherit it);
-// above the hard limit that needs CAP_SYS_RESOURCE, and without it the
-// scenario measures as many partitions as fit (the result says how many).
+// Every partition keeps one file open (its active .log; the indexes stay
+// mapped without a descriptor), in the source, the mirror and this
+// process while it fills: 10,000 partitions need 10,000 descriptors, more
+// than a common soft limit of 1,024. scaleFit raises this process's
+// RLIMIT_NOFILE (the children inherit it); above the hard limit that needs
+// CAP_SYS_RESOURCE, and without it the scenario measures as many
+// partitions as fit (the result says how many).
 //
 // TestScaleProfile (scaleProfileEnv) runs the same with the mirror, or
 // the source, in this process instead, for CPU profiles of both windows
@@ -68,7 +69,7 @@ const (
 	scalePollInterval        = 250 * time.Millisecond
 	scaleWriteInterval       = 100 * time.Millisecond // per written partition
 	scaleCatchUpWait         = time.Minute            // end of the write window to the mirror holding every write
-	scaleFilesPerPartition   = 3                      // descriptors a partition keeps open
+	scaleFilesPerPartition   = 1                      // descriptors a partition keeps open
 	scaleFilesSpare          = 1024                   // descriptors besides the partitions'
 
 	// scalePartitionsEnv overrides the partition count of every mode (a

@@ -19,43 +19,64 @@ const (
 // bytes (zero filled past the last entry); trim cuts it to the entries at
 // roll and close. Invariant: entries are strictly increasing in relative
 // offset (and, for the time index, in timestamp).
+//
+// The index holds no file descriptor, only its mapping: a partition costs
+// one descriptor (its active log file), not three. Resizing reopens the
+// file by name.
 type index struct {
-	file      vfs.File
+	fs        vfs.FS
 	name      string
 	entrySize int
-	mapped    []byte
-	entries   int // entries in use: mapped[:entries*entrySize]
+	mapping   vfs.Mapping
+	mapped    []byte // mapping.Bytes()
+	entries   int    // entries in use: mapped[:entries*entrySize]
 }
 
 // openIndex maps the index file name (creating it if missing) with room
 // for capacity bytes. The entries in use are the first size/entrySize;
 // the caller validates them.
 func openIndex(fs vfs.FS, name string, entrySize, capacity int, create bool) (*index, error) {
+	x := &index{fs: fs, name: name, entrySize: entrySize}
+	var size int64
+	err := x.withFile(create, func(file vfs.File) error {
+		var err error
+		if size, err = file.Size(); err != nil {
+			return err
+		}
+		x.entries = int(size) / entrySize
+		return x.mapFile(file, max(capacity-capacity%entrySize, x.entries*entrySize))
+	})
+	if err != nil {
+		return nil, errors.Join(err, x.unmap()) // mapped, then Close failed
+	}
+	return x, nil
+}
+
+// withFile runs fn on the index file, opened (or created) for it alone.
+func (x *index) withFile(create bool, fn func(vfs.File) error) error {
 	var (
 		file vfs.File
 		err  error
 	)
 	if create {
-		file, err = fs.Create(name)
+		file, err = x.fs.Create(x.name)
 	} else {
-		file, err = fs.Open(name)
+		file, err = x.fs.Open(x.name)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	size, err := file.Size()
+	return errors.Join(fn(file), file.Close())
+}
+
+// mapFile maps size bytes of file; the index must be unmapped.
+func (x *index) mapFile(file vfs.File, size int) error {
+	mapping, err := file.Map(size)
 	if err != nil {
-		file.Close()
-		return nil, err
+		return err
 	}
-	entries := int(size) / entrySize
-	capacity = max(capacity-capacity%entrySize, entries*entrySize)
-	mapped, err := file.Map(capacity)
-	if err != nil {
-		file.Close()
-		return nil, err
-	}
-	return &index{file: file, name: name, entrySize: entrySize, mapped: mapped, entries: entries}, nil
+	x.mapping, x.mapped = mapping, mapping.Bytes()
+	return nil
 }
 
 func (x *index) full() bool { return (x.entries+1)*x.entrySize > len(x.mapped) }
@@ -71,45 +92,56 @@ func (x *index) truncateEntries(n int) {
 	x.entries = n
 }
 
-// trim unmaps the index, cuts the file to the entries in use and syncs it.
-// The index stays readable: it is mapped again at its trimmed size, also
-// when cutting or syncing failed (a slice of an unmapped file is a
-// segfault to read).
-func (x *index) trim() error {
-	if err := x.file.Unmap(); err != nil {
-		return err
+// unmap releases the mapping. Until it is mapped again the index must not
+// be read (a slice of an unmapped file is a segfault to read); the callers
+// that map it again make it empty when that fails.
+func (x *index) unmap() error {
+	if x.mapping == nil {
+		return nil
 	}
-	x.mapped = nil
-	size := x.entries * x.entrySize
-	err := x.file.Truncate(int64(size))
-	if err == nil {
-		err = x.file.Sync()
+	if err := x.mapping.Unmap(); err != nil {
+		return err // still mapped, still readable
 	}
-	return errors.Join(err, x.remap(size))
-}
-
-// remap maps the index at size bytes after an Unmap. When that fails the
-// index is left empty, which is valid: lookups walk from the start.
-func (x *index) remap(size int) error {
-	mapped, err := x.file.Map(size)
-	if err != nil {
-		x.mapped, x.entries = nil, 0
-		return err
-	}
-	x.mapped = mapped
+	x.mapping, x.mapped = nil, nil
 	return nil
 }
 
-func (x *index) sync() error { return x.file.Sync() }
-
-func (x *index) close() error {
-	err := x.file.Unmap()
-	if cerr := x.file.Close(); err == nil {
-		err = cerr
+// trim unmaps the index, cuts the file to the entries in use and syncs it.
+// The index stays readable: it is mapped again at its trimmed size, also
+// when cutting or syncing failed.
+func (x *index) trim() error {
+	// The file's Sync below also writes what went through the mapping.
+	if err := x.unmap(); err != nil {
+		return err
 	}
-	x.mapped = nil
+	size := x.entries * x.entrySize
+	err := x.withFile(false, func(file vfs.File) error {
+		err := file.Truncate(int64(size))
+		if err == nil {
+			err = file.Sync()
+		}
+		return errors.Join(err, x.mapFile(file, size))
+	})
+	x.emptyIfUnmapped()
 	return err
 }
+
+// emptyIfUnmapped leaves the index empty when mapping it again failed,
+// which is valid: lookups walk from the start.
+func (x *index) emptyIfUnmapped() {
+	if x.mapping == nil {
+		x.entries = 0
+	}
+}
+
+func (x *index) sync() error {
+	if x.mapping == nil {
+		return nil
+	}
+	return x.mapping.Sync()
+}
+
+func (x *index) close() error { return x.unmap() }
 
 // Offset index: entry i says the batch at file position Position has base
 // offset segmentBase + RelativeOffset.
@@ -220,14 +252,15 @@ func (x *index) grow(capacity int) error {
 	if capacity <= len(x.mapped) {
 		return nil
 	}
-	if err := x.file.Unmap(); err != nil {
+	if err := x.unmap(); err != nil {
 		return err
 	}
-	x.mapped = nil
-	mapped, err := x.file.Map(capacity)
-	if err != nil {
-		return errors.Join(err, x.remap(x.entries*x.entrySize))
-	}
-	x.mapped = mapped
-	return nil
+	err := x.withFile(false, func(file vfs.File) error {
+		if err := x.mapFile(file, capacity); err != nil {
+			return errors.Join(err, x.mapFile(file, x.entries*x.entrySize))
+		}
+		return nil
+	})
+	x.emptyIfUnmapped()
+	return err
 }

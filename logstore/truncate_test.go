@@ -278,14 +278,17 @@ func TestSetHighWatermark(t *testing.T) {
 	closeLog(t, log)
 }
 
-// mapCheckFS wraps an FS to know the live mapping of each file, so a test
-// can check that no index keeps a slice its file has unmapped: on the real
-// file system, reading one is a segfault (Mem's slices stay readable).
+// mapCheckFS wraps an FS to know whether each mapping is live, so a test
+// can check that no index keeps a slice of a mapping it has released: on
+// the real file system, reading one is a segfault (Mem's slices stay
+// readable).
 type mapCheckFS struct{ vfs.FS }
 
-type mapCheckFile struct {
-	vfs.File
-	live []byte
+type mapCheckFile struct{ vfs.File }
+
+type mapCheckMapping struct {
+	vfs.Mapping
+	live bool
 }
 
 func (m mapCheckFS) Create(name string) (vfs.File, error) { return wrapMapCheck(m.FS.Create(name)) }
@@ -295,28 +298,23 @@ func wrapMapCheck(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &mapCheckFile{File: f}, nil
+	return mapCheckFile{File: f}, nil
 }
 
-func (f *mapCheckFile) Map(size int) ([]byte, error) {
-	b, err := f.File.Map(size)
-	if err == nil && size > 0 {
-		f.live = b
+func (f mapCheckFile) Map(size int) (vfs.Mapping, error) {
+	m, err := f.File.Map(size)
+	if err != nil {
+		return nil, err
 	}
-	return b, err
+	return &mapCheckMapping{Mapping: m, live: true}, nil
 }
 
-func (f *mapCheckFile) Unmap() error {
-	err := f.File.Unmap()
+func (m *mapCheckMapping) Unmap() error {
+	err := m.Mapping.Unmap()
 	if err == nil {
-		f.live = nil
+		m.live = false
 	}
 	return err
-}
-
-func (f *mapCheckFile) Close() error {
-	f.live = nil
-	return f.File.Close()
 }
 
 // checkMappings reports an index of log whose entries are not inside its
@@ -326,7 +324,10 @@ func checkMappings(log *Log) string {
 	defer log.mu.RUnlock()
 	for _, s := range log.segments {
 		for _, x := range []*index{s.offsets, s.times} {
-			live := x.file.(*mapCheckFile).live
+			var live []byte
+			if m, ok := x.mapping.(*mapCheckMapping); ok && m.live {
+				live = m.Bytes()
+			}
 			switch {
 			case x.entries*x.entrySize > len(x.mapped):
 				return fmt.Sprintf("%s: %d entries, %d bytes mapped", x.name, x.entries, len(x.mapped))

@@ -15,6 +15,7 @@
 //	File.Write, Truncate   file bytes change     -
 //	writes through Map     file bytes change     -
 //	File.Sync              -                     file bytes := current bytes
+//	Mapping.Sync           -                     file bytes := current bytes
 //	Create, Rename, Remove dir entries change    -
 //	SyncDir(dir)           -                     dir entries := current entries
 //	MkdirAll, RemoveAll    directories change in both at once (simplification)
@@ -34,9 +35,10 @@
 //
 // # Rules both implementations enforce
 //
-// While a file is mapped (Map with size > 0, until Unmap or Close), Write
-// and Truncate return ErrMapped: a mapped file is written through the
-// mapping. Closed handles return fs.ErrClosed, missing names fs.ErrNotExist.
+// While a file is mapped (Map with size > 0, until Mapping.Unmap, which
+// Close does not do), Write and Truncate return ErrMapped: a mapped file is
+// written through the mapping. Mem enforces this across every handle of
+// the file, OS on the handle that made the mapping. Closed handles return fs.ErrClosed, missing names fs.ErrNotExist.
 // Errors name the operation and the file: "vfs: sync /d/00000042.log: ...".
 //
 // # Fault injection

@@ -19,7 +19,7 @@ type memFile struct {
 	// generation is mem.generation when opened; a crash makes it stale.
 	generation uint64
 	position   int64 // write position; may exceed len(node.data) after another handle truncates
-	mapped     bool  // this handle holds one of node.mapCount
+	mapping    *memMapping // the last mapping made through this handle
 	closed     bool
 }
 
@@ -118,11 +118,11 @@ func (f *memFile) Sync() error {
 	return nil
 }
 
-// Map returns a slice aliasing the file's current bytes. While any handle
-// has the file mapped, Write, Truncate, Create over it and a Map that would
-// extend it fail with ErrMapped, so the bytes are never reallocated under
-// a mapping.
-func (f *memFile) Map(size int) ([]byte, error) {
+// Map returns a mapping aliasing the file's current bytes. While any
+// mapping of the file is live, Write, Truncate, Create over it and a Map
+// that would extend it fail with ErrMapped, so the bytes are never
+// reallocated under a mapping.
+func (f *memFile) Map(size int) (Mapping, error) {
 	f.mem.mu.Lock()
 	defer f.mem.mu.Unlock()
 	if err := f.begin(OpMap); err != nil {
@@ -133,10 +133,10 @@ func (f *memFile) Map(size int) ([]byte, error) {
 		return nil, opError(OpMap, f.name, syscall.EINVAL)
 	case size > memFileBytesMax:
 		return nil, opError(OpMap, f.name, syscall.EFBIG)
-	case f.mapped:
+	case f.mapping != nil && f.mapping.live:
 		return nil, opError(OpMap, f.name, ErrMapped)
 	case size == 0:
-		return []byte{}, nil
+		return &memMapping{mem: f.mem, name: f.name, node: f.node, generation: f.generation, bytes: []byte{}}, nil
 	}
 	if size > len(f.node.data) {
 		if f.node.mapCount > 0 {
@@ -144,35 +144,14 @@ func (f *memFile) Map(size int) ([]byte, error) {
 		}
 		f.node.data = resize(f.node.data, size)
 	}
-	f.mapped = true
 	f.node.mapCount++
-	return f.node.data[:size:size], nil
+	f.mapping = &memMapping{mem: f.mem, name: f.name, node: f.node, generation: f.generation,
+		bytes: f.node.data[:size:size], live: true}
+	return f.mapping, nil
 }
 
-func (f *memFile) Unmap() error {
-	f.mem.mu.Lock()
-	defer f.mem.mu.Unlock()
-	if err := f.begin(OpUnmap); err != nil {
-		return err
-	}
-	f.unmap()
-	return nil
-}
-
-// unmap releases this handle's mapping, if any. Call with mem.mu held.
-func (f *memFile) unmap() {
-	if !f.mapped {
-		return
-	}
-	f.mapped = false
-	f.node.mapCount--
-	if f.node.mapCount < 0 {
-		panic("vfs: negative map count")
-	}
-}
-
-// Close unmaps and releases the handle. A handle lost in a crash is
-// released too, and Close reports ErrCrashed.
+// Close releases the handle; its mapping, if any, stays. A handle lost in
+// a crash is released too, and Close reports ErrCrashed.
 func (f *memFile) Close() error {
 	f.mem.mu.Lock()
 	defer f.mem.mu.Unlock()
@@ -183,8 +162,58 @@ func (f *memFile) Close() error {
 	if err := f.begin(OpClose); err != nil {
 		return err
 	}
-	f.unmap()
 	f.closed = true
+	return nil
+}
+
+// memMapping is a mapping of a Mem file. Its fields are guarded by mem.mu.
+type memMapping struct {
+	mem        *Mem
+	name       string
+	node       *memNode
+	generation uint64 // as for memFile: a crash makes it stale
+	bytes      []byte
+	live       bool // holds one of node.mapCount
+}
+
+func (m *memMapping) Bytes() []byte { return m.bytes }
+
+// Sync copies the file's current bytes to its durable bytes, like File.Sync.
+// After a crash it fails with ErrCrashed: the mapping no longer reaches the
+// file.
+func (m *memMapping) Sync() error {
+	m.mem.mu.Lock()
+	defer m.mem.mu.Unlock()
+	if m.generation != m.mem.generation {
+		return opError(OpSync, m.name, ErrCrashed)
+	}
+	if err := m.mem.inject(OpSync, m.name); err != nil {
+		return err
+	}
+	m.node.durable = append(m.node.durable[:0], m.node.data...)
+	return nil
+}
+
+// Unmap releases the mapping. After a crash it is released as well and
+// reports ErrCrashed, like Close of a handle.
+func (m *memMapping) Unmap() error {
+	m.mem.mu.Lock()
+	defer m.mem.mu.Unlock()
+	if !m.live {
+		return nil
+	}
+	if m.generation != m.mem.generation {
+		m.live = false
+		return opError(OpUnmap, m.name, ErrCrashed)
+	}
+	if err := m.mem.inject(OpUnmap, m.name); err != nil {
+		return err
+	}
+	m.live = false
+	m.node.mapCount--
+	if m.node.mapCount < 0 {
+		panic("vfs: negative map count")
+	}
 	return nil
 }
 

@@ -162,9 +162,11 @@ func TestMemCrashClean(t *testing.T) {
 				f := mustCreate(t, mem, a, "")
 				mustSyncDir(t, mem, testDir)
 				mapping := mustMap(t, f, 8)
-				copy(mapping, "12345678")
-				mustSync(t, f)
-				copy(mapping, "xx")
+				copy(mapping.Bytes(), "12345678")
+				if err := mapping.Sync(); err != nil {
+					t.Fatal(err)
+				}
+				copy(mapping.Bytes(), "xx")
 			},
 			want: []want{{a, true, "12345678", false}},
 		},
@@ -210,7 +212,7 @@ func TestMemCrashInvalidatesHandles(t *testing.T) {
 	f := mustCreate(t, mem, name, "")
 	mustSyncDir(t, mem, testDir)
 	mapping := mustMap(t, f, 4)
-	copy(mapping, "abcd")
+	copy(mapping.Bytes(), "abcd")
 	mustSync(t, f)
 	mem.CrashClean()
 
@@ -224,7 +226,8 @@ func TestMemCrashInvalidatesHandles(t *testing.T) {
 		{"Truncate", func() error { return f.Truncate(0) }},
 		{"Sync", f.Sync},
 		{"Map", func() error { _, err := f.Map(4); return err }},
-		{"Unmap", f.Unmap},
+		{"mapping Sync", mapping.Sync},
+		{"Unmap", mapping.Unmap},
 		{"Close", f.Close},
 	}
 	for _, c := range calls {
@@ -235,7 +238,7 @@ func TestMemCrashInvalidatesHandles(t *testing.T) {
 	if err := f.Close(); !errors.Is(err, fs.ErrClosed) {
 		t.Errorf("second Close after crash = %v, want fs.ErrClosed", err)
 	}
-	copy(mapping, "zzzz") // the old mapping no longer reaches the file
+	copy(mapping.Bytes(), "zzzz") // the old mapping no longer reaches the file
 	g := mustOpen(t, mem, name)
 	assertContent(t, g, "abcd")
 	mustWrite(t, g, "e") // the crash released the mapping

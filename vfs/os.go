@@ -12,7 +12,7 @@ import (
 )
 
 // OS is the real file system: fdatasync for File.Sync, fsync of the
-// directory for SyncDir, mmap(MAP_SHARED) for File.Map.
+// directory for SyncDir, mmap(MAP_SHARED) for File.Map, msync for Mapping.Sync.
 var OS FS = osFS{}
 
 const (
@@ -134,9 +134,9 @@ type osFile struct {
 	raw  syscall.RawConn
 	fd   int // the descriptor, for the calls that must not allocate
 	name string
-	// mapping is the live mmap, nil when not mapped. Map(0) maps nothing
-	// and leaves it nil.
-	mapping []byte
+	// mapping is the last mapping made through this handle, nil if none;
+	// Write and Truncate refuse while it is live.
+	mapping *osMapping
 	// closed is set by Close. os.File reports fs.ErrClosed itself except
 	// through RawConn, which Sync and Map use.
 	closed bool
@@ -183,7 +183,7 @@ func (f *osFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f *osFile) Write(p []byte) (int, error) {
-	if f.mapping != nil {
+	if f.isMapped() {
 		return 0, opError(OpWrite, f.name, ErrMapped)
 	}
 	n, err := f.file.Write(p)
@@ -202,7 +202,7 @@ func (f *osFile) Size() (int64, error) {
 }
 
 func (f *osFile) Truncate(size int64) error {
-	if f.mapping != nil {
+	if f.isMapped() {
 		return opError(OpTruncate, f.name, ErrMapped)
 	}
 	if err := f.file.Truncate(size); err != nil {
@@ -218,11 +218,6 @@ func (f *osFile) Sync() error {
 	if f.closed {
 		return opError(OpSync, f.name, fs.ErrClosed)
 	}
-	if f.mapping != nil {
-		if err := unix.Msync(f.mapping, unix.MS_SYNC); err != nil {
-			return osError(OpSync, f.name, err)
-		}
-	}
 	// Straight on the descriptor, not through control: a closure there
 	// costs an allocation per sync, and the owner does not Close while
 	// it syncs.
@@ -232,18 +227,16 @@ func (f *osFile) Sync() error {
 	return nil
 }
 
-func (f *osFile) Map(size int) ([]byte, error) {
+func (f *osFile) Map(size int) (Mapping, error) {
 	switch {
 	case f.closed:
 		return nil, opError(OpMap, f.name, fs.ErrClosed)
 	case size < 0:
 		return nil, opError(OpMap, f.name, syscall.EINVAL)
-	}
-	if f.mapping != nil {
+	case f.isMapped():
 		return nil, opError(OpMap, f.name, ErrMapped)
-	}
-	if size == 0 {
-		return []byte{}, nil
+	case size == 0:
+		return &osMapping{name: f.name, bytes: []byte{}}, nil
 	}
 	current, err := f.Size()
 	if err != nil {
@@ -255,10 +248,10 @@ func (f *osFile) Map(size int) ([]byte, error) {
 			return nil, osError(OpMap, f.name, err)
 		}
 	}
-	var mapping []byte
+	var bytes []byte
 	err = f.control(func(fd int) error {
 		var err error
-		mapping, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		bytes, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		return err
 	})
 	if err != nil {
@@ -266,32 +259,55 @@ func (f *osFile) Map(size int) ([]byte, error) {
 	}
 	// Mappings here are indexes: binary searched and appended to, never
 	// read in order, so the kernel's readahead on each fault is wasted.
-	if err := unix.Madvise(mapping, unix.MADV_RANDOM); err != nil {
-		unix.Munmap(mapping)
+	if err := unix.Madvise(bytes, unix.MADV_RANDOM); err != nil {
+		unix.Munmap(bytes)
 		return nil, osError(OpMap, f.name, err)
 	}
-	f.mapping = mapping
-	return mapping, nil
+	f.mapping = &osMapping{name: f.name, bytes: bytes, live: true}
+	return f.mapping, nil
 }
 
-func (f *osFile) Unmap() error {
-	if f.mapping == nil {
-		return nil
+// isMapped reports whether the last mapping made through f is live.
+func (f *osFile) isMapped() bool { return f.mapping != nil && f.mapping.live }
+
+func (f *osFile) Close() error {
+	f.closed = true
+	if err := f.file.Close(); err != nil {
+		return osError(OpClose, f.name, err)
 	}
-	if err := unix.Munmap(f.mapping); err != nil {
-		return osError(OpUnmap, f.name, err)
-	}
-	f.mapping = nil
 	return nil
 }
 
-func (f *osFile) Close() error {
-	unmapErr := f.Unmap()
-	f.closed = true
-	if err := f.file.Close(); err != nil {
-		return errors.Join(unmapErr, osError(OpClose, f.name, err))
+// osMapping is an mmap(MAP_SHARED) of a file; the kernel keeps the file
+// referenced while it is mapped, descriptor or not. Its methods are called
+// by one goroutine at a time (the owner).
+type osMapping struct {
+	name  string
+	bytes []byte
+	live  bool // mapped: false for Map(0) and after Unmap
+}
+
+func (m *osMapping) Bytes() []byte { return m.bytes }
+
+func (m *osMapping) Sync() error {
+	if !m.live {
+		return nil
 	}
-	return unmapErr
+	if err := ignoringEINTR(func() error { return unix.Msync(m.bytes, unix.MS_SYNC) }); err != nil {
+		return osError(OpSync, m.name, err)
+	}
+	return nil
+}
+
+func (m *osMapping) Unmap() error {
+	if !m.live {
+		return nil
+	}
+	if err := unix.Munmap(m.bytes); err != nil {
+		return osError(OpUnmap, m.name, err)
+	}
+	m.bytes, m.live = nil, false
+	return nil
 }
 
 func (f *osFile) Fd() uintptr {

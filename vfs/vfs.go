@@ -43,10 +43,24 @@ type File interface {
 	// Sync makes the contents durable (fdatasync).
 	Sync() error
 	// Map maps the first size bytes (extending the file with zeros if it is
-	// shorter) for reading and writing; writes through the slice are file
-	// writes, durable after Sync. Unmap before Truncate or Close.
-	Map(size int) ([]byte, error)
-	Unmap() error
+	// shorter) for reading and writing. The mapping holds no descriptor: it
+	// stays valid after Close, until its Unmap. While it is live, Write and
+	// Truncate of the file return ErrMapped.
+	Map(size int) (Mapping, error)
 	// Fd is the OS descriptor for sendfile, or ^uintptr(0) when there is none.
 	Fd() uintptr
+}
+
+// Mapping is a file's bytes mapped into memory. Writes to Bytes are file
+// writes, durable after Sync. It outlives the handle it was made through,
+// so a process can keep many files mapped without holding a descriptor for
+// each (Kafka's index files work the same way).
+type Mapping interface {
+	// Bytes is the mapped memory; reading it after Unmap is a fault.
+	Bytes() []byte
+	// Sync makes writes through Bytes durable (msync MS_SYNC, which also
+	// syncs a size the mapping extended the file to).
+	Sync() error
+	// Unmap releases the memory; a second Unmap does nothing.
+	Unmap() error
 }

@@ -72,7 +72,7 @@ var fsCases = []struct {
 	{"map zero", testMapZero},
 	{"map shorter than file", testMapShorter},
 	{"mapped refuses write and truncate", testMappedRefuses},
-	{"close unmaps", testCloseUnmaps},
+	{"mapping outlives close", testMappingOutlivesClose},
 	{"closed handle", testClosedHandle},
 	{"reopen", testReopen},
 	{"sync and syncdir", testSyncDir},
@@ -283,18 +283,18 @@ func testMapWriteThrough(t *testing.T, fsys FS, dir string, _ implementation) {
 	name := path.Join(dir, "00000000.index")
 	f := mustCreate(t, fsys, name, "head")
 	mapping := mustMap(t, f, 64)
-	if len(mapping) != 64 || string(mapping[:4]) != "head" {
-		t.Fatalf("mapping = %d bytes starting %q; want 64 starting %q", len(mapping), mapping[:4], "head")
+	b := mapping.Bytes()
+	if len(b) != 64 || string(b[:4]) != "head" {
+		t.Fatalf("mapping = %d bytes starting %q; want 64 starting %q", len(b), b[:4], "head")
 	}
-	copy(mapping[10:], "mapped")
+	copy(b[10:], "mapped")
 	want := "head" + strings.Repeat("\x00", 6) + "mapped" + strings.Repeat("\x00", 48)
 	assertContent(t, f, want) // ReadAt sees writes through the mapping
-	if err := f.Sync(); err != nil {
+	if err := mapping.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	if err := f.Unmap(); err != nil {
-		t.Fatal(err)
-	}
+	mustUnmap(t, mapping)
+	mustUnmap(t, mapping) // a second Unmap does nothing
 	mustClose(t, f)
 	assertFile(t, fsys, name, want)
 }
@@ -303,13 +303,14 @@ func testMapZero(t *testing.T, fsys FS, dir string, _ implementation) {
 	f := mustCreate(t, fsys, path.Join(dir, "a"), "")
 	defer mustClose(t, f)
 	mapping := mustMap(t, f, 0)
-	if mapping == nil || len(mapping) != 0 {
-		t.Fatalf("Map(0) = %v (nil %t), want an empty non-nil slice", mapping, mapping == nil)
+	if b := mapping.Bytes(); b == nil || len(b) != 0 {
+		t.Fatalf("Map(0) = %v (nil %t), want an empty non-nil slice", b, b == nil)
 	}
 	mustWrite(t, f, "x") // Map(0) maps nothing, so writing is fine
-	if err := f.Unmap(); err != nil {
+	if err := mapping.Sync(); err != nil {
 		t.Fatal(err)
 	}
+	mustUnmap(t, mapping)
 	assertContent(t, f, "x")
 }
 
@@ -318,19 +319,17 @@ func testMapShorter(t *testing.T, fsys FS, dir string, _ implementation) {
 	f := mustCreate(t, fsys, path.Join(dir, "a"), content)
 	defer mustClose(t, f)
 	mapping := mustMap(t, f, 10)
-	if string(mapping) != content[:10] {
-		t.Fatalf("mapping = %q, want %q", mapping, content[:10])
+	if string(mapping.Bytes()) != content[:10] {
+		t.Fatalf("mapping = %q, want %q", mapping.Bytes(), content[:10])
 	}
-	if err := f.Unmap(); err != nil {
-		t.Fatal(err)
-	}
+	mustUnmap(t, mapping)
 	assertContent(t, f, content) // not shortened
 }
 
 func testMappedRefuses(t *testing.T, fsys FS, dir string, _ implementation) {
 	f := mustCreate(t, fsys, path.Join(dir, "a"), "")
 	defer mustClose(t, f)
-	mustMap(t, f, 16)
+	mapping := mustMap(t, f, 16)
 	if _, err := f.Write([]byte("x")); !errors.Is(err, ErrMapped) {
 		t.Errorf("Write while mapped = %v, want ErrMapped", err)
 	}
@@ -340,22 +339,29 @@ func testMappedRefuses(t *testing.T, fsys FS, dir string, _ implementation) {
 	if _, err := f.Map(16); !errors.Is(err, ErrMapped) {
 		t.Errorf("second Map = %v, want ErrMapped", err)
 	}
-	if err := f.Unmap(); err != nil {
-		t.Fatal(err)
-	}
+	mustUnmap(t, mapping)
 	// Map extended the file but left the write position at 0.
 	mustWrite(t, f, "z")
 	assertContent(t, f, "z"+strings.Repeat("\x00", 15))
 }
 
-func testCloseUnmaps(t *testing.T, fsys FS, dir string, _ implementation) {
+// testMappingOutlivesClose: a mapping stays usable after its handle is
+// closed (so many files can be mapped without a descriptor each), its
+// writes reach the file, and once it is unmapped the file can be written.
+func testMappingOutlivesClose(t *testing.T, fsys FS, dir string, _ implementation) {
 	name := path.Join(dir, "a")
 	f := mustCreate(t, fsys, name, "")
-	copy(mustMap(t, f, 8), "mapped!!")
-	mustClose(t, f) // without Unmap
+	mapping := mustMap(t, f, 8)
+	mustClose(t, f)
+	copy(mapping.Bytes(), "mapped!!")
+	if err := mapping.Sync(); err != nil {
+		t.Fatalf("Sync after Close = %v", err)
+	}
 	f = mustOpen(t, fsys, name)
 	assertContent(t, f, "mapped!!")
-	mustWrite(t, f, "more") // no mapping left behind
+	mustUnmap(t, mapping)
+	mustWrite(t, f, "more")
+	assertContent(t, f, "mapped!!more")
 	mustClose(t, f)
 }
 
@@ -451,13 +457,20 @@ func mustWrite(t *testing.T, f File, content string) {
 	}
 }
 
-func mustMap(t *testing.T, f File, size int) []byte {
+func mustMap(t *testing.T, f File, size int) Mapping {
 	t.Helper()
 	mapping, err := f.Map(size)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return mapping
+}
+
+func mustUnmap(t *testing.T, m Mapping) {
+	t.Helper()
+	if err := m.Unmap(); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func mustClose(t *testing.T, f File) {
