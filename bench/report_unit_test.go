@@ -354,3 +354,23 @@ func readReportFile(t *testing.T, path string) string {
 	}
 	return string(data)
 }
+
+// TestGoalsNameTheLimits: the throughput goal says how the file write
+// limit compares, and the copier's CPU goal the floor the limit rows set.
+func TestGoalsNameTheLimits(t *testing.T) {
+	rows := aggregateAll([]Measurement{
+		testMeasurement("limit", "loopback copy", 1000, 0.2),
+		testMeasurement("limit", "file write", 500, 0.3),
+		testMeasurement("mirrord", "a", 450, 1),
+		testMeasurement("kgo-copier", "a", 400, 2),
+	})
+	goals := evaluateGoals(rows, nil, nil)
+	for _, want := range []struct{ goal, detail string }{
+		{"mirror throughput", "file write: 500 MB/s (0.50x the loopback copy; mirrord reaches 0.90x of it)"},
+		{"mirrord CPU/GB <= 1/5", "floor here (loopback copy + file write): 0.5 CPU-s/GB, 1/4.00 of kgo-copier's cheapest (a)"},
+	} {
+		if g := findGoal(t, goals, want.goal); !strings.Contains(g.Detail, want.detail) {
+			t.Errorf("%s: detail %q, want it to contain %q", g.Name, g.Detail, want.detail)
+		}
+	}
+}

@@ -63,7 +63,7 @@ func variantName(partitions int32, codec rb.Codec) string {
 func limitScenarios(tb testing.TB, mode benchMode) []Measurement {
 	tb.Helper()
 	copyRow := Measurement{Scenario: "limit", Variant: "loopback copy", Note: "1 MiB writes over one loopback TCP connection, both ends in one process"}
-	fileRow := Measurement{Scenario: "limit", Variant: "file write", Note: "sequential 1 MiB writes of a new file, then fdatasync"}
+	fileRow := Measurement{Scenario: "limit", Variant: variantFileWrite, Note: "sequential 1 MiB writes of a new file, then fdatasync"}
 	for range mode.Repeats {
 		c := measure(func() { loopbackCopy(tb, mode.Bytes) })
 		copyRow.Samples = append(copyRow.Samples, Sample{Wall: c.wall, Bytes: mode.Bytes, CPU: c.cpu})
