@@ -18,7 +18,7 @@ type memFile struct {
 	node *memNode
 	// generation is mem.generation when opened; a crash makes it stale.
 	generation uint64
-	position   int64 // write position; may exceed len(node.data) after another handle truncates
+	position   int64       // write position; may exceed len(node.data) after another handle truncates
 	mapping    *memMapping // the last mapping made through this handle
 	closed     bool
 }
