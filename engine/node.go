@@ -62,6 +62,22 @@ type topic struct {
 	internal   bool // __mirror_state: no produce, delete or DeleteRecords
 }
 
+// dropUnfinishedPartition deletes a partition found past a missing one.
+// Partitions are created in parallel and acknowledged together, so a crash
+// can leave partition 5 of a creation without partition 4; such a
+// partition never held a record. One that did means the directory lost
+// data: an error.
+func dropUnfinishedPartition(dir *logstore.Dir, info logstore.PartitionInfo, log *logstore.Log, missing int) error {
+	if log.LogEndOffset() != 0 || log.LogStartOffset() != 0 {
+		return fmt.Errorf("engine: topic %s: partition %d holds offsets up to %d but partition %d is missing",
+			info.Topic, info.Partition, log.LogEndOffset(), missing)
+	}
+	if err := dir.Delete(info.TopicPartition); err != nil {
+		return fmt.Errorf("engine: remove %s, left by a crash past missing partition %d: %w", info.TopicPartition, missing, err)
+	}
+	return nil
+}
+
 // OpenNode opens the data directory and every partition log in it.
 func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Logger == nil {
@@ -77,13 +93,22 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	for _, info := range dir.List() {
 		log, _, _ := dir.Get(info.TopicPartition)
 		t := n.topics[info.Topic]
+		have := 0
+		if t != nil {
+			have = len(t.partitions)
+		}
+		if int(info.Partition) != have {
+			if err := dropUnfinishedPartition(dir, info, log, have); err != nil {
+				dir.Close()
+				return nil, err
+			}
+			n.log.Warn("removed an empty partition a crash left past a missing one", "partition", info.TopicPartition.String(),
+				"missing", have)
+			continue
+		}
 		if t == nil {
 			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID), internal: info.Topic == mirrorStateTopic}
 			n.topics[info.Topic], n.byID[t.id] = t, t
-		}
-		if int(info.Partition) != len(t.partitions) {
-			dir.Close()
-			return nil, fmt.Errorf("engine: topic %s: partition %d found but %d is missing", info.Topic, info.Partition, len(t.partitions))
 		}
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
 		t.partitions[len(t.partitions)-1].internal = t.internal
@@ -225,15 +250,19 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	return t.info(), nil
 }
 
-// addPartitions creates partition logs up to count; n.mu is held.
+// addPartitions creates partition logs up to count, all or none; n.mu is
+// held.
 func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
+	var tps []logstore.TopicPartition
 	for i := int32(len(t.partitions)); i < count; i++ {
-		tp := logstore.TopicPartition{Topic: t.name, Partition: i}
-		log, err := n.dir.Create(tp, logstore.TopicID(t.id), cfg)
-		if err != nil {
-			return fmt.Errorf("engine: create %s: %w", tp, err)
-		}
-		t.partitions = append(t.partitions, newPartition(tp, log))
+		tps = append(tps, logstore.TopicPartition{Topic: t.name, Partition: i})
+	}
+	logs, err := n.dir.CreateAll(tps, logstore.TopicID(t.id), cfg)
+	if err != nil {
+		return fmt.Errorf("engine: create %d partitions of %s: %w", len(tps), t.name, err)
+	}
+	for i, log := range logs {
+		t.partitions = append(t.partitions, newPartition(tps[i], log))
 	}
 	return nil
 }

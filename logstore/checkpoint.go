@@ -37,6 +37,25 @@ func WriteFileAtomic(fs vfs.FS, dir, name string, data []byte) error {
 // WriteFileAtomicFrom is WriteFileAtomic for contents written by write,
 // for files too large to hold in memory at once.
 func WriteFileAtomicFrom(fs vfs.FS, dir, name string, write func(io.Writer) error) error {
+	if err := writeFileSyncedFrom(fs, dir, name, write); err != nil {
+		return err
+	}
+	if err := fs.SyncDir(dir); err != nil {
+		return fmt.Errorf("%w: %w", errReplaced, err)
+	}
+	return nil
+}
+
+// writeFileSynced is WriteFileAtomic without the directory sync: the
+// caller syncs dir before it counts on the new contents.
+func writeFileSynced(fs vfs.FS, dir, name string, data []byte) error {
+	return writeFileSyncedFrom(fs, dir, name, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+func writeFileSyncedFrom(fs vfs.FS, dir, name string, write func(io.Writer) error) error {
 	target := path.Join(dir, name)
 	tmp := target + tmpSuffix
 	f, err := fs.Create(tmp)
@@ -54,13 +73,7 @@ func WriteFileAtomicFrom(fs vfs.FS, dir, name string, write func(io.Writer) erro
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := fs.Rename(tmp, target); err != nil {
-		return err
-	}
-	if err := fs.SyncDir(dir); err != nil {
-		return fmt.Errorf("%w: %w", errReplaced, err)
-	}
-	return nil
+	return fs.Rename(tmp, target)
 }
 
 // ReadFile returns the whole file, or ok=false when it does not exist.

@@ -241,36 +241,95 @@ func (d *Dir) NodeID() int32 { return d.nodeID }
 // Create makes an empty partition log with cfg. The partition is durable
 // when Create returns.
 func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
-	if err := ValidateTopicName(tp.Topic); err != nil {
+	logs, err := d.CreateAll([]TopicPartition{tp}, id, cfg)
+	if err != nil {
 		return nil, err
 	}
-	if tp.Partition < 0 {
-		return nil, fmt.Errorf("logstore: partition %d of %q is negative", tp.Partition, tp.Topic)
+	return logs[0], nil
+}
+
+// createParallel is how many partitions CreateAll makes at once: their
+// file and directory syncs overlap (the file system commits them
+// together), which is most of the time a new partition takes.
+const createParallel = 8
+
+// CreateAll makes empty partition logs of one topic with cfg, durable when
+// it returns, in the order of tps. On an error it removes what it made and
+// returns the errors. A crash before it returns may leave any of them.
+func (d *Dir) CreateAll(tps []TopicPartition, id TopicID, cfg Config) ([]*Log, error) {
+	for _, tp := range tps {
+		if err := ValidateTopicName(tp.Topic); err != nil {
+			return nil, err
+		}
+		if tp.Partition < 0 {
+			return nil, fmt.Errorf("logstore: partition %d of %q is negative", tp.Partition, tp.Topic)
+		}
 	}
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.closed {
 		return nil, ErrClosed
 	}
-	if _, ok := d.partitions[tp]; ok {
-		return nil, fmt.Errorf("%w: %s", ErrExists, tp)
+	for _, tp := range tps {
+		if _, ok := d.partitions[tp]; ok {
+			return nil, fmt.Errorf("%w: %s", ErrExists, tp)
+		}
 	}
+	logs := make([]*Log, len(tps))
+	errs := make([]error, len(tps))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(createParallel, len(tps)) {
+		wg.Go(func() {
+			for i := range next {
+				logs[i], errs[i] = d.createOne(tps[i], id, cfg)
+			}
+		})
+	}
+	for i := range tps {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	err := errors.Join(errs...)
+	if err == nil {
+		// The partition directories' own entries in the data directory.
+		err = d.fs.SyncDir(d.path)
+	}
+	if err != nil {
+		for i, log := range logs {
+			if log != nil {
+				err = errors.Join(err, log.Close(), d.fs.RemoveAll(path.Join(d.path, tps[i].String())))
+			}
+		}
+		return nil, err
+	}
+	for i, log := range logs {
+		d.partitions[tps[i]] = &partition{info: PartitionInfo{TopicPartition: tps[i], TopicID: id}, log: log}
+	}
+	return logs, nil
+}
+
+// createOne makes the directory of tp with its partition.metadata and an
+// empty log, or removes what it made. Open syncs the directory once it
+// made the first segment, which makes the metadata's rename durable too;
+// the data directory's entry for it is CreateAll's to sync.
+func (d *Dir) createOne(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
 	full := path.Join(d.path, tp.String())
 	if err := d.fs.MkdirAll(full); err != nil {
 		return nil, err
 	}
-	if err := WriteFileAtomic(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id)); err != nil {
-		return nil, err
+	err := writeFileSynced(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id))
+	if err == nil {
+		var log *Log
+		if log, err = Open(d.fs, full, cfg); err == nil {
+			return log, nil
+		}
 	}
-	if err := d.fs.SyncDir(d.path); err != nil {
-		return nil, err
+	if rerr := d.fs.RemoveAll(full); rerr != nil {
+		return nil, fmt.Errorf("%w (and removing %s failed: %v)", err, full, rerr)
 	}
-	log, err := Open(d.fs, full, cfg)
-	if err != nil {
-		return nil, err
-	}
-	d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
-	return log, nil
+	return nil, err
 }
 
 // Get returns the log of tp.

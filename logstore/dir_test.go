@@ -271,3 +271,66 @@ func TestDirFlushInterval(t *testing.T) {
 		})
 	}
 }
+
+// TestDirCreateAll: partitions made together are durable when CreateAll
+// returns (a crash right after keeps them all), and one that fails leaves
+// nothing behind: no partition registered, no directory, and the same
+// call succeeds once the fault is gone.
+func TestDirCreateAll(t *testing.T) {
+	tps := func(topic string, n int) []TopicPartition {
+		var out []TopicPartition
+		for i := range n {
+			out = append(out, TopicPartition{topic, int32(i)})
+		}
+		return out
+	}
+	mem := vfs.NewMem()
+	d := openDir(t, mem, "/d", testConfig())
+	id := NewTopicID()
+	logs, err := d.CreateAll(tps("all", 20), id, testConfig())
+	if err != nil || len(logs) != 20 {
+		t.Fatalf("CreateAll: %d logs, %v", len(logs), err)
+	}
+	mustAppend(t, logs[19], testBatch(0, 1, baseTimestamp))
+	mem.CrashClean()
+	d = openDir(t, mem, "/d", testConfig())
+	if got := d.List(); len(got) != 20 || got[0] != (PartitionInfo{TopicPartition{"all", 0}, id}) {
+		t.Fatalf("after a crash: %v, want the 20 partitions", got)
+	}
+
+	for _, op := range []vfs.Op{vfs.OpCreate, vfs.OpSync, vfs.OpRename, vfs.OpSyncDir} {
+		topic := "some." + op.String()
+		for failAt := 0; ; failAt++ {
+			mem.SetFault(vfs.FailAfter(op, failAt, vfs.ErrInjected))
+			_, err := d.CreateAll(tps(topic, 12), id, testConfig())
+			mem.SetFault(nil)
+			if err == nil {
+				if failAt < 12 {
+					t.Fatalf("CreateAll succeeded with %s #%d failing", op, failAt)
+				}
+				break
+			}
+			if !errors.Is(err, vfs.ErrInjected) {
+				t.Fatalf("%s #%d failing: %v, want the injected fault", op, failAt, err)
+			}
+			for _, info := range d.List() {
+				if info.Topic == topic {
+					t.Fatalf("%s #%d failing: %s registered", op, failAt, info.TopicPartition)
+				}
+			}
+			names, err := mem.List("/d")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range names {
+				if strings.HasPrefix(name, topic+"-") {
+					t.Fatalf("%s #%d failing: %s left behind", op, failAt, name)
+				}
+			}
+		}
+	}
+	if got := len(d.List()); got != 20+4*12 {
+		t.Errorf("%d partitions in the end, want %d", got, 20+4*12)
+	}
+	closeDir(t, d)
+}
