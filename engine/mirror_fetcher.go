@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -159,14 +160,56 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 		}
 		byID[mp.topicID][mp.partition] = mp
 	}
+	var withRecords []appliedPartition
 	for _, rt := range resp.Topics {
 		for i := range rt.Partitions {
-			if mp := byID[rt.TopicID][rt.Partitions[i].Partition]; mp != nil {
-				f.apply(ctx, mp, &rt.Partitions[i])
+			rp := &rt.Partitions[i]
+			mp := byID[rt.TopicID][rp.Partition]
+			switch {
+			case mp == nil:
+			case len(rp.RecordBatches) > 0:
+				withRecords = append(withRecords, appliedPartition{mp, rp})
+			default:
+				f.apply(ctx, mp, rp)
 			}
 		}
 	}
+	f.applyAll(ctx, withRecords)
 	return nil
+}
+
+// applyParallel is how many partitions of one answer are appended at once:
+// their CRC checks and writes use every core, and the syncs of partitions
+// seeing their first batch or a new epoch overlap.
+const applyParallel = 4
+
+type appliedPartition struct {
+	mp *mirrorPartition
+	rp *kmsg.FetchResponseTopicPartition
+}
+
+// applyAll applies the partitions of an answer that carry records,
+// applyParallel at a time; each partition is applied by one goroutine,
+// and all are done when it returns, before the next Fetch is built.
+func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition) {
+	if len(parts) == 1 {
+		f.apply(ctx, parts[0].mp, parts[0].rp)
+		return
+	}
+	next := make(chan appliedPartition)
+	var wg sync.WaitGroup
+	for range min(applyParallel, len(parts)) {
+		wg.Go(func() {
+			for part := range next {
+				f.apply(ctx, part.mp, part.rp)
+			}
+		})
+	}
+	for _, part := range parts {
+		next <- part
+	}
+	close(next)
+	wg.Wait()
 }
 
 func (f *fetcher) advanceSession(id int32) {
