@@ -1,36 +1,55 @@
 package bench
 
 // The lag scenario: how long after a record's produce is acknowledged by
-// the source does a consumer of the mirror see it, at a steady produce
-// rate.
+// the source is it visible on the mirror, at a steady produce rate.
 //
 // A source `mirrord serve` process holds a writable topic (1 partition;
-// in full mode also 64), a mirror process mirrors it. A kgo producer in
-// this process writes 1 KiB records (lz4, linger 1 ms, idempotent, acks
-// all) to the source at rateBytes per second, paced by a 1 ms ticker, for
-// a bounded time (smoke 2 s, quick 15 s, full 60 s) and count
-// (lagRecordsMax). Each value starts with its sequence number;
-// the produce promise notes when the record was acknowledged. A kgo
-// consumer in this process reads the mirror's topic from the start
-// (assigned partitions, no group, FetchMaxWait 50 ms) and notes when it
-// first sees each sequence. One warm-up record per partition goes first,
-// and is seen on the mirror before the timing starts (the mirror's
-// fetcher is long-polling by then); one end marker per partition goes
-// last, so the consumer knows when it has seen every timed record. A
-// record's lag is seen minus acknowledged, both on this process's
-// monotonic clock. It can be slightly negative:
-// the source wakes the mirror's long poll as it appends, so the mirrored
-// copy may reach the consumer before the produce response reaches the
-// producer.
+// in full mode also 64), a mirror process mirrors it. This process only
+// sends bytes and reads headers, so that the two mirrord processes have
+// the machine's cores to themselves:
 //
-// Rates are record batch bytes as stored at the source (lz4-compressed),
-// as Sample.Bytes and so mirrord's throughput are: the values are about
-// twice as many bytes. The pacer turns the rate into records with the
-// ratio of stored to value bytes of the batches written so far (a
-// producer hook; lagRatioGuess until a MiB is written). The variant
-// names the rate asked; RateBytes is the rate reached (stored bytes of
-// the timed batches over the producing time), lower when this machine
-// cannot produce, mirror and consume that fast at once.
+//   - The producer sends prebuilt batches. Before the clock starts it
+//     builds lagPoolBatches lz4 batches of lagBatchRecords 1 KiB records
+//     (values half pseudo-random, half text: lz4 stores them in about
+//     half; non-idempotent, producer ID -1), as BenchmarkMirror's batches,
+//     which the half load is measured with. Paced by a 1 ms ticker it
+//     sends raw Produce requests (acks -1) through a kgo client's broker
+//     handle: each holds the batches owed by then (at most
+//     lagRequestBytesMax), as consecutive batches of the pool,
+//     round-robin over the partitions, without copying them. Up to
+//     lagInflightMax requests await their answer; when all do, the bytes
+//     owed wait for a later tick. A request's answer gives each
+//     partition's base offset: every record in it is acknowledged when
+//     the answer arrives.
+//   - The watcher long-polls the mirror with raw Fetch requests (no
+//     session, read_uncommitted, MaxWait lagWatchWaitMax, MaxBytes 1),
+//     each partition from the high watermark it last saw. The mirror
+//     answers when a partition's log grows past that offset, with its
+//     high watermark and, as KIP-74 wants, one whole batch, whose header
+//     alone is checked (its base offset is the fetch offset, lz4,
+//     lagBatchRecords records); nothing is decompressed. A record is
+//     visible from the first answer whose high watermark is past its
+//     offset: a read_uncommitted consumer of the mirror could read it
+//     then. A consumer reading the bytes too would add the mirror's cost
+//     of serving them (the serve-mirrord row measures that).
+//
+// One batch per partition goes first, untimed, and is seen on the mirror
+// before the timing starts (the mirror's fetcher is long-polling by
+// then). The producer stops after a bounded time (smoke 2 s, quick 15 s,
+// full 60 s) or lagRecordsMax records; the run ends when the watcher has
+// seen every partition's last acknowledged offset. A record's lag is seen
+// minus acknowledged, both on this process's monotonic clock; every
+// acknowledged offset must be seen, every acknowledged run must follow the
+// one before it. A lag can be slightly negative: the source wakes the
+// mirror's long poll as it appends, so the mirrored copy may be seen
+// before the produce answer reaches this process.
+//
+// Rates are record batch bytes as stored at the source (lz4-compressed,
+// the batch header included), as Sample.Bytes and so mirrord's throughput
+// are: the values are about twice as many bytes. The variant names the
+// rate asked; RateBytes is the rate reached (the bytes of the timed
+// batches over the time from the first timed Produce to the last answer),
+// lower when the source answers slower than the pace asks.
 //
 // The mirror long-polls the source with fetch.wait.max.ms = 500: the
 // source answers a waiting Fetch as soon as a partition it names is
@@ -40,14 +59,11 @@ package bench
 // requests a second while staying well below request.timeout.ms.
 
 import (
-	"bytes"
+	"cmp"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"maps"
 	"math"
-	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -59,7 +75,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -68,30 +83,22 @@ import (
 )
 
 const (
-	lagMirrorName  = "lag"
-	lagRecordBytes = 1024    // value bytes per record, the sequence number included
-	lagRecordsMax  = 1 << 24 // timed records per variant, at most (16 bytes of times each: 256 MiB)
-	lagRandomBytes = 4 << 20 // pseudo-random bytes the values take their first half from
-	// lagRatioGuess is how much of its values' bytes a batch takes as
-	// stored (lz4 of half random bytes, half text), until measured;
-	// lagRatioMin bounds the measured ratio from below, and with it the
-	// records a run may need.
-	lagRatioGuess      = 0.5
-	lagRatioMin        = 0.25
-	lagLinger          = time.Millisecond
+	lagMirrorName   = "lag"
+	lagRecordBytes  = 1024 // value bytes per record
+	lagBatchRecords = 16   // records per batch, as BenchmarkMirror's (Kafka's default batch.size holds 16)
+	// lagPoolBatches distinct batches (4 MiB of values, about 2 MiB as
+	// stored) are produced in turn: more than a request's worth.
+	lagPoolBatches     = 256
+	lagRequestBytesMax = 1 << 20 // batch bytes of one Produce request, at most
+	lagInflightMax     = 16      // Produce requests awaiting their answer, at most
+	lagRecordsMax      = 1 << 24 // timed records per variant, at most (8 bytes of lag each: 128 MiB)
 	lagPaceInterval    = time.Millisecond
+	lagProduceTimeout  = 30 * time.Second       // a Produce request's TimeoutMillis
 	lagFetchWaitMax    = 500 * time.Millisecond // the mirror's fetch.wait.max.ms
-	lagConsumerWaitMax = 50 * time.Millisecond  // the mirror consumer's FetchMaxWait
-	lagSetupWait       = time.Minute            // topic creation and the warm-up record, at most
+	lagWatchWaitMax    = 50 * time.Millisecond  // the watcher's Fetch MaxWaitMillis
+	lagSetupWait       = time.Minute            // topic creation and the warm-up batches, at most
 	lagDrainWait       = time.Minute            // last acknowledgement to every record seen, at most
 	lagPollInterval    = 5 * time.Millisecond
-	// lagWarmUpFlag marks a warm-up record's sequence: one per partition,
-	// seen on the mirror before the timed records start, so that the
-	// mirror's fetcher is long-polling when they do. lagEndFlag marks an
-	// end marker: one per partition after the timed records, so that the
-	// consumer knows it has seen them all.
-	lagWarmUpFlag = uint64(1) << 63
-	lagEndFlag    = uint64(1) << 62
 
 	// scenarioModeEnv selects the mode of TestLagScenarioSmoke and
 	// TestScaleScenarioSmoke: smoke (unset), quick or full, e.g.
@@ -135,13 +142,17 @@ func lagScenario(tb testing.TB, mode benchMode, rateBytes float64) ([]LagResult,
 	if err := createMirrorWith(ctx, admin, lagMirrorName, source.addr, configs); err != nil {
 		return nil, err
 	}
+	pool, err := newLagPool(tb)
+	if err != nil {
+		return nil, err
+	}
 	variants := []int32{1}
 	if mode.Full {
 		variants = append(variants, 64)
 	}
 	var results []LagResult
 	for _, partitions := range variants {
-		result, err := lagVariant(tb, mode, source, mirror, partitions, rateBytes)
+		result, err := lagVariant(tb, mode, source, mirror, pool, partitions, rateBytes)
 		if err != nil {
 			return results, fmt.Errorf("lag, %d partitions: %w", partitions, err)
 		}
@@ -151,17 +162,15 @@ func lagScenario(tb testing.TB, mode benchMode, rateBytes float64) ([]LagResult,
 }
 
 // lagVariant creates a topic of partitions on the source, mirrors it and
-// times rateBytes per second of records through it.
-func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, partitions int32, rateBytes float64) (LagResult, error) {
+// times rateBytes per second of batches through it.
+func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, pool *lagPool, partitions int32, rateBytes float64) (LagResult, error) {
 	topic := fmt.Sprintf("lag-%d", partitions)
 	if err := lagSetUp(source, mirror, topic, partitions); err != nil {
 		return LagResult{}, err
 	}
-	duration := lagProduceTime(mode)
-	records := int64(min(float64(lagRecordsMax), math.Ceil(rateBytes*duration.Seconds()/(lagRatioMin*lagRecordBytes))))
-	run := newLagRun(topic, partitions, records)
+	run := newLagRun(topic, partitions, pool)
 	cpuBefore, started := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}, time.Now()
-	if err := run.execute(source.addr, mirror.addr, rateBytes, duration); err != nil {
+	if err := run.execute(source.addr, mirror.addr, rateBytes, lagProduceTime(mode)); err != nil {
 		return LagResult{}, err
 	}
 	cpuAfter := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}
@@ -169,7 +178,7 @@ func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, p
 	if err != nil {
 		return LagResult{}, err
 	}
-	reached := float64(run.timedStoredBytes) / run.produceTime.Seconds()
+	reached := float64(run.sentBytes) / run.produceTime.Seconds()
 	result := lagResultOf(lags, rateBytes, reached, partitions)
 	var cpu [3]float64
 	for i := range cpu {
@@ -179,10 +188,11 @@ func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, p
 	// busy, the lag measures the queueing of a saturated machine.
 	busy := (cpu[0] + cpu[1] + cpu[2]) / time.Since(started).Seconds()
 	tb.Logf("%s: %d records in %v (%.1f MB/s reached; values %.1f MB/s, stored in %.2f of their bytes); "+
-		"CPU s: source %.2f, mirror %.2f, producer+consumer %.2f: %.2f of %d cores busy",
+		"%s; %d high watermark rises seen on the mirror; "+
+		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy",
 		result.Variant, len(lags), run.produceTime.Round(time.Millisecond), reached/1e6,
-		float64(len(lags))*lagRecordBytes/run.produceTime.Seconds()/1e6, run.storedRatio(),
-		cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU())
+		float64(len(lags))*lagRecordBytes/run.produceTime.Seconds()/1e6, pool.storedRatio(),
+		run.answerSummary(), run.rises(), cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU())
 	return result, nil
 }
 
@@ -215,274 +225,351 @@ func lagSetUp(source, mirror *mirrordProcess, topic string, partitions int32) er
 	})
 }
 
-// lagRun is one timed run: times are since start on the monotonic clock,
-// 0 while not yet observed.
+// lagEndpoint is how the run talks to one node: a client, its broker
+// handle, and the topic's ID there (Produce v13 and Fetch v13 name
+// topics by ID).
+type lagEndpoint struct {
+	client  *kgo.Client
+	broker  *kgo.Broker
+	topicID [16]byte
+}
+
+// dialLagEndpoint connects to the node at addr and looks up its broker
+// ID and topic's ID (Metadata); the caller closes the client.
+func dialLagEndpoint(ctx context.Context, addr, topic string) (lagEndpoint, error) {
+	client, err := kgo.NewClient(kgo.SeedBrokers(addr))
+	if err != nil {
+		return lagEndpoint{}, err
+	}
+	req := kmsg.NewPtrMetadataRequest()
+	requested := kmsg.NewMetadataRequestTopic()
+	requested.Topic = kmsg.StringPtr(topic)
+	req.Topics = append(req.Topics, requested)
+	kresp, err := client.Request(ctx, req)
+	if err != nil {
+		client.Close()
+		return lagEndpoint{}, fmt.Errorf("metadata of %s: %w", addr, err)
+	}
+	resp := kresp.(*kmsg.MetadataResponse)
+	if len(resp.Brokers) != 1 || len(resp.Topics) != 1 {
+		client.Close()
+		return lagEndpoint{}, fmt.Errorf("metadata of %s: %d brokers and %d topics, want 1 and 1", addr, len(resp.Brokers), len(resp.Topics))
+	}
+	t := resp.Topics[0]
+	if err := kerr.ErrorForCode(t.ErrorCode); err != nil || t.TopicID == [16]byte{} {
+		client.Close()
+		return lagEndpoint{}, fmt.Errorf("metadata of %s: topic %s, ID %x: %v", addr, topic, t.TopicID, err)
+	}
+	return lagEndpoint{client: client, broker: client.Broker(int(resp.Brokers[0].NodeID)), topicID: t.TopicID}, nil
+}
+
+// lagRun is one timed run of one topic. Times are since start on the
+// monotonic clock, at least 1 ns.
 type lagRun struct {
 	topic      string
 	partitions int32
-	records    int64     // timed records to produce, at most
-	random     []byte    // lagRandomBytes of pseudo-random bytes for the values
-	start      time.Time // set before the consumer starts
+	pool       *lagPool
+	start      time.Time // set before the watcher starts
 
-	produceTime time.Duration   // first timed produce to the last acknowledgement
-	sent        int64           // timed records produced
-	acked       []atomic.Int64  // by sequence, nanoseconds; written by promises
-	seen        []time.Duration // by sequence; written by the consumer goroutine only
-	warmUps     atomic.Int64    // warm-up records seen
+	// Owned by the goroutine of execute (the pacer).
+	cursor      int     // the pool batch the next request starts at, < lagPoolBatches
+	partition   int32   // the partition the next request's first batch goes to
+	warmEnds    []int64 // by partition: the log end offset after the warm-up, the first timed offset
+	sentBatches int64   // timed batches sent
+	sentBytes   int64   // their bytes as stored
+	produceTime time.Duration
 
-	consumed   chan struct{} // closed when the consumer goroutine ends
-	consumeErr error         // its result, valid once consumed is closed
+	// Written by the Produce goroutines, under acksMu.
+	acksMu     sync.Mutex
+	acks       []lagAck        // one per partition of each answered timed request; at most lagRecordsMax/lagBatchRecords
+	answers    []time.Duration // each timed request's time to its answer
+	produceErr error           // the first failed request's error
+	failed     atomic.Bool
 
-	storedBytes      atomic.Int64 // record batch bytes as stored at the source, batches written since produce began
-	valueBytes       atomic.Int64 // the record value bytes in them
-	timedStoredBytes int64        // storedBytes once the timed records are acknowledged
-
-	errMu    sync.Mutex
-	firstErr error // the first produce error
+	// Written by the watch goroutine; steps read once it has ended.
+	visible  []atomic.Int64 // by partition: the highest high watermark seen on the mirror
+	steps    [][]lagStep    // by partition: each rise of the high watermark, in order
+	checked  int64          // batches whose header the watcher checked
+	watched  chan struct{}  // closed when the watch goroutine ends
+	watchErr error          // its result, valid once watched is closed
 }
 
-func newLagRun(topic string, partitions int32, records int64) *lagRun {
-	return &lagRun{topic: topic, partitions: partitions, records: records, random: lagRandom(),
-		acked: make([]atomic.Int64, records), seen: make([]time.Duration, records), consumed: make(chan struct{})}
+// lagAck is a run of records of one partition acknowledged together:
+// [baseOffset, baseOffset+records), answered at at.
+type lagAck struct {
+	partition  int32
+	baseOffset int64
+	records    int64
+	at         time.Duration
 }
 
-// lagRandom is lagRandomBytes of seeded pseudo-random bytes.
-func lagRandom() []byte {
-	random := rand.New(rand.NewPCG(3, 4))
-	out := make([]byte, lagRandomBytes)
-	for i := range out {
-		out[i] = byte(random.Uint32())
-	}
-	return out
+// lagStep is a rise of a partition's high watermark on the mirror to
+// highWatermark, seen at at: the offsets below it are visible.
+type lagStep struct {
+	highWatermark int64
+	at            time.Duration
 }
 
-// lagText is the second half of every value.
-var lagText = func() []byte {
-	phrase := []byte("mirrord mirrors topics byte for byte. ")
-	return bytes.Repeat(phrase, lagRecordBytes/2/len(phrase)+1)[:lagRecordBytes/2]
-}()
-
-// valueOf is the value of the record of sequence: the sequence, then
-// pseudo-random bytes up to the middle, then text, so that lz4 stores it
-// in about half (as benchBatch's records). The random part of each
-// record is its own stretch of r.random, repeating only every
-// lagRandomBytes/2 records, far past a batch and lz4's 64 KiB window:
-// records with the same bytes would compress to nothing.
-func (r *lagRun) valueOf(sequence uint64) []byte {
-	const randomBytes = lagRecordBytes/2 - 8
-	value := make([]byte, lagRecordBytes)
-	binary.BigEndian.PutUint64(value, sequence)
-	at := sequence % (lagRandomBytes / randomBytes) * randomBytes
-	copy(value[8:lagRecordBytes/2], r.random[at:at+randomBytes])
-	copy(value[lagRecordBytes/2:], lagText)
-	return value
+func newLagRun(topic string, partitions int32, pool *lagPool) *lagRun {
+	return &lagRun{topic: topic, partitions: partitions, pool: pool,
+		visible: make([]atomic.Int64, partitions), steps: make([][]lagStep, partitions), watched: make(chan struct{})}
 }
 
-// execute warms the pipeline up, produces the timed records, then an end
-// marker to each partition, and waits until the mirror's consumer has
-// seen every end marker (and so every record before it).
-func (r *lagRun) execute(sourceAddr, mirrorAddr string, rateBytes float64, duration time.Duration) error {
-	producer, err := kgo.NewClient(kgo.SeedBrokers(sourceAddr), kgo.DefaultProduceTopic(r.topic),
-		kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerLinger(lagLinger),
-		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.WithHooks(lagBatchHook{r}))
-	if err != nil {
-		return err
-	}
-	defer producer.Close()
-	offsets := map[int32]kgo.Offset{}
-	for p := range r.partitions {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(mirrorAddr), kgo.FetchMaxWait(lagConsumerWaitMax),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{r.topic: offsets}))
-	if err != nil {
-		return err
-	}
-	defer consumer.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), lagSetupWait+duration+lagDrainWait)
-	defer cancel()
-	r.start = time.Now()
-	go func() {
-		defer close(r.consumed)
-		r.consumeErr = r.consume(ctx, consumer)
-	}()
-	err = r.warmUp(ctx, producer)
-	if err == nil {
-		err = r.produce(ctx, producer, rateBytes, duration)
-	}
-	if err == nil {
-		err = r.markEnds(ctx, producer, lagEndFlag)
-	}
-	if err != nil {
-		cancel()
-		<-r.consumed
-		return err
-	}
-	drain := time.NewTimer(lagDrainWait)
-	defer drain.Stop()
-	select {
-	case <-r.consumed:
-		return r.consumeErr
-	case <-drain.C:
-		cancel()
-		<-r.consumed
-		return fmt.Errorf("the mirror did not show every record %v after the last acknowledgement: %w", lagDrainWait, r.consumeErr)
-	}
-}
-
-// storedRatio is stored bytes over value bytes of the batches written
-// since produce began, lagRatioGuess before the first MiB.
-func (r *lagRun) storedRatio() float64 {
-	stored, values := r.storedBytes.Load(), r.valueBytes.Load()
-	if values < 1<<20 {
-		return lagRatioGuess
-	}
-	return max(float64(stored)/float64(values), lagRatioMin)
-}
-
-// lagBatchHook counts the bytes of the batches the producer wrote.
-type lagBatchHook struct{ run *lagRun }
-
-func (h lagBatchHook) OnProduceBatchWritten(_ kgo.BrokerMetadata, _ string, _ int32, metrics kgo.ProduceBatchMetrics) {
-	h.run.storedBytes.Add(int64(metrics.CompressedBytes + rb.HeaderSize))
-	h.run.valueBytes.Add(int64(metrics.NumRecords * lagRecordBytes))
-}
-
-// warmUp produces one untimed record to each partition and waits until
-// the consumer has seen them all.
-func (r *lagRun) warmUp(ctx context.Context, producer *kgo.Client) error {
-	ctx, cancel := context.WithTimeout(ctx, lagSetupWait)
-	defer cancel()
-	if err := r.markEnds(ctx, producer, lagWarmUpFlag); err != nil {
-		return err
-	}
-	return pollUntil(ctx, lagPollInterval, func() (bool, error) {
-		select {
-		case <-r.consumed:
-			return false, fmt.Errorf("the consumer stopped during the warm-up: %w", r.consumeErr)
-		default:
-		}
-		return r.warmUps.Load() >= int64(r.partitions), nil
-	})
-}
-
-// markEnds produces one record to each partition whose sequence is flag
-// and the partition.
-func (r *lagRun) markEnds(ctx context.Context, producer *kgo.Client, flag uint64) error {
-	for p := range r.partitions {
-		if err := producer.ProduceSync(ctx, &kgo.Record{Partition: p, Value: r.valueOf(flag | uint64(p))}).FirstErr(); err != nil {
-			return fmt.Errorf("marker record: %w", err)
-		}
-	}
-	return nil
-}
-
-// produce writes up to r.records records at rateBytes of stored batches
-// per second, paced by a ticker, for at most duration, then flushes.
-func (r *lagRun) produce(ctx context.Context, producer *kgo.Client, rateBytes float64, duration time.Duration) error {
-	ticker := time.NewTicker(lagPaceInterval)
-	defer ticker.Stop()
-	r.storedBytes.Store(0) // the warm-up's batches are acknowledged: count the timed ones
-	r.valueBytes.Store(0)
-	start := time.Now()
-	promise := r.promise()
-	for r.sent < r.records && ctx.Err() == nil { // bounded: r.records, and duration below
-		elapsed := time.Since(start)
-		if elapsed >= duration {
-			break
-		}
-		owed := min(r.records, int64(rateBytes*elapsed.Seconds()/(r.storedRatio()*lagRecordBytes))+1)
-		for ; r.sent < owed; r.sent++ {
-			record := &kgo.Record{Partition: int32(r.sent % int64(r.partitions)), Value: r.valueOf(uint64(r.sent))}
-			producer.Produce(ctx, record, promise)
-		}
-		select {
-		case <-ctx.Done():
-		case <-ticker.C:
-		}
-	}
-	if err := producer.Flush(ctx); err != nil {
-		return fmt.Errorf("flush: %w", err)
-	}
-	r.produceTime = time.Since(start)
-	r.timedStoredBytes = r.storedBytes.Load()
-	r.errMu.Lock()
-	defer r.errMu.Unlock()
-	return r.firstErr
-}
-
-// promise notes each timed record's acknowledgement, or the first error.
-func (r *lagRun) promise() func(*kgo.Record, error) {
-	return func(record *kgo.Record, err error) {
-		if err != nil {
-			r.errMu.Lock()
-			defer r.errMu.Unlock()
-			if r.firstErr == nil {
-				r.firstErr = fmt.Errorf("produce: %w", err)
-			}
-			return
-		}
-		r.acked[binary.BigEndian.Uint64(record.Value)].Store(int64(r.since()))
-	}
-}
-
-// since is the time since r.start, at least 1 ns (0 means not observed).
+// since is the time since r.start, at least 1 ns.
 func (r *lagRun) since() time.Duration { return max(1, time.Since(r.start)) }
 
-// consume reads the mirror's topic and notes when each sequence is first
-// seen, until it has seen an end marker from every partition or ctx ends.
-func (r *lagRun) consume(ctx context.Context, consumer *kgo.Client) error {
-	ends := 0
-	for ends < int(r.partitions) { // bounded: each pass sees records or ends with ctx
-		fetches := consumer.PollFetches(ctx)
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("mirror consumer: %d of %d end markers seen: %w", ends, r.partitions, err)
+// execute warms the pipeline up, produces the timed batches at rateBytes
+// per second for at most duration, and waits until the watcher has seen
+// every acknowledged offset on the mirror.
+func (r *lagRun) execute(sourceAddr, mirrorAddr string, rateBytes float64, duration time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), lagSetupWait+duration+lagDrainWait)
+	defer cancel()
+	source, err := dialLagEndpoint(ctx, sourceAddr, r.topic)
+	if err != nil {
+		return err
+	}
+	defer source.client.Close()
+	mirror, err := dialLagEndpoint(ctx, mirrorAddr, r.topic)
+	if err != nil {
+		return err
+	}
+	defer mirror.client.Close()
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	r.start = time.Now()
+	go func() {
+		defer close(r.watched)
+		r.watchErr = r.watch(watchCtx, mirror)
+	}()
+	err = r.warmUp(ctx, source)
+	if err == nil {
+		err = r.produce(ctx, source, rateBytes, duration)
+	}
+	if err == nil {
+		err = r.drain(ctx)
+	}
+	stopWatching()
+	<-r.watched
+	if err != nil {
+		return err
+	}
+	if r.watchErr != nil {
+		return r.watchErr
+	}
+	if r.checked == 0 {
+		return errors.New("the watcher saw no batch on the mirror")
+	}
+	return nil
+}
+
+// warmUp produces one untimed batch to each partition and waits until
+// the watcher has seen them all on the mirror.
+func (r *lagRun) warmUp(ctx context.Context, source lagEndpoint) error {
+	ctx, cancel := context.WithTimeout(ctx, lagSetupWait)
+	defer cancel()
+	req, records := r.request(source.topicID, int(r.partitions))
+	acks, err := r.send(ctx, source, req, records)
+	if err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	r.warmEnds = make([]int64, r.partitions)
+	for _, a := range acks {
+		r.warmEnds[a.partition] = a.baseOffset + a.records
+	}
+	if err := r.waitVisible(ctx, r.warmEnds); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	return nil
+}
+
+// drain waits until the watcher has seen every acknowledged offset on the
+// mirror.
+func (r *lagRun) drain(ctx context.Context) error {
+	ends := slices.Clone(r.warmEnds)
+	for _, a := range r.acks { // every answer is in: no Produce goroutine is left
+		ends[a.partition] = max(ends[a.partition], a.baseOffset+a.records)
+	}
+	ctx, cancel := context.WithTimeout(ctx, lagDrainWait)
+	defer cancel()
+	if err := r.waitVisible(ctx, ends); err != nil {
+		return fmt.Errorf("the mirror did not show every acknowledged record %v after the last acknowledgement: %w", lagDrainWait, err)
+	}
+	return nil
+}
+
+// waitVisible polls until the watcher has seen each partition's high
+// watermark on the mirror reach its end offset in ends; past it, or the
+// watcher ending first, is an error.
+func (r *lagRun) waitVisible(ctx context.Context, ends []int64) error {
+	seen := make([]int64, len(ends))
+	err := pollUntil(ctx, lagPollInterval, func() (bool, error) {
+		select {
+		case <-r.watched:
+			return false, fmt.Errorf("the watcher stopped (%v)", r.watchErr)
+		default:
 		}
-		if err := fetches.Err(); err != nil {
-			return fmt.Errorf("mirror consumer: %w", err)
+		done := true
+		for p, end := range ends {
+			seen[p] = r.visible[p].Load()
+			if seen[p] > end {
+				return false, fmt.Errorf("%s-%d: high watermark %d on the mirror, past the %d records produced", r.topic, p, seen[p], end)
+			}
+			done = done && seen[p] == end
 		}
-		var bad error
-		fetches.EachRecord(func(record *kgo.Record) {
-			if len(record.Value) != lagRecordBytes {
-				bad = fmt.Errorf("mirror consumer: a value of %d bytes at %s-%d@%d", len(record.Value), record.Topic, record.Partition, record.Offset)
-				return
-			}
-			switch sequence := binary.BigEndian.Uint64(record.Value); {
-			case sequence&lagWarmUpFlag != 0:
-				r.warmUps.Add(1)
-			case sequence&lagEndFlag != 0:
-				ends++
-			case sequence >= uint64(len(r.seen)):
-				bad = fmt.Errorf("mirror consumer: sequence %d past %d", sequence, len(r.seen))
-			case r.seen[sequence] == 0:
-				r.seen[sequence] = r.since()
-			}
-		})
-		if bad != nil {
-			return bad
+		return done, nil
+	})
+	if err != nil {
+		return fmt.Errorf("high watermarks on the mirror %v, want %v: %w", seen, ends, err)
+	}
+	return nil
+}
+
+// watch long-polls the mirror with Fetch requests from each partition's
+// high watermark last seen (see the file comment), and notes each rise,
+// until ctx ends (nil) or an error.
+func (r *lagRun) watch(ctx context.Context, mirror lagEndpoint) error {
+	req := kmsg.NewPtrFetchRequest()
+	req.ReplicaID, req.MaxWaitMillis, req.MinBytes, req.MaxBytes = -1, int32(lagWatchWaitMax.Milliseconds()), 1, 1
+	req.IsolationLevel, req.SessionID, req.SessionEpoch = 0, 0, -1 // read_uncommitted, no session
+	topic := kmsg.NewFetchRequestTopic()
+	topic.Topic, topic.TopicID = r.topic, mirror.topicID
+	for p := range r.partitions {
+		rp := kmsg.NewFetchRequestTopicPartition()
+		rp.Partition, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.LogStartOffset, rp.PartitionMaxBytes = p, -1, -1, -1, 1
+		topic.Partitions = append(topic.Partitions, rp)
+	}
+	req.Topics = append(req.Topics, topic)
+	for ctx.Err() == nil { // bounded by ctx: each pass sees a rise or waits lagWatchWaitMax
+		kresp, err := mirror.broker.Request(ctx, req)
+		at := r.since()
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("watch the mirror: %w", err)
+		}
+		if err := r.noteVisible(kresp.(*kmsg.FetchResponse), req.Topics[0].Partitions, at); err != nil {
+			return fmt.Errorf("watch the mirror: %w", err)
 		}
 	}
 	return nil
 }
 
-// lags returns the lag of every timed record, in place of r.seen (once
-// the consumer has ended); every acknowledged record must have been seen.
-func (r *lagRun) lags() ([]time.Duration, error) {
-	lags := r.seen[:r.sent]
-	for sequence := range lags {
-		acked, seen := time.Duration(r.acked[sequence].Load()), lags[sequence]
-		switch {
-		case acked == 0:
-			return nil, fmt.Errorf("record %d was never acknowledged", sequence)
-		case seen == 0:
-			return nil, fmt.Errorf("record %d was acknowledged but never seen on the mirror", sequence)
-		}
-		lags[sequence] = seen - acked
+// noteVisible takes a watch Fetch's answer: each partition's high
+// watermark, a rise of it noted as a step and made the partition's next
+// fetch offset in asked (by partition), and the header of the one batch
+// the answer may carry checked.
+func (r *lagRun) noteVisible(resp *kmsg.FetchResponse, asked []kmsg.FetchRequestTopicPartition, at time.Duration) error {
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		return err
 	}
-	if len(lags) == 0 {
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s-%d: %w", r.topic, p.Partition, err)
+			}
+			if p.Partition < 0 || p.Partition >= r.partitions {
+				return fmt.Errorf("%s-%d answered: not asked", r.topic, p.Partition)
+			}
+			from := &asked[p.Partition].FetchOffset
+			if err := lagCheckBatch(p.RecordBatches, *from, p.HighWatermark); err != nil {
+				return fmt.Errorf("%s-%d: %w", r.topic, p.Partition, err)
+			}
+			if len(p.RecordBatches) > 0 {
+				r.checked++
+			}
+			switch {
+			case p.HighWatermark < *from:
+				return fmt.Errorf("%s-%d: high watermark %d, below %d seen before", r.topic, p.Partition, p.HighWatermark, *from)
+			case p.HighWatermark > *from:
+				r.steps[p.Partition] = append(r.steps[p.Partition], lagStep{highWatermark: p.HighWatermark, at: at})
+				*from = p.HighWatermark
+				r.visible[p.Partition].Store(p.HighWatermark)
+			}
+		}
+	}
+	return nil
+}
+
+// lagCheckBatch checks, by its header alone, the batch a watch Fetch from
+// offset from answers: it starts there, ends below the high watermark and
+// is one of the pool's (lz4, lagBatchRecords records).
+func lagCheckBatch(records []byte, from, highWatermark int64) error {
+	if len(records) == 0 {
+		return nil
+	}
+	b, err := rb.ParseHeader(records)
+	if err != nil {
+		return err
+	}
+	switch {
+	case int64(b.BaseOffset()) != from || int64(b.NextOffset()) > highWatermark:
+		return fmt.Errorf("a batch of offsets [%d, %d] answers a fetch from %d (high watermark %d)", b.BaseOffset(), b.LastOffset(), from, highWatermark)
+	case b.Codec() != rb.CodecLZ4 || b.RecordCount() != lagBatchRecords:
+		return fmt.Errorf("a batch of %d records (%s) at %d: not one of those produced", b.RecordCount(), b.Codec(), from)
+	}
+	return nil
+}
+
+// lags returns the lag of every timed record, by partition and offset:
+// when the watcher first saw the mirror's high watermark past its offset
+// minus when its Produce was answered. The acknowledged runs of a
+// partition must follow each other from its first timed offset, and every
+// acknowledged offset must have been seen.
+func (r *lagRun) lags() ([]time.Duration, error) {
+	byPartition := make([][]lagAck, r.partitions)
+	total := int64(0)
+	for _, a := range r.acks {
+		byPartition[a.partition] = append(byPartition[a.partition], a)
+		total += a.records
+	}
+	if total == 0 {
 		return nil, errors.New("no record was timed")
 	}
+	if total > lagRecordsMax {
+		return nil, fmt.Errorf("%d records timed, more than %d", total, lagRecordsMax)
+	}
+	lags := make([]time.Duration, 0, total)
+	for partition, acks := range byPartition {
+		slices.SortFunc(acks, func(a, b lagAck) int { return cmp.Compare(a.baseOffset, b.baseOffset) })
+		steps, step, next := r.steps[partition], 0, r.warmEnds[partition]
+		for _, a := range acks { // bounded: total records in all
+			if a.baseOffset != next {
+				return nil, fmt.Errorf("%s-%d: records acknowledged from offset %d, want %d", r.topic, partition, a.baseOffset, next)
+			}
+			for offset := a.baseOffset; offset < a.baseOffset+a.records; offset++ {
+				for step < len(steps) && steps[step].highWatermark <= offset {
+					step++
+				}
+				if step == len(steps) {
+					return nil, fmt.Errorf("%s-%d: offset %d was acknowledged but never seen on the mirror", r.topic, partition, offset)
+				}
+				lags = append(lags, steps[step].at-a.at)
+			}
+			next = a.baseOffset + a.records
+		}
+	}
 	return lags, nil
+}
+
+// answerSummary describes how long the timed Produce requests took to be
+// answered, once the run has ended.
+func (r *lagRun) answerSummary() string {
+	if len(r.answers) == 0 {
+		return "no Produce request answered"
+	}
+	slices.Sort(r.answers)
+	return fmt.Sprintf("%d Produce requests, answered in p50 %v, p99 %v, max %v",
+		len(r.answers), percentile(r.answers, 50), percentile(r.answers, 99), r.answers[len(r.answers)-1])
+}
+
+// rises is how many rises of a high watermark the watcher saw, once it
+// has ended.
+func (r *lagRun) rises() (n int) {
+	for _, steps := range r.steps {
+		n += len(steps)
+	}
+	return n
 }
 
 // lagResultOf sorts lags and summarizes them.
@@ -506,127 +593,6 @@ func lagResultOf(lags []time.Duration, rateBytes, reached float64, partitions in
 func percentile(sorted []time.Duration, p int) time.Duration {
 	rank := (len(sorted)*p + 99) / 100 // ceil(n p / 100), 1-based
 	return sorted[max(rank, 1)-1]
-}
-
-// pollUntil calls done every interval until it reports true or an error,
-// or ctx ends.
-func pollUntil(ctx context.Context, interval time.Duration, done func() (bool, error)) error {
-	ticker := time.NewTicker(interval)
-	defer ticker.Stop()
-	for { // bounded by ctx
-		ok, err := done()
-		if err != nil || ok {
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-ticker.C:
-		}
-	}
-}
-
-// createMirrorWith creates mirror name of the source at sourceAddr with
-// configs besides bootstrap.servers.
-func createMirrorWith(ctx context.Context, client *kgo.Client, name, sourceAddr string, configs map[string]string) error {
-	req := &netio.CreateClusterMirrorRequest{MirrorName: name,
-		Configs: []netio.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
-	for _, key := range slices.Sorted(maps.Keys(configs)) {
-		value := configs[key]
-		req.Configs = append(req.Configs, netio.CreateClusterMirrorConfig{Name: key, Value: &value})
-	}
-	kresp, err := client.Request(ctx, req)
-	if err != nil {
-		return fmt.Errorf("create mirror %s: %w", name, err)
-	}
-	if code := kresp.(*netio.CreateClusterMirrorResponse).ErrorCode; code != 0 {
-		return fmt.Errorf("create mirror %s: %w", name, kerr.ErrorForCode(code))
-	}
-	return nil
-}
-
-// startMirroring starts the topics named and those matching include in
-// mirror name.
-func startMirroring(ctx context.Context, client *kgo.Client, name string, topics, include []string) error {
-	req := &netio.MirrorTopicsRequest{Change: netio.StartMirroring, MirrorName: name, IncludePatterns: include}
-	for _, topic := range topics {
-		req.Topics = append(req.Topics, netio.MirrorTopicsRequestTopic{TopicName: topic})
-	}
-	kresp, err := client.Request(ctx, req)
-	if err != nil {
-		return fmt.Errorf("start mirroring %v %v: %w", topics, include, err)
-	}
-	resp := kresp.(*netio.MirrorTopicsResponse)
-	if resp.ErrorCode != 0 {
-		return fmt.Errorf("start mirroring %v %v: %w", topics, include, kerr.ErrorForCode(resp.ErrorCode))
-	}
-	for _, t := range resp.Topics {
-		if t.ErrorCode != 0 {
-			return fmt.Errorf("start mirroring %s: %w", t.TopicName, kerr.ErrorForCode(t.ErrorCode))
-		}
-	}
-	return nil
-}
-
-// listOffsetsOf asks broker for the log end offset of partitions
-// partitions of each topic, in one ListOffsets; a partition error is an
-// error. The answer is by topic, then partition.
-func listOffsetsOf(ctx context.Context, client *kgo.Client, broker int32, topics []string, partitions int32) ([][]int64, error) {
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
-	index := make(map[string]int, len(topics))
-	for i, name := range topics {
-		index[name] = i
-		topic := kmsg.NewListOffsetsRequestTopic()
-		topic.Topic = name
-		for partition := range partitions {
-			p := kmsg.NewListOffsetsRequestTopicPartition()
-			p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, -1, -1
-			topic.Partitions = append(topic.Partitions, p)
-		}
-		req.Topics = append(req.Topics, topic)
-	}
-	kresp, err := client.Broker(int(broker)).Request(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	offsets := make([][]int64, len(topics))
-	for _, t := range kresp.(*kmsg.ListOffsetsResponse).Topics {
-		i, ok := index[t.Topic]
-		if !ok || offsets[i] != nil || len(t.Partitions) != int(partitions) {
-			return nil, fmt.Errorf("list offsets: topic %s with %d partitions in the answer", t.Topic, len(t.Partitions))
-		}
-		offsets[i] = make([]int64, partitions)
-		for _, p := range t.Partitions {
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				return nil, fmt.Errorf("list offsets %s-%d: %w", t.Topic, p.Partition, err)
-			}
-			if p.Partition < 0 || p.Partition >= partitions {
-				return nil, fmt.Errorf("list offsets: partition %s-%d in the answer", t.Topic, p.Partition)
-			}
-			offsets[i][p.Partition] = p.Offset
-		}
-	}
-	for i, o := range offsets {
-		if o == nil {
-			return nil, fmt.Errorf("list offsets: no answer for %s", topics[i])
-		}
-	}
-	return offsets, nil
-}
-
-// scenarioMode is the mode scenarioModeEnv names, smoke when unset.
-func scenarioMode(tb testing.TB) benchMode {
-	tb.Helper()
-	name := os.Getenv(scenarioModeEnv)
-	if name == "" {
-		name = "smoke"
-	}
-	mode, ok := benchModes[name]
-	if !ok {
-		tb.Fatalf("%s=%q: want smoke, quick or full", scenarioModeEnv, name)
-	}
-	return mode
 }
 
 // lagRates are the rates lagRatesEnv lists, lagSmokeRate when unset.
@@ -667,11 +633,4 @@ func TestLagScenarioSmoke(t *testing.T) {
 			}
 		}
 	}
-}
-
-func boolCount(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }

@@ -1,0 +1,147 @@
+package bench
+
+// Helpers the scenarios share: polling with a deadline, mirror admin
+// calls, offsets, the scenario mode.
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mirrord/mirrord/netio"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+// pollUntil calls done every interval until it reports true or an error,
+// or ctx ends.
+func pollUntil(ctx context.Context, interval time.Duration, done func() (bool, error)) error {
+	ticker := time.NewTicker(interval)
+	defer ticker.Stop()
+	for { // bounded by ctx
+		ok, err := done()
+		if err != nil || ok {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ticker.C:
+		}
+	}
+}
+
+// createMirrorWith creates mirror name of the source at sourceAddr with
+// configs besides bootstrap.servers.
+func createMirrorWith(ctx context.Context, client *kgo.Client, name, sourceAddr string, configs map[string]string) error {
+	req := &netio.CreateClusterMirrorRequest{MirrorName: name,
+		Configs: []netio.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
+	for _, key := range slices.Sorted(maps.Keys(configs)) {
+		value := configs[key]
+		req.Configs = append(req.Configs, netio.CreateClusterMirrorConfig{Name: key, Value: &value})
+	}
+	kresp, err := client.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("create mirror %s: %w", name, err)
+	}
+	if code := kresp.(*netio.CreateClusterMirrorResponse).ErrorCode; code != 0 {
+		return fmt.Errorf("create mirror %s: %w", name, kerr.ErrorForCode(code))
+	}
+	return nil
+}
+
+// startMirroring starts the topics named and those matching include in
+// mirror name.
+func startMirroring(ctx context.Context, client *kgo.Client, name string, topics, include []string) error {
+	req := &netio.MirrorTopicsRequest{Change: netio.StartMirroring, MirrorName: name, IncludePatterns: include}
+	for _, topic := range topics {
+		req.Topics = append(req.Topics, netio.MirrorTopicsRequestTopic{TopicName: topic})
+	}
+	kresp, err := client.Request(ctx, req)
+	if err != nil {
+		return fmt.Errorf("start mirroring %v %v: %w", topics, include, err)
+	}
+	resp := kresp.(*netio.MirrorTopicsResponse)
+	if resp.ErrorCode != 0 {
+		return fmt.Errorf("start mirroring %v %v: %w", topics, include, kerr.ErrorForCode(resp.ErrorCode))
+	}
+	for _, t := range resp.Topics {
+		if t.ErrorCode != 0 {
+			return fmt.Errorf("start mirroring %s: %w", t.TopicName, kerr.ErrorForCode(t.ErrorCode))
+		}
+	}
+	return nil
+}
+
+// listOffsetsOf asks broker for the log end offset of partitions
+// partitions of each topic, in one ListOffsets; a partition error is an
+// error. The answer is by topic, then partition.
+func listOffsetsOf(ctx context.Context, client *kgo.Client, broker int32, topics []string, partitions int32) ([][]int64, error) {
+	req := kmsg.NewPtrListOffsetsRequest()
+	req.ReplicaID = -1
+	index := make(map[string]int, len(topics))
+	for i, name := range topics {
+		index[name] = i
+		topic := kmsg.NewListOffsetsRequestTopic()
+		topic.Topic = name
+		for partition := range partitions {
+			p := kmsg.NewListOffsetsRequestTopicPartition()
+			p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, -1, -1
+			topic.Partitions = append(topic.Partitions, p)
+		}
+		req.Topics = append(req.Topics, topic)
+	}
+	kresp, err := client.Broker(int(broker)).Request(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	offsets := make([][]int64, len(topics))
+	for _, t := range kresp.(*kmsg.ListOffsetsResponse).Topics {
+		i, ok := index[t.Topic]
+		if !ok || offsets[i] != nil || len(t.Partitions) != int(partitions) {
+			return nil, fmt.Errorf("list offsets: topic %s with %d partitions in the answer", t.Topic, len(t.Partitions))
+		}
+		offsets[i] = make([]int64, partitions)
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("list offsets %s-%d: %w", t.Topic, p.Partition, err)
+			}
+			if p.Partition < 0 || p.Partition >= partitions {
+				return nil, fmt.Errorf("list offsets: partition %s-%d in the answer", t.Topic, p.Partition)
+			}
+			offsets[i][p.Partition] = p.Offset
+		}
+	}
+	for i, o := range offsets {
+		if o == nil {
+			return nil, fmt.Errorf("list offsets: no answer for %s", topics[i])
+		}
+	}
+	return offsets, nil
+}
+
+// scenarioMode is the mode scenarioModeEnv names, smoke when unset.
+func scenarioMode(tb testing.TB) benchMode {
+	tb.Helper()
+	name := os.Getenv(scenarioModeEnv)
+	if name == "" {
+		name = "smoke"
+	}
+	mode, ok := benchModes[name]
+	if !ok {
+		tb.Fatalf("%s=%q: want smoke, quick or full", scenarioModeEnv, name)
+	}
+	return mode
+}
+
+func boolCount(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
