@@ -93,3 +93,14 @@ func (c Config) now() time.Time {
 	}
 	return time.Now()
 }
+
+// writeBehindBytes is how many appended bytes of the active segment start
+// their write-back at once (see segment.writeBehind): the roll's sync, on
+// the append path, then writes only the last few MiB instead of up to a
+// whole segment (a second for 1 GiB here). Every-append logs sync anyway.
+func (c Config) writeBehindBytes() int64 {
+	if c.Flush == FlushEveryAppend {
+		return 0
+	}
+	return 4 << 20
+}

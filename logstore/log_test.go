@@ -578,3 +578,85 @@ func TestAccessorsAfterClose(t *testing.T) {
 		t.Errorf("append after close: %v, want ErrClosed", err)
 	}
 }
+
+// writeBehindFS records the WriteBehind calls on segment files.
+type writeBehindFS struct {
+	vfs.FS
+	calls *[][2]int64
+}
+
+type writeBehindFile struct {
+	vfs.File
+	calls *[][2]int64
+}
+
+func (w writeBehindFS) Create(name string) (vfs.File, error) { return w.wrap(w.FS.Create(name)) }
+func (w writeBehindFS) Open(name string) (vfs.File, error)   { return w.wrap(w.FS.Open(name)) }
+
+func (w writeBehindFS) wrap(f vfs.File, err error) (vfs.File, error) {
+	if err != nil {
+		return nil, err
+	}
+	return writeBehindFile{f, w.calls}, nil
+}
+
+func (f writeBehindFile) WriteBehind(offset, length int64) error {
+	*f.calls = append(*f.calls, [2]int64{offset, length})
+	return f.File.WriteBehind(offset, length)
+}
+
+// TestWriteBehind: a log not synced on every append starts the write-back
+// of each 4 MiB of its active segment as it goes, contiguously, so the
+// roll's sync finds little to write; a truncation moves the start back; a
+// log synced on every append never asks.
+func TestWriteBehind(t *testing.T) {
+	big := make([]rb.Record, 1000)
+	for i := range big {
+		big[i] = rb.Record{Value: bytes.Repeat([]byte{byte(i)}, 1000)}
+	}
+	appendMiB := func(t *testing.T, log *Log) {
+		t.Helper()
+		mustAppend(t, log, rb.Append(nil, rb.Spec{BaseOffset: log.LogEndOffset(), BaseTimestamp: baseTimestamp, ProducerID: -1, Records: big}))
+	}
+	for _, flush := range []FlushPolicy{FlushOS, FlushEveryAppend} {
+		t.Run(flush.String(), func(t *testing.T) {
+			var calls [][2]int64
+			cfg := testConfig()
+			cfg.Flush, cfg.SegmentBytes, cfg.IndexIntervalBytes, cfg.IndexBytesMax = flush, 1<<30, 4096, 1<<20
+			log := openLog(t, writeBehindFS{vfs.NewMem(), &calls}, "/d", cfg)
+			for range 10 {
+				appendMiB(t, log)
+			}
+			size := log.active().size
+			if flush == FlushEveryAppend {
+				if len(calls) != 0 {
+					t.Fatalf("write-behind calls %v on a log synced every append", calls)
+				}
+				closeLog(t, log)
+				return
+			}
+			next := int64(0)
+			for _, c := range calls {
+				if c[0] != next || c[1] < 4<<20 {
+					t.Fatalf("write-behind calls %v: want contiguous ranges of at least 4 MiB from 0", calls)
+				}
+				next = c[0] + c[1]
+			}
+			if len(calls) != 2 || size-next >= 4<<20 {
+				t.Fatalf("write-behind calls %v for %d bytes: want 2, leaving less than 4 MiB", calls, size)
+			}
+			if err := log.TruncateTo(log.LogEndOffset() - rb.Offset(8*len(big))); err != nil { // 8 of the 10 batches
+				t.Fatal(err)
+			}
+			cut := log.active().size
+			calls = calls[:0]
+			for range 5 {
+				appendMiB(t, log)
+			}
+			if len(calls) != 1 || calls[0][0] != cut {
+				t.Fatalf("write-behind calls %v after truncating to %d bytes, want one from there", calls, cut)
+			}
+			closeLog(t, log)
+		})
+	}
+}

@@ -36,6 +36,10 @@ type segment struct {
 	unsealed        bool      // indexes mapped with room to grow since the last seal
 	indexMissing    bool      // an index file was missing at open: load rebuilds both
 	opened          time.Time // for roll by age: the first append, or the open
+	// writeBehind is how many appended bytes start their write-back
+	// (0: never; every append is synced); writtenBack is where the last
+	// one ended.
+	writeBehind, writtenBack int64
 
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
@@ -59,7 +63,8 @@ func createSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment,
 	if err != nil {
 		return nil, err
 	}
-	s := &segment{fs: fs, dir: dir, base: base, log: log, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax}
+	s := &segment{fs: fs, dir: dir, base: base, log: log, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax,
+		writeBehind: cfg.writeBehindBytes()}
 	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
 		log.Close()
 		return nil, err
@@ -87,7 +92,8 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, e
 		log.Close()
 		return nil, err
 	}
-	s := &segment{fs: fs, dir: dir, base: base, log: log, size: size, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax}
+	s := &segment{fs: fs, dir: dir, base: base, log: log, size: size, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax,
+		writeBehind: cfg.writeBehindBytes(), writtenBack: size}
 	s.refs.Store(1)
 	// Indexes open at their file size, even the active segment's: growing
 	// a file is a write, and a log opened after a clean shutdown must not
@@ -384,6 +390,12 @@ func (s *segment) appendBatches(batches []byte) (uncertain bool, err error) {
 		s.index(position+int64(it.Position()), it.Batch())
 	}
 	s.size += int64(len(batches))
+	if s.writeBehind > 0 && s.size-s.writtenBack >= s.writeBehind {
+		// Its error is the next Sync's to report: the kernel keeps a
+		// write-back error for the file's next fdatasync.
+		_ = s.log.WriteBehind(s.writtenBack, s.size-s.writtenBack)
+		s.writtenBack = s.size
+	}
 	return false, nil
 }
 
@@ -397,7 +409,7 @@ func (s *segment) truncateTo(position int64) error {
 	if err := s.log.Truncate(position); err != nil {
 		return err
 	}
-	s.size = position
+	s.size, s.writtenBack = position, min(s.writtenBack, position)
 	if err := s.rebuildIndexes(position); err != nil {
 		return err
 	}

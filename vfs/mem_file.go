@@ -118,6 +118,22 @@ func (f *memFile) Sync() error {
 	return nil
 }
 
+// WriteBehind checks the handle and does nothing else: Mem has no disk to
+// start writing to, and durability is Sync's.
+func (f *memFile) WriteBehind(offset, length int64) error {
+	f.mem.mu.Lock()
+	defer f.mem.mu.Unlock()
+	switch {
+	case f.closed:
+		return opError(OpSync, f.name, fs.ErrClosed)
+	case f.generation != f.mem.generation:
+		return opError(OpSync, f.name, ErrCrashed)
+	case offset < 0 || length < 0:
+		return opError(OpSync, f.name, syscall.EINVAL)
+	}
+	return nil
+}
+
 // Map returns a mapping aliasing the file's current bytes. While any
 // mapping of the file is live, Write, Truncate, Create over it and a Map
 // that would extend it fail with ErrMapped, so the bytes are never

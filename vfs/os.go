@@ -227,6 +227,17 @@ func (f *osFile) Sync() error {
 	return nil
 }
 
+func (f *osFile) WriteBehind(offset, length int64) error {
+	if f.closed {
+		return opError(OpSync, f.name, fs.ErrClosed)
+	}
+	err := ignoringEINTR(func() error { return unix.SyncFileRange(f.fd, offset, length, unix.SYNC_FILE_RANGE_WRITE) })
+	if err != nil {
+		return osError(OpSync, f.name, err)
+	}
+	return nil
+}
+
 func (f *osFile) Map(size int) (Mapping, error) {
 	switch {
 	case f.closed:

@@ -42,6 +42,11 @@ type File interface {
 	Truncate(size int64) error
 	// Sync makes the contents durable (fdatasync).
 	Sync() error
+	// WriteBehind starts writing the range to the disk without waiting for
+	// it (sync_file_range SYNC_FILE_RANGE_WRITE), so that dirty pages do
+	// not pile up until a Sync that must then write them all. It promises
+	// nothing about durability; Sync still does. Mem does nothing.
+	WriteBehind(offset, length int64) error
 	// Map maps the first size bytes (extending the file with zeros if it is
 	// shorter) for reading and writing. The mapping holds no descriptor: it
 	// stays valid after Close, until its Unmap. While it is live, Write and

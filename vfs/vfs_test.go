@@ -76,6 +76,7 @@ var fsCases = []struct {
 	{"closed handle", testClosedHandle},
 	{"reopen", testReopen},
 	{"sync and syncdir", testSyncDir},
+	{"write behind", testWriteBehind},
 	{"fd", testFd},
 }
 
@@ -377,6 +378,7 @@ func testClosedHandle(t *testing.T, fsys FS, dir string, _ implementation) {
 		{"Size", func() error { _, err := f.Size(); return err }},
 		{"Truncate", func() error { return f.Truncate(0) }},
 		{"Sync", f.Sync},
+		{"WriteBehind", func() error { return f.WriteBehind(0, 3) }},
 		{"Map", func() error { _, err := f.Map(8); return err }},
 		{"Close", f.Close},
 	}
@@ -514,4 +516,18 @@ func assertExists(t *testing.T, fsys FS, name string, want bool) {
 	if err != nil || got != want {
 		t.Fatalf("Exists(%s) = %t, %v; want %t", name, got, err, want)
 	}
+}
+
+// testWriteBehind: starting write-back changes nothing a reader sees, on
+// any range, including past the end.
+func testWriteBehind(t *testing.T, fsys FS, dir string, _ implementation) {
+	f := mustCreate(t, fsys, path.Join(dir, "a"), "")
+	defer mustClose(t, f)
+	mustWrite(t, f, strings.Repeat("w", 10000))
+	for _, r := range [][2]int64{{0, 4096}, {4096, 5904}, {0, 0}, {8192, 1 << 20}} {
+		if err := f.WriteBehind(r[0], r[1]); err != nil {
+			t.Fatalf("WriteBehind(%d, %d) = %v", r[0], r[1], err)
+		}
+	}
+	assertContent(t, f, strings.Repeat("w", 10000))
 }
