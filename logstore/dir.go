@@ -248,10 +248,10 @@ func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
 	return logs[0], nil
 }
 
-// createParallel is how many partitions CreateAll makes at once: their
-// file and directory syncs overlap (the file system commits them
-// together), which is most of the time a new partition takes.
-const createParallel = 8
+// logsAtOnce is how many partitions CreateAll makes, and Close closes, at
+// once: their file and directory syncs overlap (the file system commits
+// them together), which is most of the time either takes.
+const logsAtOnce = 8
 
 // CreateAll makes empty partition logs of one topic with cfg, durable when
 // it returns, in the order of tps. On an error it removes what it made and
@@ -279,7 +279,7 @@ func (d *Dir) CreateAll(tps []TopicPartition, id TopicID, cfg Config) ([]*Log, e
 	errs := make([]error, len(tps))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(createParallel, len(tps)) {
+	for range min(logsAtOnce, len(tps)) {
 		wg.Go(func() {
 			for i := range next {
 				logs[i], errs[i] = d.createOne(tps[i], id, cfg)
@@ -404,13 +404,34 @@ func (d *Dir) Close() error {
 	return d.closeLogs()
 }
 
+// closeLogs closes every log, logsAtOnce at a time: each close syncs
+// its segment, indexes and checkpoints, and the syncs of different logs
+// overlap. It returns the first error.
 func (d *Dir) closeLogs() error {
-	var first error
-	for _, p := range d.partitions {
-		if err := p.log.Close(); err != nil && first == nil {
-			first = err
-		}
+	logs := make(chan *Log)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		first error
+	)
+	for range min(logsAtOnce, len(d.partitions)) {
+		wg.Go(func() {
+			for log := range logs {
+				if err := log.Close(); err != nil {
+					mu.Lock()
+					if first == nil {
+						first = err
+					}
+					mu.Unlock()
+				}
+			}
+		})
 	}
+	for _, p := range d.partitions {
+		logs <- p.log
+	}
+	close(logs)
+	wg.Wait()
 	return first
 }
 

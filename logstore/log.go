@@ -425,7 +425,7 @@ func (l *Log) Close() error {
 			err = l.writeOffsets()
 		}
 		if err == nil && !l.cleanMarker {
-			err = WriteFileAtomic(l.fs, l.dir, cleanShutdownName, nil)
+			err = l.writeCleanMarker()
 		}
 	}
 	// The segments stay listed (their files close when the last read
@@ -439,6 +439,20 @@ func (l *Log) Close() error {
 		return fmt.Errorf("logstore: close %s: %w", l.dir, err)
 	}
 	return nil
+}
+
+// writeCleanMarker creates the empty clean-shutdown marker. Its name is
+// all it says, so it needs no temporary file and no data sync: once the
+// directory is synced it exists, and only then.
+func (l *Log) writeCleanMarker() error {
+	f, err := l.fs.Create(path.Join(l.dir, cleanShutdownName))
+	if err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return l.fs.SyncDir(l.dir)
 }
 
 // beginWrite is called, holding mu, before anything changes on disk: the
