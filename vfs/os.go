@@ -2,6 +2,7 @@ package vfs
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -265,6 +266,11 @@ func (f *osFile) Map(size int) (Mapping, error) {
 		bytes, err = unix.Mmap(fd, 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
 		return err
 	})
+	if errors.Is(err, unix.ENOMEM) {
+		// mmap fails so when the process has vm.max_map_count mappings.
+		return nil, osError(OpMap, f.name, fmt.Errorf("%w (every segment keeps its two indexes mapped: "+
+			"with many partitions or segments raise vm.max_map_count, as for Kafka)", err))
+	}
 	if err != nil {
 		return nil, osError(OpMap, f.name, err)
 	}
