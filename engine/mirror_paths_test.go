@@ -845,3 +845,72 @@ func committedBytesAt(t *testing.T, client *kgo.Client, topic string, partition 
 	}
 	return len(answer.RecordBatches)
 }
+
+// TestIncrementalFetchNamesChangedPartitions: once a fetch session is
+// established, the mirror's requests name only partitions whose fetch
+// position changed (KIP-227): none while the source is idle, the one
+// written to after a write, and the mirror still converges.
+func TestIncrementalFetchNamesChangedPartitions(t *testing.T) {
+	const partitions = 20
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, "many"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	sourceAddr := cluster.ListenAddrs()[0]
+	rng := rand.New(rand.NewPCG(7, 1))
+	for p := range int32(partitions) {
+		produceBatches(t, sourceAddr, "many", p, rng, 2)
+	}
+	var (
+		mu       sync.Mutex
+		requests [][]int32 // the partitions each incremental request named
+	)
+	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		cluster.KeepControl()
+		if fetch := req.(*kmsg.FetchRequest); fetch.SessionEpoch > 0 {
+			named := []int32{}
+			for _, rt := range fetch.Topics {
+				for _, rp := range rt.Partitions {
+					named = append(named, rp.Partition)
+				}
+			}
+			mu.Lock()
+			requests = append(requests, named)
+			mu.Unlock()
+		}
+		return nil, nil, false
+	})
+	// requestSince waits for an incremental request after the first
+	// from that names exactly want, and returns how many there were.
+	requestSince := func(what string, from int, want []int32) int {
+		t.Helper()
+		var n int
+		waitUntil(t, what, func() bool {
+			mu.Lock()
+			defer mu.Unlock()
+			n = len(requests)
+			return slices.ContainsFunc(requests[min(from, n):], func(named []int32) bool { return slices.Equal(named, want) })
+		})
+		return n
+	}
+	target, targetAddr := startNode(t, filepath.Join(t.TempDir(), "target"))
+	mirrorTopic(t, target, sourceAddr, "many")
+	source, targetClient := newClient(t, sourceAddr), newClient(t, targetAddr)
+	waitConverged(t, source, target, targetClient, "many", partitions)
+	mu.Lock()
+	converged := len(requests)
+	mu.Unlock()
+	idle := requestSince("an idle incremental fetch naming no partition", converged, []int32{})
+
+	produceBatches(t, sourceAddr, "many", 3, rng, 1)
+	waitConverged(t, source, target, targetClient, "many", partitions)
+	requestSince("an incremental fetch naming only partition 3", idle, []int32{3})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, named := range requests[converged:] {
+		if len(named) > 1 {
+			t.Errorf("an incremental fetch after convergence named %v; want none or partition 3", named)
+		}
+	}
+}
