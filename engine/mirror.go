@@ -388,7 +388,9 @@ func (m *mirror) reconcile(ctx context.Context) error {
 			}
 			mp.sourceLeader.Store(p.Leader)
 			mp.sourceLeaderEpoch.Store(p.LeaderEpoch)
-			mp.local.keepEpochAhead(p.LeaderEpoch)
+			if mp.local.keepEpochAhead(p.LeaderEpoch) {
+				mp.local.wake()
+			}
 			if !m.paused[*t.Topic] {
 				byBroker[p.Leader] = append(byBroker[p.Leader], mp)
 			}

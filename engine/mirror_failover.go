@@ -294,7 +294,11 @@ func (mp *mirrorPartition) stopped(record MirrorStateValue) {
 func (p *partition) raiseLocalEpoch(epoch int32) {
 	for {
 		current := p.localEpoch.Load()
-		if current >= epoch || p.localEpoch.CompareAndSwap(current, epoch) {
+		if current >= epoch {
+			return
+		}
+		if p.localEpoch.CompareAndSwap(current, epoch) {
+			p.wake()
 			return
 		}
 	}

@@ -102,11 +102,14 @@ const (
 	sourceEpochMinGap = 3
 )
 
-// keepEpochAhead raises the local leader epoch for a source epoch.
-func (p *partition) keepEpochAhead(sourceEpoch int32) {
+// keepEpochAhead raises the local leader epoch for a source epoch and
+// reports whether it did: the caller wakes long polls.
+func (p *partition) keepEpochAhead(sourceEpoch int32) (raised bool) {
 	if local := p.localEpoch.Load(); sourceEpoch >= 0 && local-sourceEpoch < sourceEpochMinGap {
 		p.localEpoch.Store(sourceEpoch + sourceEpochLead)
+		return true
 	}
+	return false
 }
 
 // divergence returns the offset to truncate to for a DivergingEpoch

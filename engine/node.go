@@ -329,7 +329,7 @@ func (n *Node) DeleteTopic(_ context.Context, name string) error {
 	delete(n.byID, t.id)
 	var errs []error
 	for _, p := range t.partitions {
-		p.closed()
+		p.wake()
 		if err := n.dir.Delete(p.tp); err != nil {
 			errs = append(errs, err)
 		}

@@ -48,9 +48,10 @@ func (p *partition) notify() {
 	p.changed = make(chan struct{})
 }
 
-// closed is called when the partition is deleted: readers waiting on it
-// wake and find it gone.
-func (p *partition) closed() {
+// wake wakes long polls on a change the offsets do not show: the
+// partition was deleted (readers find it gone), or its leader epoch rose
+// (a fetch naming the old one is now fenced). mu must not be held.
+func (p *partition) wake() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.notify()

@@ -73,6 +73,7 @@ type fetchReply struct {
 	nodeEndpoints []fetchNodeEndpoint // v16+: the leader named by current_leader tags
 	holes         []fetchHole         // filled by appendFetchResponse
 	changed       []<-chan struct{}   // the last read pass's Changed channels
+	isolation     Isolation
 }
 
 func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
@@ -82,7 +83,7 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 		return nil, err
 	}
 	sessions := c.server.sessions
-	f := &fetchReply{server: c.server, version: req.Version}
+	f := &fetchReply{server: c.server, version: req.Version, isolation: isolation}
 	use := sessions.begin(c, req, f)
 	if f.errorCode == 0 {
 		if err := f.fetch(ctx, req, isolation); err != nil {
@@ -161,12 +162,21 @@ func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, 
 	minOneBatch := true
 	for i := range f.partitions {
 		p := &f.partitions[i]
+		if p.quiet {
+			if !isClosed(p.changed) {
+				p.resetResponse()
+				p.omit = true // unchanged: an incremental response leaves it out
+				f.changed = append(f.changed, p.changed)
+				continue
+			}
+			p.quiet = false // it changed while this request waited: read it
+		}
 		if f.version >= 13 && p.topic == "" && i > 0 && f.partitions[i-1].topicID == p.topicID {
 			p.topic = f.partitions[i-1].topic // one TopicByID per run of a topic
 		}
 		limit := min(remaining, int64(max(p.partitionMaxBytes, 0)))
-		if changed := f.readPartition(p, isolation, int32(limit), minOneBatch); changed != nil {
-			f.changed = append(f.changed, changed)
+		if p.changed = f.readPartition(p, isolation, int32(limit), minOneBatch); p.changed != nil {
+			f.changed = append(f.changed, p.changed)
 		}
 		length := p.records.Length
 		if length > 0 {

@@ -79,9 +79,12 @@ type Partition interface {
 	// (ReadCommitted). An offset outside [logStart, logEnd] is
 	// kerr.OffsetOutOfRange.
 	Read(offset int64, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error)
-	// Changed returns a channel closed at the next change of the
-	// partition's offsets (an append, a high watermark move, a truncation),
-	// for long polls. Callers re-read Offsets after it fires.
+	// Changed returns a channel closed at the next change of anything a
+	// Fetch of the partition answers: its offsets (an append, a high
+	// watermark, last stable offset or log start move, a truncation), its
+	// leader epoch, or its deletion. Long polls wait on it, and fetch
+	// sessions skip reading a partition while it stays open, so a change
+	// that does not close it is not seen by a session's fetches.
 	Changed() <-chan struct{}
 	// ListOffset answers ListOffsets for one timestamp (-1 latest,
 	// -2 earliest, -3 max timestamp, else the first record at or after it):

@@ -54,6 +54,13 @@ type fetchPartition struct {
 	lastFetchedEpoch   int32 // -1: not checked (always -1 before v12)
 	partitionMaxBytes  int32
 
+	// quiet: an incremental session's partition not read this pass, as
+	// nothing it would answer has changed since it was last read (its
+	// changed channel is still open); the response leaves it out.
+	quiet bool
+	// changed is the partition's Changed channel as of its last read.
+	changed <-chan struct{}
+
 	omit                 bool // an incremental session response leaves it out
 	errorCode            int16
 	highWatermark        int64

@@ -653,6 +653,83 @@ func TestFetchSessions(t *testing.T) {
 	}
 }
 
+// An incremental session does not read a partition that cannot answer
+// anything new: its last read found nothing at the end of what a reader
+// may read, no request named it since, and its Changed channel is open.
+// A partition a byte limit held back, one produced to, and one a request
+// names again are read.
+func TestFetchSessionSkipsQuietPartitions(t *testing.T) {
+	mem := newMemBackend()
+	addr, _ := startFetchServer(t, mem, nil, nil)
+	info := fetchTestTopic(t, mem, "q", 4, []string{"a", "b"})
+	client := dialFetchTest(t, addr)
+	partitions := make([]*memPartition, 4)
+	for i := range partitions {
+		p, _ := mem.Partition("q", int32(i))
+		partitions[i] = p.(*memPartition)
+	}
+	reads := func() []int {
+		out := make([]int, len(partitions))
+		for i, p := range partitions {
+			p.mu.Lock()
+			out[i], p.reads = p.reads, 0
+			p.mu.Unlock()
+		}
+		return out
+	}
+	full := fetchTestRequest(18, info, at(0, 0), at(1, 2), at(2, 2), at(3, 2))
+	full.SessionEpoch = 0
+	full.MaxBytes = 1 // partition 0's batch only: no room left for the others (but they have nothing)
+	resp := client.fetch(full)
+	id := resp.SessionID
+	incremental := func(epoch int32, parts ...fetchTestPart) *kmsg.FetchResponse {
+		req := fetchTestRequest(18, info, parts...)
+		req.SessionID, req.SessionEpoch = id, epoch
+		return client.fetch(req)
+	}
+	if got := fmt.Sprint(reads()); got != "[1 1 1 1]" {
+		t.Fatalf("full fetch read %s, want every partition once", got)
+	}
+	// Partition 0 sent its records: it is read again; 1-3 are quiet.
+	incremental(1, at(0, 2))
+	if got := fmt.Sprint(reads()); got != "[1 0 0 0]" {
+		t.Fatalf("incremental naming partition 0 read %s, want only partition 0", got)
+	}
+	if resp = incremental(2); len(resp.Topics) != 0 || fmt.Sprint(reads()) != "[0 0 0 0]" {
+		t.Fatalf("idle incremental answered %v, read %v; want nothing and no read", fetchTestPartitions(resp), reads())
+	}
+	fetchTestProduce(t, partitions[2], "c")
+	if resp = incremental(3); fmt.Sprint(fetchTestPartitions(resp)) != "[2]" {
+		t.Fatalf("after a produce to partition 2: answered %v", fetchTestPartitions(resp))
+	}
+	if got := fmt.Sprint(reads()); got != "[0 0 1 0]" {
+		t.Fatalf("after a produce to partition 2: read %s, want only partition 2", got)
+	}
+	// Partition 2 sent records at offset 2: it stays awake until a request
+	// moves it past them.
+	incremental(4, at(2, 3))
+	incremental(5)
+	if got := fmt.Sprint(reads()); got != "[0 0 1 0]" {
+		t.Fatalf("after moving partition 2 on: read %s, want it once, then quiet", got)
+	}
+
+	// A byte limit that holds a partition's records back leaves it awake.
+	held := fetchTestTopic(t, mem, "held", 2, []string{"x"})
+	other := dialFetchTest(t, addr)
+	req := fetchTestRequest(18, held, at(0, 0), at(1, 0))
+	req.SessionEpoch, req.MaxBytes = 0, 1
+	resp = other.fetch(req)
+	if fmt.Sprint(fetchTestPartitions(resp)) != "[0 1]" || len(resp.Topics[0].Partitions[1].RecordBatches) != 0 {
+		t.Fatalf("full fetch with MaxBytes 1: %v", fetchTestPartitions(resp))
+	}
+	next := fetchTestRequest(18, held, at(0, 1))
+	next.SessionID, next.SessionEpoch = resp.SessionID, 1
+	resp = other.fetch(next)
+	if rp := fetchTestOnly(t, resp); rp.Partition != 1 || len(fetchTestBatches(t, rp.RecordBatches)) != 1 {
+		t.Fatalf("partition 1, held back by MaxBytes, answered %v", fetchTestPartitions(resp))
+	}
+}
+
 // Partitions that returned records move to the end of the session, so a
 // response bound by MaxBytes reaches every partition in turn.
 func TestFetchSessionRotation(t *testing.T) {

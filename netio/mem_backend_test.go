@@ -36,6 +36,7 @@ type memPartition struct {
 	end         int64   // log end offset
 	leaderEpoch int32
 	changed     chan struct{}
+	reads       int // Read calls, for tests of what a fetch reads
 }
 
 func newMemBackend() *memBackend {
@@ -187,6 +188,7 @@ func (p *memPartition) Produce(_ context.Context, batches []byte, _ ProduceReque
 func (p *memPartition) Read(offset int64, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.reads++
 	offsets := Offsets{LogStartOffset: p.start, HighWatermark: p.end, LastStableOffset: p.end, LogEndOffset: p.end}
 	if offset < p.start || offset > p.end {
 		return ReadResult{Offsets: offsets}, kerr.OffsetOutOfRange
