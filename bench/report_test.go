@@ -36,15 +36,14 @@ const (
 // The scenario and variant names that ratios and goals look for
 // (Measurement.Scenario lists them all).
 const (
-	scenarioLimit         = "limit"
-	variantLimit          = "loopback copy"
-	variantFileWrite      = "file write"
-	variantSustainedWrite = "sustained file write"
-	scenarioMirrord       = "mirrord"
-	scenarioMM2           = "mm2"
-	scenarioCopier        = "kgo-copier"
-	scenarioServeMirrord  = "serve-mirrord"
-	scenarioServeKafka    = "serve-kafka"
+	scenarioLimit        = "limit"
+	variantLimit         = "loopback copy"
+	variantFileWrite     = "file write"
+	scenarioMirrord      = "mirrord"
+	scenarioMM2          = "mm2"
+	scenarioCopier       = "kgo-copier"
+	scenarioServeMirrord = "serve-mirrord"
+	scenarioServeKafka   = "serve-kafka"
 )
 
 // Report is everything one run measured, as handed to writeReport.
@@ -222,7 +221,7 @@ func evaluateGoals(rows []row, lags []LagResult, scales []ScaleResult) []goal {
 		throughputGoal(rows),
 		cpuGoal(rows, scenarioMM2, "MirrorMaker 2", 20),
 		withCopyFloor(cpuGoal(rows, scenarioCopier, "the kgo copier", 5), rows, scenarioCopier),
-		lagGoal(lags, rows),
+		lagGoal(lags),
 		serveGoal(rows),
 		idleCPUGoal(scales),
 		idleRSSGoal(scales),
@@ -361,7 +360,7 @@ func missingRows(hasA bool, a string, hasB bool, b string) string {
 }
 
 // lagGoal: the worst p99 of the lag runs (all at half load) is <= 10 ms.
-func lagGoal(lags []LagResult, rows []row) goal {
+func lagGoal(lags []LagResult) goal {
 	const name, target = "lag p99 <= 10 ms at half load", 10.0
 	var worst *LagResult
 	for i := range lags {
@@ -373,12 +372,6 @@ func lagGoal(lags []LagResult, rows []row) goal {
 		return unmeasuredGoal(name, target, true, "no lag result with timed records")
 	}
 	detail := fmt.Sprintf("%s: p99 %s ms over %d records", worst.Variant, formatMilliseconds(worst.P99), worst.Count)
-	// The source and the mirror both write every byte, here to one disk.
-	if disk, ok := findRow(rows, scenarioLimit, variantSustainedWrite); ok && disk.MegabytesPerSecond.Median > 0 {
-		detail += fmt.Sprintf("; reached %s MB/s, which source and mirror write to one disk: %s MB/s, %.2fx the sustained file write (%s MB/s)",
-			formatNumber(worst.RateBytes/1e6), formatNumber(2*worst.RateBytes/1e6), 2*worst.RateBytes/1e6/disk.MegabytesPerSecond.Median,
-			formatNumber(disk.MegabytesPerSecond.Median))
-	}
 	return measuredGoal(name, durationMilliseconds(worst.P99), target, true, detail)
 }
 

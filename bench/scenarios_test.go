@@ -59,35 +59,19 @@ func variantName(partitions int32, codec rb.Codec) string {
 
 // limitScenarios measures the machine: a loopback TCP copy (1 MiB
 // buffers, sender and receiver in this process) and a sequential file
-// write (1 MiB writes, then fdatasync) of mode.Bytes; and, but in smoke
-// mode, a sustained file write of sustainedWriteBytes, which outlasts
-// what the page cache absorbs: the rate a disk keeps up for the lag
-// scenario's seconds of produce, which both nodes write to here.
+// write (1 MiB writes, then fdatasync) of mode.Bytes.
 func limitScenarios(tb testing.TB, mode benchMode) []Measurement {
 	tb.Helper()
 	copyRow := Measurement{Scenario: "limit", Variant: "loopback copy", Note: "1 MiB writes over one loopback TCP connection, both ends in one process"}
 	fileRow := Measurement{Scenario: "limit", Variant: variantFileWrite, Note: "sequential 1 MiB writes of a new file, then fdatasync"}
-	sustainedRow := Measurement{Scenario: "limit", Variant: variantSustainedWrite,
-		Note: fmt.Sprintf("as file write, %d GiB", sustainedWriteBytes>>30)}
 	for range mode.Repeats {
 		c := measure(func() { loopbackCopy(tb, mode.Bytes) })
 		copyRow.Samples = append(copyRow.Samples, Sample{Wall: c.wall, Bytes: mode.Bytes, CPU: c.cpu})
 		c = measure(func() { fileWrite(tb, mode.Bytes) })
 		fileRow.Samples = append(fileRow.Samples, Sample{Wall: c.wall, Bytes: mode.Bytes, CPU: c.cpu})
-		if mode.Name != "smoke" {
-			c = measure(func() { fileWrite(tb, sustainedWriteBytes) })
-			sustainedRow.Samples = append(sustainedRow.Samples, Sample{Wall: c.wall, Bytes: sustainedWriteBytes, CPU: c.cpu})
-		}
 	}
-	if len(sustainedRow.Samples) == 0 {
-		return []Measurement{copyRow, fileRow}
-	}
-	return []Measurement{copyRow, fileRow, sustainedRow}
+	return []Measurement{copyRow, fileRow}
 }
-
-// sustainedWriteBytes is the size of the sustained file write: more than
-// this machine's page cache takes before writers wait for the disk.
-const sustainedWriteBytes = 4 << 30
 
 func fileWrite(tb testing.TB, total int64) {
 	tb.Helper()
