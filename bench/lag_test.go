@@ -186,7 +186,9 @@ func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, p
 	}
 	// The three processes share this machine's cores: near all of them
 	// busy, the lag measures the queueing of a saturated machine.
-	busy := (cpu[0] + cpu[1] + cpu[2]) / time.Since(started).Seconds()
+	wall := time.Since(started).Seconds()
+	busy := (cpu[0] + cpu[1] + cpu[2]) / wall
+	result.NodesBusy, result.Cores = (cpu[0]+cpu[1])/wall, runtime.NumCPU()
 	tb.Logf("%s: %d records in %v (%.1f MB/s reached; values %.1f MB/s, stored in %.2f of their bytes); "+
 		"%s; %d high watermark rises seen on the mirror; "+
 		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy",

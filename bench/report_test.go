@@ -372,6 +372,9 @@ func lagGoal(lags []LagResult) goal {
 		return unmeasuredGoal(name, target, true, "no lag result with timed records")
 	}
 	detail := fmt.Sprintf("%s: p99 %s ms over %d records", worst.Variant, formatMilliseconds(worst.P99), worst.Count)
+	if worst.Cores > 0 {
+		detail += fmt.Sprintf("; %s MB/s reached; source and mirror kept %.2f of %d cores busy", formatNumber(worst.RateBytes/1e6), worst.NodesBusy, worst.Cores)
+	}
 	return measuredGoal(name, durationMilliseconds(worst.P99), target, true, detail)
 }
 
@@ -512,6 +515,8 @@ type lagDocument struct {
 	P50Nanoseconds     int64   `json:"p50Nanoseconds"`
 	P99Nanoseconds     int64   `json:"p99Nanoseconds"`
 	MaxNanoseconds     int64   `json:"maxNanoseconds"`
+	NodesBusy          float64 `json:"nodesBusy"`
+	Cores              int     `json:"cores"`
 }
 
 type scaleDocument struct {
@@ -541,7 +546,7 @@ func encodeReport(r Report, rows []row, goals []goal) ([]byte, error) {
 		d.Measurements[i] = measurementDocument{m.Scenario, m.Variant, m.Note, samples}
 	}
 	for i, l := range r.Lags {
-		d.Lags[i] = lagDocument{l.Variant, l.RateBytes, l.Count, int64(l.P50), int64(l.P99), int64(l.Max)}
+		d.Lags[i] = lagDocument{l.Variant, l.RateBytes, l.Count, int64(l.P50), int64(l.P99), int64(l.Max), l.NodesBusy, l.Cores}
 	}
 	for i, s := range r.Scales {
 		d.Scales[i] = scaleDocument{s.Partitions, s.CPUPerSecond, s.RSS, int64(s.SetupTime)}
@@ -579,7 +584,7 @@ func (d reportDocument) report() Report {
 	}
 	for _, l := range d.Lags {
 		r.Lags = append(r.Lags, LagResult{l.Variant, l.RateBytesPerSecond, l.Count,
-			time.Duration(l.P50Nanoseconds), time.Duration(l.P99Nanoseconds), time.Duration(l.MaxNanoseconds)})
+			time.Duration(l.P50Nanoseconds), time.Duration(l.P99Nanoseconds), time.Duration(l.MaxNanoseconds), l.NodesBusy, l.Cores})
 	}
 	for _, s := range d.Scales {
 		r.Scales = append(r.Scales, ScaleResult{s.Partitions, s.CPUPerSecond, s.RSSBytes, time.Duration(s.SetupNanoseconds)})
@@ -628,12 +633,16 @@ func writeLagTable(b *strings.Builder, lags []LagResult) {
 		b.WriteString("No lag measured.\n\n")
 		return
 	}
-	b.WriteString("| Variant | rate MB/s | records timed | p50 ms | p99 ms | max ms |\n")
-	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: |\n")
+	b.WriteString("| Variant | rate MB/s | records timed | p50 ms | p99 ms | max ms | cores busy (both nodes) |\n")
+	b.WriteString("| --- | ---: | ---: | ---: | ---: | ---: | ---: |\n")
 	for _, l := range lags {
-		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s |\n", markdownCell(l.Variant),
+		busy := "-"
+		if l.Cores > 0 {
+			busy = fmt.Sprintf("%.2f of %d", l.NodesBusy, l.Cores)
+		}
+		fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s |\n", markdownCell(l.Variant),
 			formatNumber(l.RateBytes/bytesPerMegabyte), l.Count,
-			formatMilliseconds(l.P50), formatMilliseconds(l.P99), formatMilliseconds(l.Max))
+			formatMilliseconds(l.P50), formatMilliseconds(l.P99), formatMilliseconds(l.Max), busy)
 	}
 	b.WriteString("\n")
 }

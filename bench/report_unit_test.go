@@ -364,9 +364,10 @@ func TestGoalsNameTheLimits(t *testing.T) {
 		testMeasurement("mirrord", "a", 450, 1),
 		testMeasurement("kgo-copier", "a", 400, 2),
 	})
-	goals := evaluateGoals(rows, nil, nil)
+	goals := evaluateGoals(rows, []LagResult{{Variant: "v", Count: 10, P99: time.Second, RateBytes: 300e6, NodesBusy: 1.75, Cores: 2}}, nil)
 	for _, want := range []struct{ goal, detail string }{
 		{"mirror throughput", "file write: 500 MB/s (0.50x the loopback copy; mirrord reaches 0.90x of it)"},
+		{"lag p99", "300 MB/s reached; source and mirror kept 1.75 of 2 cores busy"},
 		{"mirrord CPU/GB <= 1/5", "floor here (loopback copy + file write): 0.5 CPU-s/GB, 1/4.00 of kgo-copier's cheapest (a)"},
 	} {
 		if g := findGoal(t, goals, want.goal); !strings.Contains(g.Detail, want.detail) {

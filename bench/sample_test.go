@@ -38,6 +38,12 @@ type LagResult struct {
 	Count     int           // records timed
 	P50, P99  time.Duration // percentiles
 	Max       time.Duration
+	// NodesBusy is the CPU time of the source and mirror processes per
+	// second of the run (1.5 = one and a half cores); Cores is how many
+	// this machine has. A lag measured with the nodes near all cores busy
+	// is the queueing of a saturated machine.
+	NodesBusy float64
+	Cores     int
 }
 
 // ScaleResult is the idle-partitions scenario: many mirrored partitions,
