@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mirrord/mirrord/vfs"
 )
@@ -22,7 +24,9 @@ const (
 //
 // The index holds no file descriptor, only its mapping: a partition costs
 // one descriptor (its active log file), not three. Resizing reopens the
-// file by name.
+// file by name. A sealed segment's index is not mapped until a lookup
+// needs it (as Kafka's LazyIndex), so the mappings a process holds (at
+// most vm.max_map_count) grow with the segments read, not with all.
 type index struct {
 	fs        vfs.FS
 	name      string
@@ -30,6 +34,13 @@ type index struct {
 	mapping   vfs.Mapping
 	mapped    []byte // mapping.Bytes()
 	entries   int    // entries in use: mapped[:entries*entrySize]
+
+	// lazy is set while the entries of a sealed index are known but its
+	// file is not mapped; readable maps it. Lookups run under the log's
+	// read lock, so several may race to map it: lazyMu serializes them,
+	// and mapped is written before lazy is cleared.
+	lazy   atomic.Bool
+	lazyMu sync.Mutex
 }
 
 // openIndex maps the index file name (creating it if missing) with room
@@ -76,7 +87,35 @@ func (x *index) mapFile(file vfs.File, size int) error {
 		return err
 	}
 	x.mapping, x.mapped = mapping, mapping.Bytes()
+	x.lazy.Store(false)
 	return nil
+}
+
+// unmapUntilRead unmaps a sealed index until a lookup needs it; when
+// unmapping fails it stays mapped.
+func (x *index) unmapUntilRead() {
+	if x.entries == 0 || x.unmap() != nil {
+		return // nothing to look up, or still mapped and readable
+	}
+	x.lazy.Store(true)
+}
+
+// readable maps a lazy index and returns how many entries lookups may
+// use: all of them, or none when mapping failed (a lookup then walks the
+// segment from its start, and the next one tries again).
+func (x *index) readable() int {
+	if !x.lazy.Load() {
+		return x.entries
+	}
+	x.lazyMu.Lock()
+	defer x.lazyMu.Unlock()
+	if x.lazy.Load() {
+		x.withFile(false, func(file vfs.File) error { return x.mapFile(file, x.entries*x.entrySize) })
+		if x.lazy.Load() {
+			return 0
+		}
+	}
+	return x.entries
 }
 
 func (x *index) full() bool { return (x.entries+1)*x.entrySize > len(x.mapped) }
@@ -131,6 +170,7 @@ func (x *index) trim() error {
 func (x *index) emptyIfUnmapped() {
 	if x.mapping == nil {
 		x.entries = 0
+		x.lazy.Store(false)
 	}
 }
 
@@ -161,7 +201,7 @@ func (x *index) appendOffset(relative, position uint32) {
 // lookupOffset returns the position of the last indexed batch whose
 // relative base offset is <= relative, or 0 when there is none.
 func (x *index) lookupOffset(relative uint32) uint32 {
-	i := sort.Search(x.entries, func(i int) bool {
+	i := sort.Search(x.readable(), func(i int) bool {
 		r, _ := x.offsetAt(i)
 		return r > relative
 	})
@@ -197,14 +237,6 @@ func (x *index) timeAt(i int) (timestamp int64, relative uint32) {
 	return int64(binary.BigEndian.Uint64(e)), binary.BigEndian.Uint32(e[8:])
 }
 
-func (x *index) lastTimestamp() int64 {
-	if x.entries == 0 {
-		return -1
-	}
-	timestamp, _ := x.timeAt(x.entries - 1)
-	return timestamp
-}
-
 // appendTime adds an entry if timestamp grows the maximum so far.
 func (x *index) appendTime(timestamp int64, relative uint32) {
 	if x.entries > 0 {
@@ -222,7 +254,7 @@ func (x *index) appendTime(timestamp int64, relative uint32) {
 // lookupTime returns the relative offset of the last entry whose timestamp
 // is < timestamp: batches before it cannot hold a timestamp >= timestamp.
 func (x *index) lookupTime(timestamp int64) (relative uint32, ok bool) {
-	i := sort.Search(x.entries, func(i int) bool {
+	i := sort.Search(x.readable(), func(i int) bool {
 		t, _ := x.timeAt(i)
 		return t >= timestamp
 	})

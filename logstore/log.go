@@ -176,6 +176,9 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 				return err
 			}
 		}
+		if !active {
+			s.unmapIndexes()
+		}
 	}
 	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"math"
 	"path"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -659,4 +660,78 @@ func TestWriteBehind(t *testing.T) {
 			closeLog(t, log)
 		})
 	}
+}
+
+// TestSealedIndexesMapWhenRead: a sealed segment's indexes hold no
+// mapping (rolled, or found at open) until a lookup needs one; lookups,
+// also concurrent ones and ones whose mapping fails, find the same
+// batches as mapped indexes do.
+func TestSealedIndexesMapWhenRead(t *testing.T) {
+	mem := vfs.NewMem()
+	cfg := testConfig()
+	log := openLog(t, mem, "/d", cfg)
+	var want [][]byte
+	for i := range 12 { // four segments of three batches
+		b := testBatch(rb.Offset(5*i), 1, baseTimestamp+int64(1000*i))
+		mustAppend(t, log, b)
+		want = append(want, b)
+	}
+	unmapped := func(log *Log) (offsets, times int) {
+		for _, s := range log.segments[:len(log.segments)-1] {
+			if s.offsets.mapping == nil && s.offsets.lazy.Load() {
+				offsets++
+			}
+			if s.times.mapping == nil && s.times.lazy.Load() {
+				times++
+			}
+		}
+		return offsets, times
+	}
+	for round, reopen := range []bool{false, true} {
+		if reopen {
+			closeLog(t, log)
+			log = openLog(t, mem, "/d", cfg)
+		}
+		if o, ti := unmapped(log); len(log.segments) != 4 || o != 3 || ti != 3 {
+			t.Fatalf("round %d: %d segments, %d offset and %d time indexes of sealed segments unmapped; want 4, 3, 3", round, len(log.segments), o, ti)
+		}
+		// Offset 27 is inside the second segment's (15-29) last batch: its
+		// offset index is needed (and mapped), no other.
+		got, err := log.ReadBytes(nil, 27, 1<<20, log.LogEndOffset(), true)
+		if err != nil || !bytes.HasPrefix(got, want[5]) {
+			t.Fatalf("round %d: read at 27: %v, want the batch at 25", round, err)
+		}
+		if o, ti := unmapped(log); o != 2 || ti != 3 {
+			t.Fatalf("round %d: after one read %d offset and %d time indexes unmapped; want 2 and 3", round, o, ti)
+		}
+		if offset, ok, err := log.OffsetForTimestamp(baseTimestamp + 4000); err != nil || !ok || offset != 20 {
+			t.Fatalf("round %d: offset for timestamp: %d %v %v, want 20", round, offset, ok, err)
+		}
+		if _, ti := unmapped(log); ti != 2 {
+			t.Fatalf("round %d: after a timestamp lookup %d time indexes unmapped, want 2", round, ti)
+		}
+	}
+	// Concurrent first lookups of one unmapped index, and a failing map:
+	// every read finds its batch.
+	closeLog(t, log)
+	log = openLog(t, mem, "/d", cfg)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			offset := rb.Offset(32 + g%3*5) // the third segment, 30-44
+
+			if got, err := log.ReadBytes(nil, offset, 1<<20, log.LogEndOffset(), true); err != nil || !bytes.HasPrefix(got, want[offset/5]) {
+				t.Errorf("concurrent read at %d: %v", offset, err)
+			}
+		})
+	}
+	wg.Wait()
+	mem.SetFault(vfs.FailAfter(vfs.OpMap, 0, vfs.ErrInjected))
+	for i := range 9 {
+		if got, err := log.ReadBytes(nil, rb.Offset(5*i+2), 1<<20, log.LogEndOffset(), true); err != nil || !bytes.HasPrefix(got, want[i]) {
+			t.Fatalf("read at %d while mapping fails: %v", 5*i+2, err)
+		}
+	}
+	mem.SetFault(nil)
+	closeLog(t, log)
 }

@@ -435,6 +435,14 @@ func (s *segment) seal() error {
 	return nil
 }
 
+// unmapIndexes unmaps a sealed segment's indexes until a lookup needs
+// them. It saves mappings and nothing else: an index that fails to unmap
+// stays mapped and readable.
+func (s *segment) unmapIndexes() {
+	s.offsets.unmapUntilRead()
+	s.times.unmapUntilRead()
+}
+
 // unseal maps the indexes with room to grow, for appends or a rebuild.
 func (s *segment) unseal() error {
 	if s.unsealed {

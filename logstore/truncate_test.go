@@ -329,6 +329,8 @@ func checkMappings(log *Log) string {
 				live = m.Bytes()
 			}
 			switch {
+			case x.lazy.Load() && x.mapping == nil:
+				// Sealed and unmapped: a lookup maps it first.
 			case x.entries*x.entrySize > len(x.mapped):
 				return fmt.Sprintf("%s: %d entries, %d bytes mapped", x.name, x.entries, len(x.mapped))
 			case len(x.mapped) > 0 && (len(live) < len(x.mapped) || &live[0] != &x.mapped[0]):

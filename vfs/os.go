@@ -268,7 +268,7 @@ func (f *osFile) Map(size int) (Mapping, error) {
 	})
 	if errors.Is(err, unix.ENOMEM) {
 		// mmap fails so when the process has vm.max_map_count mappings.
-		return nil, osError(OpMap, f.name, fmt.Errorf("%w (every segment keeps its two indexes mapped: "+
+		return nil, osError(OpMap, f.name, fmt.Errorf("%w (indexes stay mapped once read: "+
 			"with many partitions or segments raise vm.max_map_count, as for Kafka)", err))
 	}
 	if err != nil {
