@@ -82,8 +82,14 @@ func startMirroring(ctx context.Context, client *kgo.Client, name string, topics
 // partitions of each topic, in one ListOffsets; a partition error is an
 // error. The answer is by topic, then partition.
 func listOffsetsOf(ctx context.Context, client *kgo.Client, broker int32, topics []string, partitions int32) ([][]int64, error) {
+	return listLatestOffsets(ctx, client.Broker(int(broker)), -1, topics, partitions)
+}
+
+// listLatestOffsets is listOffsetsOf as replicaID: -1 a consumer, which
+// Kafka answers the high watermark (mirrord: its log end offset).
+func listLatestOffsets(ctx context.Context, broker *kgo.Broker, replicaID int32, topics []string, partitions int32) ([][]int64, error) {
 	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = -1
+	req.ReplicaID = replicaID
 	index := make(map[string]int, len(topics))
 	for i, name := range topics {
 		index[name] = i
@@ -96,7 +102,7 @@ func listOffsetsOf(ctx context.Context, client *kgo.Client, broker int32, topics
 		}
 		req.Topics = append(req.Topics, topic)
 	}
-	kresp, err := client.Broker(int(broker)).Request(ctx, req)
+	kresp, err := broker.Request(ctx, req)
 	if err != nil {
 		return nil, err
 	}

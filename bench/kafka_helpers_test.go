@@ -190,35 +190,11 @@ func direct(client *kgo.Client) *kgo.Broker { return client.SeedBrokers()[0] }
 func listKafkaEndOffsets(ctx context.Context, broker *kgo.Broker, replicaID int32, topic string, partitions int32) ([]int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	req := kmsg.NewPtrListOffsetsRequest()
-	req.ReplicaID = replicaID
-	t := kmsg.NewListOffsetsRequestTopic()
-	t.Topic = topic
-	for partition := range partitions {
-		p := kmsg.NewListOffsetsRequestTopicPartition()
-		p.Partition, p.Timestamp, p.CurrentLeaderEpoch = partition, -1, -1
-		t.Partitions = append(t.Partitions, p)
-	}
-	req.Topics = append(req.Topics, t)
-	kresp, err := broker.Request(ctx, req)
+	offsets, err := listLatestOffsets(ctx, broker, replicaID, []string{topic}, partitions)
 	if err != nil {
 		return nil, err
 	}
-	resp := kresp.(*kmsg.ListOffsetsResponse)
-	if len(resp.Topics) != 1 || len(resp.Topics[0].Partitions) != int(partitions) {
-		return nil, fmt.Errorf("list offsets %s: %d topics in the answer", topic, len(resp.Topics))
-	}
-	offsets := make([]int64, partitions)
-	for _, p := range resp.Topics[0].Partitions {
-		if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-			return nil, fmt.Errorf("list offsets %s-%d: %w", topic, p.Partition, err)
-		}
-		if p.Partition < 0 || p.Partition >= partitions {
-			return nil, fmt.Errorf("list offsets %s: partition %d in the answer", topic, p.Partition)
-		}
-		offsets[p.Partition] = p.Offset
-	}
-	return offsets, nil
+	return offsets[0], nil
 }
 
 // waitKafkaEndOffsets polls listKafkaEndOffsets until it answers data's
