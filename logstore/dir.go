@@ -277,20 +277,7 @@ func (d *Dir) CreateAll(tps []TopicPartition, id TopicID, cfg Config) ([]*Log, e
 	}
 	logs := make([]*Log, len(tps))
 	errs := make([]error, len(tps))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range min(logsAtOnce, len(tps)) {
-		wg.Go(func() {
-			for i := range next {
-				logs[i], errs[i] = d.createOne(tps[i], id, cfg)
-			}
-		})
-	}
-	for i := range tps {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
+	eachAtOnce(len(tps), func(i int) { logs[i], errs[i] = d.createOne(tps[i], id, cfg) })
 	err := errors.Join(errs...)
 	if err == nil {
 		// The partition directories' own entries in the data directory.
@@ -408,31 +395,37 @@ func (d *Dir) Close() error {
 // its segment, indexes and checkpoints, and the syncs of different logs
 // overlap. It returns the first error.
 func (d *Dir) closeLogs() error {
-	logs := make(chan *Log)
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		first error
-	)
-	for range min(logsAtOnce, len(d.partitions)) {
+	logs := make([]*Log, 0, len(d.partitions))
+	for _, p := range d.partitions {
+		logs = append(logs, p.log)
+	}
+	errs := make([]error, len(logs))
+	eachAtOnce(len(logs), func(i int) { errs[i] = logs[i].Close() })
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachAtOnce runs fn(i) for every i in [0, n), logsAtOnce at a time, and
+// returns when all have returned.
+func eachAtOnce(n int, fn func(i int)) {
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(logsAtOnce, n) {
 		wg.Go(func() {
-			for log := range logs {
-				if err := log.Close(); err != nil {
-					mu.Lock()
-					if first == nil {
-						first = err
-					}
-					mu.Unlock()
-				}
+			for i := range next {
+				fn(i)
 			}
 		})
 	}
-	for _, p := range d.partitions {
-		logs <- p.log
+	for i := range n {
+		next <- i
 	}
-	close(logs)
+	close(next)
 	wg.Wait()
-	return first
 }
 
 // flushEvery runs on the flusher goroutine. A failed flush marks that log

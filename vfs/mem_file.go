@@ -28,13 +28,22 @@ var _ File = (*memFile)(nil)
 // begin checks that the handle is usable and runs the fault function.
 // Call with mem.mu held.
 func (f *memFile) begin(op Op) error {
+	if err := f.usable(op); err != nil {
+		return err
+	}
+	return f.mem.inject(op, f.name)
+}
+
+// usable checks that the handle is neither closed nor lost in a crash.
+// Call with mem.mu held.
+func (f *memFile) usable(op Op) error {
 	switch {
 	case f.closed:
 		return opError(op, f.name, fs.ErrClosed)
 	case f.generation != f.mem.generation:
 		return opError(op, f.name, ErrCrashed)
 	}
-	return f.mem.inject(op, f.name)
+	return nil
 }
 
 func (f *memFile) ReadAt(p []byte, off int64) (int, error) {
@@ -123,12 +132,10 @@ func (f *memFile) Sync() error {
 func (f *memFile) WriteBehind(offset, length int64) error {
 	f.mem.mu.Lock()
 	defer f.mem.mu.Unlock()
-	switch {
-	case f.closed:
-		return opError(OpSync, f.name, fs.ErrClosed)
-	case f.generation != f.mem.generation:
-		return opError(OpSync, f.name, ErrCrashed)
-	case offset < 0 || length < 0:
+	if err := f.usable(OpSync); err != nil {
+		return err
+	}
+	if offset < 0 || length < 0 {
 		return opError(OpSync, f.name, syscall.EINVAL)
 	}
 	return nil
