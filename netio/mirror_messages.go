@@ -712,7 +712,7 @@ func readDescribedPartition(d *mirrorReader) DescribeClusterMirrorsPartition {
 		if tag != 0 {
 			return false
 		}
-		p.LagMillis = v.int64()
+		p.LagMillis = max(v.int64(), -1) // below -1 means unknown too
 		return true
 	})
 	return p
