@@ -267,7 +267,7 @@ func TestFailback(t *testing.T) {
 func checkTruncatedKept(t *testing.T, a *server, tps []topicPartition, records int) {
 	t.Helper()
 	for _, tp := range tps {
-		matches, err := filepath.Glob(filepath.Join(a.dataDir, "truncated", fmt.Sprintf("%s-%d-*.batches", tp.topic, tp.partition)))
+		matches, err := filepath.Glob(filepath.Join(a.dataDir, "truncated", fmt.Sprintf("%s-%d", tp.topic, tp.partition), "*.batches"))
 		if err != nil || len(matches) != 1 {
 			t.Errorf("%s: truncated batch files %v (%v), want one", tp, matches, err)
 			continue

@@ -478,7 +478,7 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 // newPartition makes a mirrored partition, in the state __mirror_state
 // holds for it if any (a FAILED partition stays FAILED across a restart).
 func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
-	p.setMirrored(true)
+	p.setMirroredBy(m.name)
 	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "LOG_ALIGNMENT", retry: m.config.Retry,
 		states: m.node.states, mirror: m.name, log: m.log, lastMirrorEpoch: rb.NoEpoch, lastMirrorOffset: -1}
 	if v, ok := m.node.states.get(mp.stateKey()); ok {

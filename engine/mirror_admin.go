@@ -448,7 +448,7 @@ func (n *Node) markMirrored(m *mirror) {
 	for name, t := range n.topics {
 		if m.selects(name) {
 			for _, p := range t.partitions {
-				p.setMirrored(true)
+				p.setMirroredBy(m.name)
 			}
 		}
 		if !m.stopped[name] {
@@ -458,7 +458,7 @@ func (n *Node) markMirrored(m *mirror) {
 		// (resumeStops): its open transactions are the source's.
 		for i, p := range t.partitions {
 			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.id, Partition: int32(i)}); ok && v.State != MirrorStopped {
-				p.setMirrored(true)
+				p.setMirroredBy(m.name)
 			}
 		}
 	}

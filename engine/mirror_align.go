@@ -21,7 +21,7 @@ import (
 // LastMirrorEpochLookups and our cluster ID), and truncates the local log
 // to the point both logs agree on (epoch.Cache.TruncationPointForLastMirrorEpoch;
 // no stored epoch: zero). What the truncation removes is first copied,
-// as raw batches, to truncated/<topic>-<partition>-<from>-<to>.batches in
+// as raw batches, to truncated/<topic>-<partition>/<from>-<to>.batches in
 // the data directory, for the operator to reconcile. A source that still
 // mirrors the partition from us is a mirror loop: the partition fails,
 // waiting for --recover. A source that does not serve the mirror RPCs (a
@@ -242,11 +242,14 @@ func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string,
 		}
 		return nil
 	}
-	fs, dir := m.node.cfg.FS, path.Join(m.node.cfg.DataDir, truncatedDir)
+	// One folder per partition, named as its log's folder (which fits any
+	// legal topic name, as in Kafka), and a short name in it.
+	fs := m.node.cfg.FS
+	dir := path.Join(m.node.cfg.DataDir, truncatedDir, logstore.TopicPartition{Topic: mp.topic, Partition: mp.partition}.String())
 	if err := fs.MkdirAll(dir); err != nil {
 		return "", err
 	}
-	name := fmt.Sprintf("%s-%d-%d-%d.batches", mp.topic, mp.partition, from, to)
+	name := fmt.Sprintf("%d-%d.batches", from, to)
 	if err := logstore.WriteFileAtomicFrom(fs, dir, name, copyRange); err != nil {
 		return "", fmt.Errorf("keep the records to truncate: %w", err)
 	}

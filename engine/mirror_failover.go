@@ -287,7 +287,7 @@ func (mp *mirrorPartition) stopped(record MirrorStateValue) {
 	mp.stateEpoch = record.StateEpoch
 	mp.lastMirrorEpoch, mp.lastMirrorOffset = record.LastMirrorEpoch, record.LastMirrorOffset
 	mp.mu.Unlock()
-	mp.local.setMirrored(false)
+	mp.local.setMirroredBy("")
 }
 
 // raiseLocalEpoch raises the leader epoch this node claims.

@@ -4,23 +4,52 @@ import (
 	"fmt"
 
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// ErrReadOnlyTopic answers Produce to a topic that is being mirrored
-// (KIP-1279's READ_ONLY_TOPIC; upstream has not assigned its code, so it
-// is a private one, beside the private API keys).
-var ErrReadOnlyTopic = &kerr.Error{Message: "READ_ONLY_TOPIC", Code: 1000, Description: "The topic is a mirror topic and is read-only until its mirroring is stopped."}
+// ErrReadOnlyTopic is the Kafka error a call that would change a mirror
+// topic gets: Produce, DeleteRecords, CreatePartitions, DeleteTopics.
+// KIP-1279 plans a READ_ONLY_TOPIC code, but upstream has not assigned it,
+// and a private code is "unknown server error" to every client (the Java
+// console producer retries it). POLICY_VIOLATION is a code Java, franz-go
+// and librdkafka already know and never retry; the message (Produce v8+,
+// the admin answers) says why. When the KIP's code is assigned, it goes
+// here and nowhere else.
+var ErrReadOnlyTopic = kerr.PolicyViolation
+
+// errMirrorTopic refuses action on topic, which mirror writes.
+func errMirrorTopic(topic, mirror, action string) error {
+	return netio.Errorf(ErrReadOnlyTopic, "topic %s is a mirror topic of mirror %s: it is read-only until `mirrord mirrors --stop --mirror %s --topics %s` (%s refused)",
+		topic, mirror, mirror, topic, action)
+}
 
 // The mirror side of a partition: appends of the source's bytes, as the
 // source wrote them, and the truncations and start moves that follow the
 // source.
 
-// setMirrored makes the partition read-only (mirrored) or writable.
-func (p *partition) setMirrored(mirrored bool) {
-	p.mirrored.Store(mirrored)
+// setMirroredBy makes the partition read-only, written by mirror, or
+// writable again ("").
+func (p *partition) setMirroredBy(mirror string) {
+	if mirror == "" {
+		p.mirroredBy.Store(nil)
+		return
+	}
+	p.mirroredBy.Store(&mirror)
+}
+
+// mirrored reports whether a mirror writes the partition.
+func (p *partition) mirrored() bool { return p.mirroredBy.Load() != nil }
+
+// refuseIfMirrored returns errMirrorTopic for action while a mirror writes
+// the partition, else nil.
+func (p *partition) refuseIfMirrored(action string) error {
+	if mirror := p.mirroredBy.Load(); mirror != nil {
+		return errMirrorTopic(p.tp.Topic, *mirror, action)
+	}
+	return nil
 }
 
 // appendMirrored appends batches exactly as the source sent them (the log

@@ -3,12 +3,14 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"path"
 	"sync"
 	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
+	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -70,29 +72,70 @@ func stateLogTP() logstore.TopicPartition {
 
 // openStateLog replays __mirror_state if the directory holds it, and
 // compacts it when it has grown (see stateLog). register is called at the
-// first put, when the topic is created.
-func openStateLog(dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, logstore.TopicID)) (*stateLog, error) {
+// first put, when the topic is created. A batch or record that cannot be
+// read does not stop the node: it is skipped, kept raw under
+// quarantine/__mirror_state-0/ in the data directory, and returned in
+// skipped for the caller to report loudly.
+func openStateLog(fs vfs.FS, dataDir string, dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, logstore.TopicID)) (s *stateLog, skipped []error, err error) {
 	cfg.Flush = logstore.FlushEveryAppend
-	s := &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]MirrorStateValue{}}
+	s = &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]MirrorStateValue{}}
 	log, _, ok := dir.Get(stateLogTP())
 	if !ok {
-		return s, nil
+		return s, nil, nil
 	}
 	s.log = log
-	if err := s.replay(); err != nil {
-		return nil, err
+	quarantine := func(b rb.Batch, cause error) {
+		if len(skipped) == stateLogSkippedMax {
+			skipped = append(skipped, fmt.Errorf("%w: more corrupt batches not listed", ErrMirrorStateCorrupt))
+		}
+		if len(skipped) > stateLogSkippedMax {
+			return
+		}
+		if file, err := quarantineBatch(fs, dataDir, b); err != nil {
+			cause = fmt.Errorf("%w (not kept: %v)", cause, err)
+		} else {
+			cause = fmt.Errorf("%w (kept in %s)", cause, file)
+		}
+		skipped = append(skipped, cause)
+	}
+	if err := s.replay(quarantine); err != nil {
+		return nil, skipped, err
 	}
 	if s.records > stateLogCompactMin && s.records > stateLogCompactRatio*len(s.live) {
 		if err := s.rewrite(); err != nil {
-			return nil, fmt.Errorf("engine: compact %s: %w", mirrorStateTopic, err)
+			return nil, skipped, fmt.Errorf("engine: compact %s: %w", mirrorStateTopic, err)
 		}
 	}
-	return s, nil
+	return s, skipped, nil
 }
 
-// replay reads every record from the log start into live. (WalkBatches
+// stateLogSkippedMax bounds the corrupt batches openStateLog lists (and
+// keeps in quarantine/): past it they are skipped and counted as one.
+const stateLogSkippedMax = 64
+
+// quarantineDir is the data directory's folder of internal records that
+// could not be read, kept raw for the operator.
+const quarantineDir = "quarantine"
+
+// quarantineBatch keeps a batch of __mirror_state that could not be
+// replayed in quarantine/__mirror_state-0/<base offset>.batch.
+func quarantineBatch(fs vfs.FS, dataDir string, b rb.Batch) (string, error) {
+	dir := path.Join(dataDir, quarantineDir, stateLogTP().String())
+	if err := fs.MkdirAll(dir); err != nil {
+		return "", err
+	}
+	name := fmt.Sprintf("%d.batch", b.BaseOffset())
+	if err := logstore.WriteFileAtomic(fs, dir, name, b); err != nil {
+		return "", err
+	}
+	return path.Join(dir, name), nil
+}
+
+// replay reads every record from the log start into live. A batch that
+// cannot be replayed whole goes to quarantine (its readable records
+// before the bad one are applied, as they were written). (WalkBatches
 // gives header views only; the records are read with ReadBytes.)
-func (s *stateLog) replay() error {
+func (s *stateLog) replay(quarantine func(rb.Batch, error)) error {
 	end := s.log.LogEndOffset()
 	var buf []byte
 	for offset := s.log.LogStartOffset(); offset < end; {
@@ -108,10 +151,12 @@ func (s *stateLog) replay() error {
 			b := it.Batch()
 			offset = b.NextOffset()
 			if err := s.replayBatch(b); err != nil {
-				return err
+				quarantine(b, err)
 			}
 		}
 		if err := it.Err(); err != nil {
+			// The log store checked every batch's framing and CRC when it
+			// recovered: a batch it cannot frame now is past finding.
 			return fmt.Errorf("%w: %s at offset %d: %w", ErrMirrorStateCorrupt, mirrorStateTopic, offset, err)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -183,13 +184,46 @@ func TestStateLogCorruptRecord(t *testing.T) {
 	if err := n.Close(); err != nil {
 		t.Fatal(err)
 	}
-	n, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig()})
-	if err == nil {
-		n.Close()
+	// The node starts; the corrupt batch is skipped, kept in quarantine/,
+	// and the readable records before it are replayed.
+	n = openStateTestNode(t, vfs.OS, dir)
+	defer n.Close()
+	wantState(t, n, testStateKey("m", 0), mirroringValue(1))
+	if _, ok := n.states.get(testStateKey("m", 1)); ok {
 		t.Fatal("a corrupt record was replayed")
 	}
-	if !errors.Is(err, ErrMirrorStateCorrupt) || !strings.Contains(err.Error(), "offset 1") {
-		t.Fatalf("open: %v, want ErrMirrorStateCorrupt naming offset 1", err)
+	kept, err := os.ReadFile(filepath.Join(dir, quarantineDir, "__mirror_state-0", "1.batch"))
+	if err != nil {
+		t.Fatalf("the corrupt batch was not kept: %v", err)
+	}
+	if parsed, err := rb.Parse(kept); err != nil || parsed.BaseOffset() != 1 || len(kept) != len(bad) {
+		t.Fatalf("kept %d bytes (%v), want the %d-byte batch at offset 1", len(kept), err, len(bad))
+	}
+	mustPut(t, n, testStateKey("m", 1), mirroringValue(2)) // the log goes on past it
+}
+
+// TestStateTopicRefusesClients: clients can neither create __mirror_state
+// before the node does (Kafka's rule for internal topics) nor write it.
+func TestStateTopicRefusesClients(t *testing.T) {
+	n := openStateTestNode(t, vfs.OS, filepath.Join(t.TempDir(), "data"))
+	defer n.Close()
+	if _, err := n.CreateTopic(context.Background(), mirrorStateTopic, 1, nil, false); !errors.Is(err, kerr.InvalidRequest) {
+		t.Fatalf("create %s: %v, want INVALID_REQUEST", mirrorStateTopic, err)
+	}
+	if _, ok := n.Topic(mirrorStateTopic); ok {
+		t.Fatalf("%s exists after a refused create", mirrorStateTopic)
+	}
+	mustPut(t, n, testStateKey("m", 0), mirroringValue(1))
+	p, err := n.Partition(mirrorStateTopic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := rb.Append(nil, rb.Spec{ProducerID: -1, Records: []rb.Record{{Value: []byte{1}}}})
+	if _, err := p.Produce(context.Background(), batch, netio.ProduceRequest{Acks: -1}); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("produce to %s: %v, want INVALID_TOPIC_EXCEPTION", mirrorStateTopic, err)
+	}
+	if err := n.DeleteTopic(context.Background(), mirrorStateTopic); !errors.Is(err, kerr.InvalidTopicException) {
+		t.Fatalf("delete %s: %v, want INVALID_TOPIC_EXCEPTION", mirrorStateTopic, err)
 	}
 }
 

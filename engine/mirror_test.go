@@ -3,8 +3,10 @@ package engine
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -246,7 +248,57 @@ func TestMirrorFromMirrord(t *testing.T) {
 	produceMixed(t, sourceAddr, "orders", 3, 1)
 	waitMirrored(t, source, targetClient, "orders", 3)
 	if code := rawProduceError(t, targetClient, "orders"); code != ErrReadOnlyTopic.Code {
-		t.Fatalf("produce to a mirror topic: error code %d, want READ_ONLY_TOPIC (%d)", code, ErrReadOnlyTopic.Code)
+		t.Fatalf("produce to a mirror topic: error code %d, want %s (%d)", code, ErrReadOnlyTopic.Message, ErrReadOnlyTopic.Code)
+	}
+	checkMirrorTopicGuarded(t, target, "orders", true)
+
+	// After a stop (failover) the topic is the operator's again.
+	results, err := target.Mirrors().SetTopicsDesiredState(context.Background(), "m", netio.StopMirroring, netio.TopicSelection{Names: []string{"orders"}})
+	if err != nil || len(results) != 1 || results[0].Err != nil {
+		t.Fatalf("stop: %v %+v", err, results)
+	}
+	checkMirrorTopicGuarded(t, target, "orders", false)
+}
+
+// checkMirrorTopicGuarded: while a topic is mirrored, every call that
+// would change it (its partitions, its log start, the topic itself) is
+// refused with ErrReadOnlyTopic and a message naming the mirror, and the
+// topic is left as it was; once stopped, the same calls succeed.
+func checkMirrorTopicGuarded(t *testing.T, node *Node, topic string, guarded bool) {
+	t.Helper()
+	ctx := context.Background()
+	before, _ := node.Topic(topic)
+	p, err := node.Partition(topic, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := []struct {
+		name string
+		call func() error
+	}{
+		{"CreatePartitions", func() error { return node.CreatePartitions(ctx, topic, before.Partitions+1, false) }},
+		{"DeleteRecords", func() error { _, err := p.DeleteRecords(ctx, 1); return err }},
+		{"DeleteTopics", func() error { return node.DeleteTopic(ctx, topic) }},
+	}
+	for _, c := range calls {
+		err := c.call()
+		if !guarded {
+			if err != nil {
+				t.Errorf("%s on stopped mirror topic %s: %v", c.name, topic, err)
+			}
+			continue
+		}
+		var answer *netio.Error
+		if !errors.Is(err, ErrReadOnlyTopic) || !errors.As(err, &answer) || !strings.Contains(answer.Message, "mirror m") || !strings.Contains(answer.Message, c.name) {
+			t.Errorf("%s on mirror topic %s: %v, want %s naming mirror m and the call", c.name, topic, err, ErrReadOnlyTopic.Message)
+		}
+	}
+	if !guarded {
+		return
+	}
+	after, ok := node.Topic(topic)
+	if !ok || after != before || p.Offsets().LogStartOffset != 0 {
+		t.Errorf("mirror topic %s changed by refused calls: %+v -> %+v (exists %v), log start %d", topic, before, after, ok, p.Offsets().LogStartOffset)
 	}
 }
 

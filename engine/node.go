@@ -113,7 +113,12 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
-	if n.states, err = openStateLog(dir, cfg.Log, n.registerStateTopic); err != nil {
+	var skipped []error
+	n.states, skipped, err = openStateLog(cfg.FS, cfg.DataDir, dir, cfg.Log, n.registerStateTopic)
+	for _, cause := range skipped {
+		n.log.Error("skipped a corrupt record of an internal log: the mirror states it held are lost", "topic", mirrorStateTopic, "error", cause)
+	}
+	if err != nil {
 		dir.Close()
 		return nil, err
 	}
@@ -172,6 +177,17 @@ func (n *Node) Topics() []netio.TopicInfo {
 	return infos
 }
 
+// refuseIfMirrored refuses action while a mirror writes any partition of
+// the topic (a mirror topic in any state but STOPPED).
+func (t *topic) refuseIfMirrored(action string) error {
+	for _, p := range t.partitions {
+		if err := p.refuseIfMirrored(action); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func (t *topic) info() netio.TopicInfo {
 	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: t.internal}
 }
@@ -226,6 +242,9 @@ func (n *Node) Transactions() netio.Transactions { return n.txns }
 
 // CreateTopic makes a writable topic of partitions partitions.
 func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
+	if name == mirrorStateTopic { // as Kafka refuses its internal topics, also before they exist
+		return netio.TopicInfo{}, netio.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", name)
+	}
 	cfg, err := topicConfig(n.cfg.Log, configs)
 	if err != nil {
 		return netio.TopicInfo{}, err
@@ -301,11 +320,15 @@ func (n *Node) CreatePartitions(_ context.Context, name string, count int32, val
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	t, ok := n.topics[name]
-	switch {
-	case !ok:
+	if !ok {
 		return kerr.UnknownTopicOrPartition
+	}
+	refused := t.refuseIfMirrored("CreatePartitions") // its partitions are the source's
+	switch {
 	case t.internal:
 		return errMirrorStateInternal
+	case refused != nil:
+		return refused
 	case count <= int32(len(t.partitions)):
 		return kerr.InvalidPartitions
 	case validateOnly:
@@ -324,6 +347,9 @@ func (n *Node) DeleteTopic(_ context.Context, name string) error {
 	}
 	if t.internal {
 		return errMirrorStateInternal
+	}
+	if err := t.refuseIfMirrored("DeleteTopics"); err != nil {
+		return err // its mirror would recreate it, or fail on a new one of the name
 	}
 	delete(n.topics, name)
 	delete(n.byID, t.id)

@@ -23,9 +23,10 @@ type partition struct {
 	tp  logstore.TopicPartition
 	log *logstore.Log
 
-	// mirrored is set while a mirror writes this partition: produce is
-	// refused (READ_ONLY_TOPIC).
-	mirrored atomic.Bool
+	// mirroredBy names the mirror that writes this partition, nil while
+	// it is writable: produce, DeleteRecords and the topic's
+	// CreatePartitions and DeleteTopics are refused (errMirrorTopic).
+	mirroredBy atomic.Pointer[string]
 	// internal is set on __mirror_state: produce and DeleteRecords are
 	// refused.
 	internal bool
@@ -167,6 +168,9 @@ func (p *partition) epochAt(offset int64) int32 {
 func (p *partition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
 	if p.internal {
 		return -1, errMirrorStateInternal
+	}
+	if err := p.refuseIfMirrored("DeleteRecords"); err != nil {
+		return -1, err // the mirror follows the source's log start
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()

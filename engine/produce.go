@@ -88,8 +88,8 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	if p.internal {
 		return netio.ProduceResult{}, errMirrorStateInternal
 	}
-	if p.mirrored.Load() {
-		return netio.ProduceResult{}, fmt.Errorf("%w: %s is mirrored; stop its mirroring to write to it", ErrReadOnlyTopic, p.tp.Topic)
+	if err := p.refuseIfMirrored("produce"); err != nil {
+		return netio.ProduceResult{}, err
 	}
 	if err := validateProduce(batches, request); err != nil {
 		return netio.ProduceResult{}, err

@@ -403,9 +403,8 @@ func (t *transactions) AddPartitions(_ context.Context, transactionalID string, 
 		var err error
 		if resolved[i], err = t.node.partition(topic, index); err != nil {
 			errs[i], unknown = err, true
-		} else if resolved[i].mirrored.Load() {
-			// A mirror topic takes no writes, markers included.
-			errs[i], unknown = fmt.Errorf("%w: %s is mirrored", ErrReadOnlyTopic, topic), true
+		} else if errs[i] = resolved[i].refuseIfMirrored("AddPartitionsToTxn"); errs[i] != nil {
+			unknown = true // a mirror topic takes no writes, markers included
 		}
 	}
 	if unknown {

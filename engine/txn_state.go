@@ -199,7 +199,7 @@ func (t *transactions) reverify(m *txnMetadata) {
 func (t *transactions) abortOrphans(partitions []*partition, owners map[int64]*txnMetadata) error {
 	now := t.nowMillis()
 	for _, p := range partitions {
-		if p.mirrored.Load() {
+		if p.mirrored() {
 			continue // its transactions are the source's: their markers come from there
 		}
 		p.mu.Lock()
