@@ -111,9 +111,12 @@ func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, ch
 	}
 	if change == netio.StopMirroring {
 		m.mu.Lock()
-		matched := m.matching(topics.Names, include, exclude)
+		matched, unknown := m.withPartitions(m.matching(topics.Names, include, exclude))
 		m.mu.Unlock()
-		return m.stopTopics(matched), nil
+		if len(matched) == 0 {
+			return unknown, nil
+		}
+		return append(m.stopTopics(matched), unknown...), nil
 	}
 	results := m.change(change, topics.Names, include, exclude)
 	if err := n.saveMirror(m); err != nil {
@@ -190,6 +193,30 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 	}
 	sort.Strings(out)
 	return out
+}
+
+// withPartitions splits topics into those with a partition in the mirror
+// (mirroring or stopped) and, as results, those without: a stop of a topic
+// the mirror holds nothing of would report it writable and stop nothing
+// (m.mu held).
+func (m *mirror) withPartitions(topics []string) ([]string, []netio.TopicResult) {
+	held := map[string]bool{}
+	for _, partitions := range []map[logstore.TopicPartition]*mirrorPartition{m.partitions, m.stoppedPartitions} {
+		for tp := range partitions {
+			held[tp.Topic] = true
+		}
+	}
+	var known []string
+	var unknown []netio.TopicResult
+	for _, t := range topics {
+		if held[t] {
+			known = append(known, t)
+			continue
+		}
+		unknown = append(unknown, netio.TopicResult{Topic: t,
+			Err: netio.Errorf(kerr.UnknownTopicOrPartition, "mirror %s has no topic %s: nothing to stop", m.name, t)})
+	}
+	return known, unknown
 }
 
 func containsString(list []string, s string) bool {

@@ -407,26 +407,33 @@ func (c *Cluster) tool(ctx context.Context, class string, args ...string) ([]byt
 
 // RunTool runs a Kafka tool class from the jars in libs with stdin.
 func RunTool(ctx context.Context, libs string, stdin []byte, class string, args ...string) ([]byte, error) {
+	stdout, _, err := RunToolOutputs(ctx, libs, stdin, class, args...)
+	return stdout, err
+}
+
+// RunToolOutputs is RunTool that also returns standard error (where the
+// tools log, and where some print the errors they do not exit for).
+func RunToolOutputs(ctx context.Context, libs string, stdin []byte, class string, args ...string) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, toolWait)
 	defer cancel()
 	jvm := append(append([]string{}, toolJVM...), "-cp", filepath.Join(libs, "*"), class)
 	cmd := exec.CommandContext(ctx, "java", append(jvm, args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
-	var stdout, stderr limitedBuffer
-	stdout.max, stderr.max = toolOutputMax, toolOutputMax
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err := cmd.Run()
-	if stdout.overflow {
-		return nil, fmt.Errorf("kafkatest: %s wrote more than %d bytes", class, toolOutputMax)
+	var out, errOut limitedBuffer
+	out.max, errOut.max = toolOutputMax, toolOutputMax
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	if out.overflow {
+		return nil, errOut.Bytes(), fmt.Errorf("kafkatest: %s wrote more than %d bytes", class, toolOutputMax)
 	}
 	if err != nil {
-		tail := stderr.Bytes()
+		tail := errOut.Bytes()
 		if len(tail) > 4096 {
 			tail = tail[len(tail)-4096:]
 		}
-		return stdout.Bytes(), fmt.Errorf("kafkatest: %s %s: %v\n%s", class, strings.Join(args, " "), err, tail)
+		return out.Bytes(), errOut.Bytes(), fmt.Errorf("kafkatest: %s %s: %v\n%s", class, strings.Join(args, " "), err, tail)
 	}
-	return stdout.Bytes(), nil
+	return out.Bytes(), errOut.Bytes(), nil
 }
 
 type limitedBuffer struct {

@@ -40,6 +40,7 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 			if err != nil {
 				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 				sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
+				sp.ErrorMessage = errorMessage(err) // v8+: why, for the client to print
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
