@@ -12,7 +12,10 @@ package main
 //   - The key runs to the first unescaped '=', ':' or white space; then
 //     white space, at most one '=' or ':', and white space are skipped;
 //     the rest, trailing white space included, is the value. So
-//     "key=value", "key: value" and "key value" are the same.
+//     "key=value" and "key: value" are the same.
+//   - Unlike Java, a line without an unescaped '=' or ':' ("key value",
+//     "key" alone, a stray word) or with an empty key is an error naming
+//     the line: in a config file it is a mistake, not a setting.
 //   - Escapes in keys and values: \t \n \r \f, \uXXXX (UTF-16, surrogate
 //     pairs joined), and \ before any other character stands for it
 //     ("\=" "\:" "\ " "\#" "\\"). A malformed \u is an error naming the
@@ -56,6 +59,9 @@ func parseProperties(text string) (map[string]string, error) {
 		if err != nil {
 			return nil, fmt.Errorf("line %d: %w", first, err)
 		}
+		if key == "" {
+			return nil, fmt.Errorf("line %d: %q has no key before its '='", first, line)
+		}
 		properties[key] = value
 	}
 	return properties, nil
@@ -86,7 +92,8 @@ func continues(line string) bool {
 	return n%2 == 1
 }
 
-// splitProperty splits a logical line into its unescaped key and value.
+// splitProperty splits a logical line into its unescaped key and value;
+// a line without an '=' or ':' separator is an error.
 func splitProperty(line string) (string, string, error) {
 	keyEnd, valueStart, separated := len(line), len(line), false
 	escaped := false
@@ -107,6 +114,9 @@ func splitProperty(line string) (string, string, error) {
 			separated = true
 		}
 		valueStart++
+	}
+	if !separated {
+		return "", "", fmt.Errorf("%q is not key=value", line)
 	}
 	key, err := unescapeProperty(line[:keyEnd])
 	if err != nil {

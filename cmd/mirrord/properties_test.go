@@ -13,12 +13,11 @@ func TestParseProperties(t *testing.T) {
 		name, text string
 		want       map[string]string
 	}{
-		{"separators", "a=1\nb:2\nc 3\nd\t=\t4\ne   :  5\nf\fx\n", map[string]string{"a": "1", "b": "2", "c": "3", "d": "4", "e": "5", "f": "x"}},
+		{"separators", "a=1\nb:2\nd\t=\t4\ne   :  5\n", map[string]string{"a": "1", "b": "2", "d": "4", "e": "5"}},
 		{"comments and blanks", "# a=1\n  ! b=2\n\n   \nc=3\n", map[string]string{"c": "3"}},
 		{"value keeps trailing space and later separators", "a = x = y : z  \n", map[string]string{"a": "x = y : z  "}},
 		{"only one separator skipped", "a==b\nc :=d\n", map[string]string{"a": "=b", "c": "=d"}},
-		{"key without value", "alone\nempty=\n", map[string]string{"alone": "", "empty": ""}},
-		{"empty key", "=v\n", map[string]string{"": "v"}},
+		{"empty value", "empty=\n", map[string]string{"empty": ""}},
 		{"continuation", "servers=a:1,\\\n    b:2,\\\n\tc:3\nnext=1\n", map[string]string{"servers": "a:1,b:2,c:3", "next": "1"}},
 		{"even backslashes do not continue", "a=x\\\\\nb=y\n", map[string]string{"a": `x\`, "b": "y"}},
 		{"continuation of a comment-looking line", "a=1\\\n#not a comment\n", map[string]string{"a": "1#not a comment"}},
@@ -33,6 +32,22 @@ func TestParseProperties(t *testing.T) {
 		got, err := parseProperties(tc.text)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
+		}
+	}
+}
+
+// TestParsePropertiesRefusesJunk: a line that is not key=value (or
+// key:value) is named, not read as a key without a value.
+func TestParsePropertiesRefusesJunk(t *testing.T) {
+	for _, tc := range []struct{ text, want string }{
+		{"bootstrap.servers=a:9092\nthis is not a setting\n", `line 2: "this is not a setting" is not key=value`},
+		{"alone\n", `line 1: "alone" is not key=value`},
+		{"a=1\nc 3\n", `line 2: "c 3" is not key=value`},
+		{"a=1\n\n=v\n", `line 3: "=v" has no key`},
+	} {
+		_, err := parseProperties(tc.text)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want an error containing %q", tc.text, err, tc.want)
 		}
 	}
 }
