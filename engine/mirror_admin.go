@@ -8,12 +8,10 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // mirrorRecord is a mirror as persisted: its config and the topics the
@@ -491,28 +489,3 @@ func (n *Node) markMirrored(m *mirror) {
 	}
 }
 
-// sourceProbeTimeout bounds the reachability check of CreateMirror.
-const sourceProbeTimeout = 10 * time.Second
-
-// probeSource asks the source cluster for its metadata once, so that a
-// mirror whose source cannot be reached (a typo in bootstrap.servers, a
-// closed port, TLS that does not handshake) is refused with the reason
-// instead of created silent.
-func (m *mirror) probeSource(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, min(sourceProbeTimeout, m.config.RequestTimeout))
-	defer cancel()
-	resp, err := m.client.Request(ctx, kmsg.NewPtrMetadataRequest())
-	if err != nil {
-		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %v", kerr.InvalidConfig, m.name, strings.Join(m.config.BootstrapServers, ","), err)
-	}
-	// Mirroring keys topics by ID and truncates on DivergingEpoch: the
-	// source must answer Metadata v10+ (topic IDs, Kafka 2.8) and, for
-	// fetching by ID, Fetch v13 (Kafka 3.1).
-	if v := resp.GetVersion(); v < minSourceMetadataVersion {
-		return fmt.Errorf("%w: mirror %s: the source cluster at %s answers Metadata v%d, without topic IDs: mirroring needs Kafka 3.1 or later", kerr.InvalidConfig, m.name, strings.Join(m.config.BootstrapServers, ","), v)
-	}
-	return nil
-}
-
-// minSourceMetadataVersion is the first Metadata version with topic IDs.
-const minSourceMetadataVersion = 10
