@@ -488,4 +488,3 @@ func (n *Node) markMirrored(m *mirror) {
 		}
 	}
 }
-
