@@ -113,8 +113,9 @@ func (l *Log) validate(batches []byte) (AppendInfo, error) {
 // rolled if needed, then the bytes go out in one write.
 func (l *Log) write(batches []byte, info AppendInfo) error {
 	if info.newEpoch {
-		for it := rb.NewIter(batches, false); it.Next(); {
-			l.assignEpoch(it.Batch())
+		first := l.logEndOffset() == l.logStartOffset // the first batch goes into an empty log
+		for it := rb.NewIter(batches, false); it.Next(); first = false {
+			l.assignEpoch(it.Batch(), first)
 		}
 		if err := l.writeEpochs(); err != nil {
 			if !errors.Is(err, errReplaced) {

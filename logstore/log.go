@@ -221,10 +221,19 @@ func (l *Log) checkRecovered(b rb.Batch, logStartOffset rb.Offset) error {
 
 // assignEpoch starts a new cache entry when b's epoch is above the latest
 // (as Kafka's LogSegment.recover does; lower epochs were checked away).
-func (l *Log) assignEpoch(b rb.Batch) {
+// The first entry of an empty log starts at the log end (its log start),
+// not at b: a leader's epoch starts at its log end when it is elected, so
+// a source whose head was compacted away (its first batch past its log
+// start) holds the epoch from its log start, and so does its mirror.
+// first says b is the first batch of the log.
+func (l *Log) assignEpoch(b rb.Batch, first bool) {
 	latest, ok := l.epochs.Latest()
 	if e := b.LeaderEpoch(); e != rb.NoEpoch && (!ok || e > latest.Epoch) {
-		l.epochs.Assign(e, b.BaseOffset())
+		start := b.BaseOffset()
+		if first && !ok {
+			start = min(start, l.logStartOffset)
+		}
+		l.epochs.Assign(e, start)
 	}
 }
 

@@ -49,10 +49,15 @@ func (m *model) latestEpoch() rb.Epoch {
 }
 
 func (m *model) append(batches []byte) {
-	for it := rb.NewIter(batches, false); it.Next(); {
+	first := m.logEndOffset() == m.start
+	for it := rb.NewIter(batches, false); it.Next(); first = false {
 		b := it.Batch()
 		if b.LeaderEpoch() > m.latestEpoch() {
-			m.epochs.Assign(b.LeaderEpoch(), b.BaseOffset())
+			start := b.BaseOffset()
+			if _, ok := m.epochs.Latest(); first && !ok {
+				start = min(start, m.start) // the first epoch of an empty log starts at its log start
+			}
+			m.epochs.Assign(b.LeaderEpoch(), start)
 		}
 		m.batches = append(m.batches, slices.Clone(b))
 		m.appended[covered(b)] = true

@@ -601,3 +601,30 @@ func TestHighWatermarkAfterCrash(t *testing.T) {
 		closeLog(t, log)
 	}
 }
+
+// TestFirstEpochStartsAtLogStart: the first batch of an empty log may
+// begin past its log start (a source whose head was compacted away); its
+// epoch starts at the log start, as on the source, whose leader recorded
+// the epoch at its log end when elected. It survives a crash.
+func TestFirstEpochStartsAtLogStart(t *testing.T) {
+	for _, start := range []rb.Offset{0, 7} {
+		fsys := vfs.NewMem()
+		log := openLog(t, fsys, "/d", testConfig())
+		if err := log.TruncateFullyAndStartAt(start); err != nil {
+			t.Fatal(err)
+		}
+		batches := [][]byte{testBatch(start+5, 3, 0), testBatch(start+20, 4, 0)}
+		mustAppend(t, log, slices.Concat(batches...))
+		want := []epoch.Entry{entry(3, start), entry(4, start+20)}
+		if got := log.Epochs(); !slices.Equal(got, want) {
+			t.Errorf("start %d: epochs %v, want %v", start, got, want)
+		}
+		fsys.CrashClean()
+		log = openLog(t, fsys, "/d", testConfig())
+		checkContents(t, log, batches)
+		if got := log.Epochs(); !slices.Equal(got, want) {
+			t.Errorf("start %d: epochs after a crash %v, want %v", start, got, want)
+		}
+		closeLog(t, log)
+	}
+}
