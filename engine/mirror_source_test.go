@@ -176,3 +176,37 @@ func describedExact(t *testing.T, n *Node, partitions int) string {
 	}
 	return ""
 }
+
+// A source that died (its port closed) after it grew: the lag it last
+// told becomes a lower bound, never 0 and exact, and the source shows
+// unreachable with the refused connection; the dry run's figure reads as
+// a lower bound on the wire too (Lag -1, LagLowerBound beside it).
+func TestMirrorSourceDied(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	sourceAddr := cluster.ListenAddrs()[0]
+	target, targetAddr := startNode(t, filepath.Join(t.TempDir(), "target"))
+	produceEach(t, newClient(t, sourceAddr), "events", 1, 3)
+	startMirroring(t, target, sourceAddr, "events")
+	waitMirrored(t, newClient(t, sourceAddr), newClient(t, targetAddr), "events", 1)
+	waitMetrics(t, "exact and reachable", func() string { return describedExact(t, target, 1) })
+
+	cluster.Close()
+	waitMetrics(t, "stale and unreachable", func() string {
+		d := describeMirror(t, target)
+		if d.SourceUnreachableSince.IsZero() || !strings.Contains(d.SourceError, "connection refused") {
+			return fmt.Sprintf("source unreachable since %v: %q", d.SourceUnreachableSince, d.SourceError)
+		}
+		p := d.Partitions[0]
+		if !p.Stale || p.Lag() != -1 || p.LagAtLeast() != 0 || p.LagTime <= 0 {
+			return fmt.Sprintf("stale %v, lag %d, at least %d, %v", p.Stale, p.Lag(), p.LagAtLeast(), p.LagTime)
+		}
+		if got := metricByPartition(t, target, "mirrord_mirror_lag_records", "events"); got[0] != 0 {
+			return fmt.Sprintf("lag records %v: the lower bound is 0", got)
+		}
+		return ""
+	})
+}
