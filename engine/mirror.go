@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"regexp"
 	"sort"
 	"sync"
@@ -35,6 +34,7 @@ type mirror struct {
 	client  *kgo.Client
 	log     *slog.Logger
 	metrics *mirrorMetrics
+	health  sourceHealth // the source's reachability (mirror_source.go)
 
 	refresh chan struct{} // capacity 1: a pending refresh request
 	cancel  context.CancelFunc
@@ -212,14 +212,8 @@ func (mp *mirrorPartition) fail(err error, retryable bool) {
 	}
 	defer mp.persistLocked(previous, 0)
 	mp.failures++
-	backoff := mp.retry.InitialBackoff << min(mp.failures-1, 30)
-	if backoff <= 0 || backoff > mp.retry.MaxBackoff {
-		backoff = mp.retry.MaxBackoff
-	}
-	// Jitter of ±20%, so partitions that failed together do not retry
-	// together.
-	backoff = time.Duration(float64(backoff) * (0.8 + 0.4*rand.Float64()))
-	mp.retryAt = time.Now().Add(backoff)
+	// Jitter, so partitions that failed together do not retry together.
+	mp.retryAt = time.Now().Add(mp.retry.backoff(int32(mp.failures), processJitter{}))
 }
 
 // failOnce fails the partition non-retryably unless it already waits
@@ -303,8 +297,15 @@ func (m *mirror) refreshSoon() {
 func (m *mirror) run(ctx context.Context) {
 	defer close(m.done)
 	defer m.stopFetchers()
+	prober := make(chan struct{})
+	go func() {
+		defer close(prober)
+		m.probeHighWatermarks(ctx)
+	}()
+	defer func() { <-prober }()
 	timer := time.NewTimer(0)
 	defer timer.Stop()
+	var failures int32 // metadata refreshes failed in a row
 	for {
 		select {
 		case <-ctx.Done():
@@ -312,12 +313,19 @@ func (m *mirror) run(ctx context.Context) {
 		case <-timer.C:
 		case <-m.refresh:
 		}
-		if err := m.reconcile(ctx); err != nil && ctx.Err() == nil {
-			m.log.Warn("mirror metadata refresh failed", "error", err)
-			timer.Reset(m.config.Retry.InitialBackoff * 10)
+		err := m.reconcile(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		m.health.observe(metadataPath(), err)
+		if err != nil {
+			failures = min(failures+1, reconnectAttemptsMax)
+			backoff := reconnectBackoff.backoff(failures, processJitter{})
+			m.log.Warn("mirror metadata refresh failed", "error", err, "backoff", backoff)
+			timer.Reset(backoff)
 			continue
 		}
-		m.probePaused(ctx)
+		failures = 0
 		timer.Reset(m.config.MetadataRefreshInterval)
 	}
 }
@@ -488,6 +496,7 @@ func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partitio
 		mp.state = "MIRRORING"
 	}
 	mp.sourceHighWatermark.Store(-1)
+	mp.sourceLeader.Store(-1) // until the source's metadata names one
 	mp.metrics.joined = time.Now()
 	return mp
 }

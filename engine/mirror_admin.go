@@ -278,20 +278,23 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	d := netio.MirrorDescription{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
+	d.SourceUnreachableSince, d.SourceError = m.health.status()
+	now, staleAfter := time.Now(), m.config.staleAfter()
 	for tp, mp := range m.partitions {
 		_, errText, failures := mp.status()
 		state := m.shownState(mp)
 		if failedOnly && state != "FAILED" {
 			continue
 		}
-		report := mp.report(state)
+		report := mp.report(state, now, staleAfter)
 		lagTime := report.Lag
 		if report.LagRecords < 0 {
 			lagTime = -1
 		}
 		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
 			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText, RetryCount: failures,
-			SourceHighWatermark: report.SourceHighWatermark, LogEndOffset: report.LogEndOffset,
+			SourceHighWatermark: report.SourceHighWatermark, SourceHighWatermarkAge: report.SourceHighWatermarkAge,
+			Stale: report.LagLowerBound, LogEndOffset: report.LogEndOffset,
 			LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: lagTime,
 		})
 	}
@@ -305,7 +308,7 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 		mp.mu.Unlock()
 		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
 			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText,
-			SourceHighWatermark: -1, LogEndOffset: int64(mp.local.log.LogEndOffset()),
+			SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: int64(mp.local.log.LogEndOffset()),
 			LastMirrorEpoch: int32(lmeEpoch), LastMirrorOffset: int64(lmeOffset), LagTime: -1,
 		})
 	}

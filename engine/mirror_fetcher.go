@@ -63,10 +63,13 @@ func (f *fetcher) setPartitions(partitions []*mirrorPartition) {
 	f.assign <- partitions
 }
 
+// run fetches until ctx is done. A failed Fetch (no answer, or an error
+// for the whole request) waits reconnectBackoff before the next, with a
+// new session and a metadata refresh; an answer resets the backoff.
 func (f *fetcher) run(ctx context.Context) {
 	defer f.mirror.metrics.fetcherStopped(f)
-	retry := f.mirror.config.Retry
-	backoff := retry.InitialBackoff
+	defer f.mirror.health.forget(fetchPath(f.broker))
+	var failures int32 // in a row
 	for ctx.Err() == nil {
 		select {
 		case set := <-f.assign:
@@ -89,22 +92,27 @@ func (f *fetcher) run(ctx context.Context) {
 			timer.Stop()
 			continue
 		}
-		if err := f.fetchOnce(ctx); err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			f.log.Info("mirror fetch failed; retrying", "error", err, "backoff", backoff)
-			f.session = fetchSession{}
-			f.mirror.refreshSoon()
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(backoff):
-			}
-			backoff = min(2*backoff, retry.MaxBackoff)
+		err := f.fetchOnce(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		f.mirror.health.observe(fetchPath(f.broker), err)
+		if err == nil {
+			failures = 0
 			continue
 		}
-		backoff = retry.InitialBackoff
+		failures = min(failures+1, reconnectAttemptsMax)
+		backoff := reconnectBackoff.backoff(failures, processJitter{})
+		f.log.Info("mirror fetch failed; retrying", "error", err, "backoff", backoff, "failures", failures)
+		f.session = fetchSession{}
+		f.mirror.refreshSoon()
+		timer := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
 	}
 }
 
@@ -164,6 +172,7 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 	case err != nil:
 		return fmt.Errorf("fetch from broker %d: %w", f.broker, err)
 	}
+	incremental := req.SessionEpoch > 0
 	f.advanceSession(resp.SessionID)
 	byID := make(map[[16]byte]map[int32]*mirrorPartition, len(f.ready))
 	for _, mp := range f.ready {
@@ -171,6 +180,25 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 			byID[mp.topicID] = map[int32]*mirrorPartition{}
 		}
 		byID[mp.topicID][mp.partition] = mp
+	}
+	if incremental {
+		// An incremental answer leaves out the partitions of the session
+		// with nothing new: their high watermark is unchanged as of now.
+		// Those it names are dated again below, or keep their date on an
+		// error.
+		answered := make(map[*mirrorPartition]bool, len(f.ready))
+		for _, rt := range resp.Topics {
+			for i := range rt.Partitions {
+				if mp := byID[rt.TopicID][rt.Partitions[i].Partition]; mp != nil {
+					answered[mp] = true
+				}
+			}
+		}
+		for _, mp := range f.ready {
+			if !answered[mp] {
+				mp.confirmHighWatermark(started)
+			}
+		}
 	}
 	var withRecords []appliedPartition
 	for _, rt := range resp.Topics {
@@ -182,11 +210,11 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 			case len(rp.RecordBatches) > 0:
 				withRecords = append(withRecords, appliedPartition{mp, rp})
 			default:
-				f.apply(ctx, mp, rp)
+				f.apply(ctx, mp, rp, started)
 			}
 		}
 	}
-	f.applyAll(ctx, withRecords)
+	f.applyAll(ctx, withRecords, started)
 	return nil
 }
 
@@ -203,9 +231,9 @@ type appliedPartition struct {
 // applyAll applies the partitions of an answer that carry records,
 // applyParallel at a time; each partition is applied by one goroutine,
 // and all are done when it returns, before the next Fetch is built.
-func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition) {
+func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition, sent time.Time) {
 	if len(parts) == 1 {
-		f.apply(ctx, parts[0].mp, parts[0].rp)
+		f.apply(ctx, parts[0].mp, parts[0].rp, sent)
 		return
 	}
 	next := make(chan appliedPartition)
@@ -213,7 +241,7 @@ func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition) {
 	for range min(applyParallel, len(parts)) {
 		wg.Go(func() {
 			for part := range next {
-				f.apply(ctx, part.mp, part.rp)
+				f.apply(ctx, part.mp, part.rp, sent)
 			}
 		})
 	}
@@ -280,14 +308,18 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 	return req
 }
 
-// apply takes one partition's answer: append its whole batches, follow a
-// divergence or the source's log start, or note the error.
-func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition) {
-	defer mp.observeCaughtUp()
-	mp.sourceHighWatermark.Store(rp.HighWatermark)
+// apply takes one partition's answer to the Fetch sent at sent: append
+// its whole batches, follow a divergence or the source's log start, or
+// note the error. The high watermark of an answer without error is
+// learned, dated sent, once its batches are in (an error answer's, -1
+// from Kafka, is not: the last one known keeps its date).
+func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition, sent time.Time) {
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 		f.partitionError(ctx, mp, err)
 		return
+	}
+	if rp.HighWatermark >= 0 {
+		defer mp.learnHighWatermark(rp.HighWatermark, sent)
 	}
 	if rp.DivergingEpoch.Epoch >= 0 && rp.DivergingEpoch.EndOffset >= 0 {
 		f.diverged(mp, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
@@ -307,8 +339,8 @@ func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.Fetch
 		f.mirror.refreshSoon()
 		return
 	}
+	f.mirror.metrics.observeAppend(mp, info) // before mirrored, which may persist a state change
 	mp.mirrored(info)
-	f.mirror.metrics.observeAppend(mp, info)
 }
 
 // wholeBatches cuts a trailing partial batch (a fetch stops at a byte

@@ -1,9 +1,6 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"sort"
 	"strconv"
 	"sync"
@@ -12,8 +9,6 @@ import (
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Mirror metrics. Each Node has its own Prometheus registry (Node.Metrics);
@@ -27,6 +22,11 @@ import (
 //	mirrord_mirror_batches_total           mirror, topic, partition   counter
 //	mirrord_mirror_partitions              mirror, state              gauge
 //	mirrord_mirror_fetch_latency_seconds   mirror, source_broker      histogram
+//	mirrord_mirror_source_high_watermark_age_seconds
+//	                                       mirror, topic, partition   gauge
+//	mirrord_mirror_source_reachable        mirror                     gauge
+//	mirrord_mirror_source_unreachable_seconds
+//	                                       mirror                     gauge
 //
 // Cardinality is bounded by what the node mirrors now. The partition and
 // state series are read at scrape time from the mirrors' partition maps
@@ -38,16 +38,24 @@ import (
 // lock of its own).
 //
 // Lag in records: max(0, sourceHighWatermark - logEndOffset), with the
-// source high watermark as last seen: in each fetch answer and, while a
-// topic is paused (no fetcher fetches it), from a ListOffsets (latest,
-// READ_UNCOMMITTED) to the source leaders after each metadata refresh.
-// Absent until the source high watermark is known.
+// source high watermark as last learned: from each fetch answer and, for
+// the partitions no answer refreshed lately (paused topics, FAILED
+// partitions, a fetcher backing off), from the high watermark prober
+// (mirror_source.go). Absent until the source high watermark is known.
+// Exact while the source high watermark is fresh; once it is older than
+// the mirror's staleness bound (MirrorConfig.staleAfter: 5 s by default)
+// it is a lower bound: the source may have grown since it last answered.
+// /metrics keeps the lower bound and shows the age beside it
+// (mirrord_mirror_source_high_watermark_age_seconds); describe and the
+// status page say "at least".
 //
 // Lag in time: how long the partition has been behind. 0 while the lag in
-// records is 0; otherwise the time since the partition was last seen
-// caught up (after a fetch answer or a paused probe, logEndOffset >= the
-// high watermark it carried), or since it joined the mirror if it never
-// was; on this node's monotonic clock. Why not the age of the oldest
+// records is 0 and exact; otherwise the time since the partition was last
+// seen caught up (after an answer, logEndOffset >= the high watermark it
+// carried), or since it joined the mirror if it never was; on this node's
+// monotonic clock. While the source high watermark is stale it keeps
+// growing from the last time the partition was seen caught up: what the
+// source wrote since it last answered may be missing. Why not the age of the oldest
 // record not yet mirrored: that needs the append time of a record not yet
 // fetched, and record timestamps are the producers' clocks (CreateTime),
 // not the source's. The time since last caught up needs neither, and
@@ -57,8 +65,8 @@ import (
 // high: a partition that joins with a backlog shows the time since it
 // joined, and one kept just behind by a stream that never quite catches up
 // shows the time since it last did. It is as fresh as the source high
-// watermark it compares with: a fetch round behind while fetching, up to
-// mirror.metadata.refresh.interval.ms while paused.
+// watermark it compares with: a fetch round behind while fetching, a
+// probe round behind otherwise.
 
 // fetchLatencyBuckets spans a loopback round trip to a request timeout
 // (request.timeout.ms, 30 s by default); an idle fetch lasts about
@@ -81,6 +89,10 @@ type partitionMetrics struct {
 	bytes, batches atomic.Int64
 	joined         time.Time    // when the partition joined the mirror (monotonic); set before the partition is shared
 	caughtUp       atomic.Int64 // nanoseconds after joined at which it was last seen caught up (0: never)
+	// highWatermarkAt: nanoseconds after joined at which the source high
+	// watermark was last learned or confirmed (0: never); stored after
+	// the high watermark it dates.
+	highWatermarkAt atomic.Int64
 }
 
 // mirrorMetricsBuilt builds the node's registry on first use and returns
@@ -142,7 +154,15 @@ type MirrorReport struct {
 	Name            string
 	SourceBootstrap string
 	SourceClusterID string
-	Partitions      []MirrorPartitionReport // by topic, then partition
+	// SourceUnreachableSince is when the source stopped answering (the
+	// first failure of the current run of failures of a request path),
+	// zero while it answers; SourceError is the latest failure's text.
+	SourceUnreachableSince time.Time
+	SourceError            string
+	// StaleAfter is the staleness bound: a source high watermark older
+	// than this makes a partition's lag a lower bound.
+	StaleAfter time.Duration
+	Partitions []MirrorPartitionReport // by topic, then partition
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
@@ -152,15 +172,21 @@ type MirrorPartitionReport struct {
 	Partition int32
 	// State is the state DescribeClusterMirrors reports.
 	State string
-	// SourceHighWatermark is the source's high watermark as last seen, -1
-	// when unknown; LogEndOffset is the local log end offset.
-	SourceHighWatermark int64
-	LogEndOffset        int64
+	// SourceHighWatermark is the source's high watermark as last learned,
+	// -1 when unknown; SourceHighWatermarkAge is its age (-1 when
+	// unknown); LogEndOffset is the local log end offset.
+	SourceHighWatermark    int64
+	SourceHighWatermarkAge time.Duration
+	LogEndOffset           int64
 	// LagRecords is max(0, SourceHighWatermark - LogEndOffset), -1 while
-	// the source high watermark is unknown.
-	LagRecords int64
-	// Lag is the lag in time: 0 when LagRecords is 0, else the time since
-	// the partition was last seen caught up (or joined the mirror).
+	// the source high watermark is unknown. It is exact unless
+	// LagLowerBound: the source high watermark is older than the
+	// mirror's StaleAfter, and the lag may be larger.
+	LagRecords    int64
+	LagLowerBound bool
+	// Lag is the lag in time: 0 when LagRecords is 0 and exact, else the
+	// time since the partition was last seen caught up (or joined the
+	// mirror).
 	Lag time.Duration
 	// Bytes and Batches count what the mirror appended to the partition
 	// since it joined the mirror in this process.
@@ -183,9 +209,11 @@ func (m *mirror) report() MirrorReport {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	r := MirrorReport{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID,
-		Partitions: make([]MirrorPartitionReport, 0, len(m.partitions))}
+		StaleAfter: m.config.staleAfter(), Partitions: make([]MirrorPartitionReport, 0, len(m.partitions))}
+	r.SourceUnreachableSince, r.SourceError = m.health.status()
+	now := time.Now()
 	for _, mp := range m.partitions {
-		r.Partitions = append(r.Partitions, mp.report(m.shownState(mp)))
+		r.Partitions = append(r.Partitions, mp.report(m.shownState(mp), now, r.StaleAfter))
 	}
 	sort.Slice(r.Partitions, func(i, j int) bool {
 		a, b := r.Partitions[i], r.Partitions[j]
@@ -204,17 +232,21 @@ func (m *mirror) shownState(mp *mirrorPartition) string {
 	return state
 }
 
-func (mp *mirrorPartition) report(state string) MirrorPartitionReport {
+// report is the partition's state, lag and counters at now; a source
+// high watermark older than staleAfter makes the lag a lower bound.
+func (mp *mirrorPartition) report(state string, now time.Time, staleAfter time.Duration) MirrorPartitionReport {
+	age := mp.highWatermarkAge(now) // before the high watermark: never older than the value read
 	hw := mp.sourceHighWatermark.Load()
 	leo := int64(mp.local.log.LogEndOffset())
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
-		SourceHighWatermark: hw, LogEndOffset: leo, LagRecords: -1,
+		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load()}
 	if hw >= 0 {
 		r.LagRecords = max(hw-leo, 0)
+		r.LagLowerBound = age < 0 || age > staleAfter
 	}
-	if r.LagRecords != 0 {
-		r.Lag = max(time.Since(mp.metrics.joined)-time.Duration(mp.metrics.caughtUp.Load()), 0)
+	if r.LagRecords != 0 || r.LagLowerBound {
+		r.Lag = max(now.Sub(mp.metrics.joined)-time.Duration(mp.metrics.caughtUp.Load()), 0)
 	}
 	return r
 }
@@ -223,6 +255,7 @@ func (mp *mirrorPartition) report(state string) MirrorPartitionReport {
 type mirrorCollector struct {
 	node                                           *Node
 	lagRecords, lagSeconds, bytes, batches, states *prometheus.Desc
+	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
 func newMirrorCollector(n *Node) *mirrorCollector {
@@ -230,13 +263,15 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 	return &mirrorCollector{
 		node: n,
 		lagRecords: prometheus.NewDesc("mirrord_mirror_lag_records",
-			"Records the mirror partition lacks: the source high watermark last seen (in a fetch answer; "+
-				"while paused, from ListOffsets after each metadata refresh) minus the local log end offset, at least 0. "+
+			"Records the mirror partition lacks: the source high watermark last learned (from a fetch answer, "+
+				"or from ListOffsets for partitions no fetch answered lately) minus the local log end offset, at least 0. "+
+				"A lower bound once mirrord_mirror_source_high_watermark_age_seconds passes the staleness bound "+
+				"(twice 2*fetch.wait.max.ms+0.5 s, at least 2 s): the source may have grown since it last answered. "+
 				"Absent until the source high watermark is known.", partitionLabels, nil),
 		lagSeconds: prometheus.NewDesc("mirrord_mirror_lag_seconds",
-			"How long the mirror partition has been behind: 0 while mirrord_mirror_lag_records is 0, "+
+			"How long the mirror partition has been behind: 0 while mirrord_mirror_lag_records is 0 and exact, "+
 				"else the seconds since it was last seen caught up (local log end offset at or past the source high watermark "+
-				"after a fetch answer), or since it joined the mirror if never; this node's monotonic clock. "+
+				"of an answer), or since it joined the mirror if never; this node's monotonic clock. "+
 				"An upper bound, within one fetch round trip, of how long the oldest record not yet mirrored has been committed at the source.",
 			partitionLabels, nil),
 		bytes: prometheus.NewDesc("mirrord_mirror_bytes_total",
@@ -246,6 +281,16 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 		states: prometheus.NewDesc("mirrord_mirror_partitions",
 			"Partitions of the mirror in each state (as DescribeClusterMirrors reports it); every state is listed.",
 			[]string{"mirror", "state"}, nil),
+		highWatermarkAge: prometheus.NewDesc("mirrord_mirror_source_high_watermark_age_seconds",
+			"Age of the source high watermark mirrord_mirror_lag_records is computed from: the seconds since the source "+
+				"last answered for the partition (a fetch answer, dated at its request, or a ListOffsets). "+
+				"Absent until the source high watermark is known.", partitionLabels, nil),
+		reachable: prometheus.NewDesc("mirrord_mirror_source_reachable",
+			"1 while every request path of the mirror to its source (metadata, each fetcher, each probe) answers; "+
+				"0 once one fails at the network level, until it answers again.", []string{"mirror"}, nil),
+		unreachable: prometheus.NewDesc("mirrord_mirror_source_unreachable_seconds",
+			"Seconds since the first failure of the current run of failures of a request path of the mirror to its source; "+
+				"0 while the source answers.", []string{"mirror"}, nil),
 	}
 }
 
@@ -255,6 +300,9 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.batches
 	ch <- c.states
+	ch <- c.highWatermarkAge
+	ch <- c.reachable
+	ch <- c.unreachable
 }
 
 func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
@@ -265,6 +313,9 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			if p.LagRecords >= 0 {
 				ch <- prometheus.MustNewConstMetric(c.lagRecords, prometheus.GaugeValue, float64(p.LagRecords), labels...)
 			}
+			if p.SourceHighWatermarkAge >= 0 {
+				ch <- prometheus.MustNewConstMetric(c.highWatermarkAge, prometheus.GaugeValue, p.SourceHighWatermarkAge.Seconds(), labels...)
+			}
 			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.Lag.Seconds(), labels...)
 			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(p.Bytes), labels...)
 			ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(p.Batches), labels...)
@@ -273,6 +324,12 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		for s, count := range states {
 			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorStateNames[s])
 		}
+		reachable, unreachable := 1.0, 0.0
+		if !m.SourceUnreachableSince.IsZero() {
+			reachable, unreachable = 0, time.Since(m.SourceUnreachableSince).Seconds()
+		}
+		ch <- prometheus.MustNewConstMetric(c.reachable, prometheus.GaugeValue, reachable, m.Name)
+		ch <- prometheus.MustNewConstMetric(c.unreachable, prometheus.GaugeValue, unreachable, m.Name)
 	}
 }
 
@@ -285,56 +342,4 @@ func mirrorStateIndex(name string) int {
 		}
 	}
 	return int(MirrorUnknown)
-}
-
-// probePaused reads the source high watermark of the partitions of paused
-// topics, which no fetcher fetches, so that their lag keeps counting: one
-// ListOffsets (latest, READ_UNCOMMITTED) per source leader, after each
-// metadata refresh. On an error the lag keeps its last value until the
-// next refresh.
-func (m *mirror) probePaused(ctx context.Context) {
-	byLeader := map[int32][]*mirrorPartition{} // bounded by the mirror's partitions
-	m.mu.Lock()
-	for _, mp := range m.partitions {
-		if m.paused[mp.topic] {
-			leader := mp.sourceLeader.Load()
-			byLeader[leader] = append(byLeader[leader], mp)
-		}
-	}
-	m.mu.Unlock()
-	for leader, set := range byLeader {
-		if err := m.probeHighWatermarks(ctx, leader, set); err != nil && ctx.Err() == nil {
-			m.log.Info("cannot read the source high watermark of paused partitions", "source_broker", leader, "error", err)
-		}
-	}
-}
-
-func (m *mirror) probeHighWatermarks(ctx context.Context, leader int32, set []*mirrorPartition) error {
-	kresp, err := m.client.Broker(int(leader)).Request(ctx, listOffsetsRequest(set, -1))
-	if err != nil {
-		return err
-	}
-	byPartition := map[string]map[int32]*mirrorPartition{}
-	for _, mp := range set {
-		if byPartition[mp.topic] == nil {
-			byPartition[mp.topic] = map[int32]*mirrorPartition{}
-		}
-		byPartition[mp.topic][mp.partition] = mp
-	}
-	var errs []error
-	for _, t := range kresp.(*kmsg.ListOffsetsResponse).Topics {
-		for _, p := range t.Partitions {
-			mp := byPartition[t.Topic][p.Partition]
-			if mp == nil {
-				continue
-			}
-			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
-				errs = append(errs, fmt.Errorf("%s-%d: %w", t.Topic, p.Partition, err))
-				continue
-			}
-			mp.sourceHighWatermark.Store(p.Offset)
-			mp.observeCaughtUp()
-		}
-	}
-	return errors.Join(errs...)
 }

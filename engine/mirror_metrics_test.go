@@ -289,7 +289,8 @@ func TestMirrorMetrics(t *testing.T) {
 }
 
 // The status report behind /metrics and the status page: a mirror that
-// mirrors nothing yet lists every state at 0 and no partition series.
+// mirrors nothing yet lists every state at 0, its source reachable, and
+// no partition series.
 func TestMirrorMetricsEmptyMirror(t *testing.T) {
 	_, sourceAddr := startNode(t, filepath.Join(t.TempDir(), "source")) // reachable, no topics
 	target, _ := startNode(t, filepath.Join(t.TempDir(), "target"))
@@ -307,9 +308,13 @@ func TestMirrorMetricsEmptyMirror(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	perMirror := map[string]bool{"mirrord_mirror_partitions": true, "mirrord_mirror_source_reachable": true, "mirrord_mirror_source_unreachable_seconds": true}
 	for _, family := range families {
-		if name := family.GetName(); name != "mirrord_mirror_partitions" && strings.HasPrefix(name, "mirrord_mirror_") {
+		if name := family.GetName(); !perMirror[name] && strings.HasPrefix(name, "mirrord_mirror_") {
 			t.Fatalf("%s reported for a mirror without partitions", name)
 		}
+	}
+	if got := metricByLabel(t, target, "mirrord_mirror_source_reachable", "mirror"); got["m"] != 1 {
+		t.Fatalf("source reachable %v, want 1", got)
 	}
 }

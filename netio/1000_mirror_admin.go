@@ -27,9 +27,13 @@ package netio
 //     asked. mirrord has no authorizer: AuthorizedOperations stays
 //     -2147483648 (not provided) even when asked for. A failure of either
 //     half is the top-level error and the response carries nothing else.
+//     A partition whose source high watermark is stale answers Lag -1 and
+//     the lower bound in LagLowerBound; an unreachable source, the time
+//     and the error in SourceUnreachableSinceMillis and SourceError.
 
 import (
 	"context"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -270,25 +274,43 @@ func describedMirror(c *conn, d *MirrorDescription) DescribeClusterMirrorsMirror
 		return m
 	}
 	m.SourceBootstrap, m.SourceClusterID = nonEmpty(d.SourceBootstrap), nonEmpty(d.SourceClusterID)
+	if !d.SourceUnreachableSince.IsZero() {
+		m.SourceUnreachableSinceMillis, m.SourceError = max(d.SourceUnreachableSince.UnixMilli(), 0), nonEmpty(d.SourceError)
+	}
 	for _, status := range d.Partitions {
 		if n := len(m.Topics); n == 0 || m.Topics[n-1].TopicName != status.Topic {
 			m.Topics = append(m.Topics, DescribeClusterMirrorsTopic{TopicName: status.Topic})
 		}
 		topic := &m.Topics[len(m.Topics)-1]
+		lowerBound := int64(-1)
+		if status.Stale {
+			lowerBound = status.LagAtLeast()
+		}
 		topic.Partitions = append(topic.Partitions, DescribeClusterMirrorsPartition{
-			PartitionIndex:    status.Partition,
-			StateValue:        status.State,
-			ErrorMessage:      nonEmpty(status.Error),
-			RetryAttempt:      status.RetryCount,
-			SourceOffset:      status.SourceHighWatermark,
-			DestinationOffset: status.LogEndOffset,
-			Lag:               status.Lag(),
-			LastMirrorEpoch:   status.LastMirrorEpoch,
-			LastMirrorOffset:  status.LastMirrorOffset,
-			LagMillis:         max(status.LagTime.Milliseconds(), -1),
+			PartitionIndex:        status.Partition,
+			StateValue:            status.State,
+			ErrorMessage:          nonEmpty(status.Error),
+			RetryAttempt:          status.RetryCount,
+			SourceOffset:          status.SourceHighWatermark,
+			DestinationOffset:     status.LogEndOffset,
+			Lag:                   status.Lag(),
+			LastMirrorEpoch:       status.LastMirrorEpoch,
+			LastMirrorOffset:      status.LastMirrorOffset,
+			LagMillis:             millisOrUnknown(status.LagTime),
+			SourceOffsetAgeMillis: millisOrUnknown(status.SourceHighWatermarkAge),
+			LagLowerBound:         lowerBound,
 		})
 	}
 	return m
+}
+
+// millisOrUnknown is d in milliseconds, -1 for a negative d (unknown):
+// -1 ns is not 0 ms.
+func millisOrUnknown(d time.Duration) int64 {
+	if d < 0 {
+		return -1
+	}
+	return d.Milliseconds()
 }
 
 // lookUpLastMirrorEpochs answers req's lookups in resp.LastMirrorEpochs.

@@ -55,7 +55,10 @@ func mirrorSamples() []mirrorMessage {
 			Topics: []MirrorTopicsResponseTopic{{TopicName: "orders"}, {TopicName: "x", ErrorCode: 3, ErrorMessage: strPtr("no x")}}}
 	}
 	partition := DescribeClusterMirrorsPartition{PartitionIndex: 2, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"),
-		RetryAttempt: -1, SourceOffset: 1 << 40, DestinationOffset: 7, Lag: 1<<40 - 7, LastMirrorEpoch: 9, LastMirrorOffset: 3}
+		RetryAttempt: -1, SourceOffset: 1 << 40, DestinationOffset: 7, Lag: 1<<40 - 7, LastMirrorEpoch: 9, LastMirrorOffset: 3,
+		LagMillis: 12, SourceOffsetAgeMillis: 40}
+	stale := DescribeClusterMirrorsPartition{PartitionIndex: 3, StateValue: "MIRRORING", SourceOffset: 10, DestinationOffset: 4, Lag: -1,
+		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 6}
 	var unset DescribeClusterMirrorsPartition
 	unset.Default()
 	return []mirrorMessage{
@@ -79,8 +82,9 @@ func mirrorSamples() []mirrorMessage {
 		}},
 		&DescribeClusterMirrorsResponse{mirrorErrorHead: head, Mirrors: []DescribeClusterMirrorsMirror{
 			{MirrorName: "m", SourceBootstrap: strPtr("a:9092"), SourceClusterID: strPtr("src"), AuthorizedOperations: authorizedOperationsUnknown,
-				Topics: []DescribeClusterMirrorsTopic{{TopicName: "orders", Partitions: []DescribeClusterMirrorsPartition{partition, unset}}, {TopicName: "empty"}}},
-			{MirrorName: "gone", ErrorCode: kerr.ResourceNotFound.Code, ErrorMessage: strPtr("no mirror gone")},
+				Topics:                       []DescribeClusterMirrorsTopic{{TopicName: "orders", Partitions: []DescribeClusterMirrorsPartition{partition, unset, stale}}, {TopicName: "empty"}},
+				SourceUnreachableSinceMillis: 1_780_000_000_000, SourceError: strPtr("fetch from broker 1: connection refused")},
+			{MirrorName: "gone", ErrorCode: kerr.ResourceNotFound.Code, ErrorMessage: strPtr("no mirror gone"), SourceUnreachableSinceMillis: -1},
 		}, LastMirrorEpochs: []DescribeClusterMirrorsEpochTopic{
 			{TopicID: TopicID{1, 2}, Partitions: []DescribeClusterMirrorsEpochPartition{{PartitionIndex: 0, LastMirrorEpoch: 4, LastMirrorOffset: 100}, {5, 3, -1, -1}}},
 		}},
@@ -419,24 +423,37 @@ func TestMirrorAdminDescribe(t *testing.T) {
 	request[*MirrorTopicsResponse](t, client, &MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []MirrorTopicsRequestTopic{{"orders"}}})
 	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 120, LogEndOffset: 100, LastMirrorEpoch: -1, LastMirrorOffset: -1})
 	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1,
-		SourceHighWatermark: -1, LogEndOffset: 50, LastMirrorEpoch: 3, LastMirrorOffset: 40})
+		SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 50, LastMirrorEpoch: 3, LastMirrorOffset: 40})
+	request[*MirrorTopicsResponse](t, client, &MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []MirrorTopicsRequestTopic{{"pay-eu"}}})
+	admin.setPartition("m", MirrorPartitionStatus{Topic: "pay-eu", Partition: 0, State: "MIRRORING", SourceHighWatermark: 90, LogEndOffset: 60,
+		SourceHighWatermarkAge: 3 * time.Minute, Stale: true, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 3 * time.Minute})
+	since := time.UnixMilli(1_780_000_000_123)
+	admin.setUnreachable("m", since, "fetch from broker 1: connection refused")
 	admin.takeCalls()
 
 	resp := request[*DescribeClusterMirrorsResponse](t, client, &DescribeClusterMirrorsRequest{})
-	if resp.ErrorCode != 0 || len(resp.Mirrors) != 1 || len(resp.Mirrors[0].Topics) != 1 {
+	if resp.ErrorCode != 0 || len(resp.Mirrors) != 1 || len(resp.Mirrors[0].Topics) != 2 {
 		t.Fatalf("describe: %s %+v", errName(resp.ErrorCode), resp.Mirrors)
 	}
 	m := resp.Mirrors[0]
-	if m.MirrorName != "m" || *m.SourceBootstrap != "src:9092" || *m.SourceClusterID != "source-m" || m.AuthorizedOperations != authorizedOperationsUnknown {
+	if m.MirrorName != "m" || *m.SourceBootstrap != "src:9092" || *m.SourceClusterID != "source-m" || m.AuthorizedOperations != authorizedOperationsUnknown ||
+		m.SourceUnreachableSinceMillis != since.UnixMilli() || m.SourceError == nil || *m.SourceError != "fetch from broker 1: connection refused" {
 		t.Errorf("mirror %+v", m)
 	}
+	// A stale source high watermark: Lag -1 (older clients show it
+	// unknown), the lower bound and the age beside it.
 	wantPartitions := []DescribeClusterMirrorsPartition{
-		{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 120, DestinationOffset: 100, Lag: 20, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+		{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 120, DestinationOffset: 100, Lag: 20, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagLowerBound: -1},
 		{PartitionIndex: 1, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"), RetryAttempt: -1,
-			SourceOffset: -1, DestinationOffset: 50, Lag: -1, LastMirrorEpoch: 3, LastMirrorOffset: 40},
+			SourceOffset: -1, DestinationOffset: 50, Lag: -1, LastMirrorEpoch: 3, LastMirrorOffset: 40, SourceOffsetAgeMillis: -1, LagLowerBound: -1},
 	}
 	if got := m.Topics[0].Partitions; m.Topics[0].TopicName != "orders" || !reflect.DeepEqual(got, wantPartitions) {
 		t.Errorf("partitions\n%+v\nwant\n%+v", got, wantPartitions)
+	}
+	wantStale := []DescribeClusterMirrorsPartition{{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 90, DestinationOffset: 60, Lag: -1,
+		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 30}}
+	if got := m.Topics[1].Partitions; m.Topics[1].TopicName != "pay-eu" || !reflect.DeepEqual(got, wantStale) {
+		t.Errorf("stale partition\n%+v\nwant\n%+v", got, wantStale)
 	}
 
 	resp = request[*DescribeClusterMirrorsResponse](t, client, &DescribeClusterMirrorsRequest{MirrorNames: []string{"m", "x", "m"}, FailedOnly: true})

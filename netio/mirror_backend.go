@@ -127,6 +127,10 @@ type MirrorDescription struct {
 	// Err is set for a mirror that cannot be described (a name that is
 	// no mirror: kerr.ResourceNotFound); the rest is then empty.
 	Err error
+	// SourceUnreachableSince is when the source stopped answering, zero
+	// while it answers; SourceError is the latest failure's text.
+	SourceUnreachableSince time.Time
+	SourceError            string
 	// Partitions are sorted by topic, then partition.
 	Partitions []MirrorPartitionStatus
 }
@@ -144,9 +148,14 @@ type MirrorPartitionStatus struct {
 	// RetryCount is the attempts made in FAILED, 0 when not failed, -1
 	// for a failure that waits for RecoverMirroring.
 	RetryCount int16
-	// SourceHighWatermark is the source partition's high watermark at
-	// the last fetch, -1 when unknown.
-	SourceHighWatermark int64
+	// SourceHighWatermark is the source partition's high watermark as
+	// last learned, -1 when unknown; SourceHighWatermarkAge is its age,
+	// -1 when unknown.
+	SourceHighWatermark    int64
+	SourceHighWatermarkAge time.Duration
+	// Stale: SourceHighWatermark is older than the mirror's staleness
+	// bound, so the lag computed from it is only a lower bound.
+	Stale bool
 	// LogEndOffset is the local log end offset, -1 when unknown.
 	LogEndOffset int64
 	// LastMirrorEpoch and LastMirrorOffset are the last mirror epoch and
@@ -160,8 +169,18 @@ type MirrorPartitionStatus struct {
 
 // Lag is how far the local log is behind the source: source high
 // watermark - local log end offset, never below 0; -1 when either is
-// unknown.
+// unknown or the source high watermark is stale (LagAtLeast is then what
+// is known).
 func (s MirrorPartitionStatus) Lag() int64 {
+	if s.Stale {
+		return -1
+	}
+	return s.LagAtLeast()
+}
+
+// LagAtLeast is a lower bound of the lag: Lag, or for a stale source high
+// watermark the lag computed from it; -1 when unknown.
+func (s MirrorPartitionStatus) LagAtLeast() int64 {
 	if s.SourceHighWatermark < 0 || s.LogEndOffset < 0 {
 		return -1
 	}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -46,6 +47,9 @@ type fakeMirror struct {
 	config     map[string]string
 	clusterID  string
 	partitions []MirrorPartitionStatus // sorted by topic, partition
+	// unreachableSince and sourceError: what describe says of the source.
+	unreachableSince time.Time
+	sourceError      string
 }
 
 type fakeEpochKey struct {
@@ -289,7 +293,8 @@ func (a *fakeMirrorAdmin) DescribeMirrors(_ context.Context, names []string, fai
 			out = append(out, MirrorDescription{Name: name, Err: fmt.Errorf("mirror %q: %w", name, kerr.ResourceNotFound)})
 			continue
 		}
-		description := MirrorDescription{Name: name, SourceBootstrap: mirror.config["bootstrap.servers"], SourceClusterID: mirror.clusterID}
+		description := MirrorDescription{Name: name, SourceBootstrap: mirror.config["bootstrap.servers"], SourceClusterID: mirror.clusterID,
+			SourceUnreachableSince: mirror.unreachableSince, SourceError: mirror.sourceError}
 		for _, p := range mirror.partitions {
 			if !failedOnly || p.State == "FAILED" {
 				description.Partitions = append(description.Partitions, p)
@@ -332,6 +337,14 @@ func (a *fakeMirrorAdmin) setPartition(mirror string, status MirrorPartitionStat
 		}
 	}
 	panic(fmt.Sprintf("no partition %s-%d in mirror %s", status.Topic, status.Partition, mirror))
+}
+
+// setUnreachable makes describe report the mirror's source unreachable
+// since a time, with an error.
+func (a *fakeMirrorAdmin) setUnreachable(mirror string, since time.Time, err string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mirrors[mirror].unreachableSince, a.mirrors[mirror].sourceError = since, err
 }
 
 // storeEpoch stores a last mirror epoch for lookups from askingClusterID.

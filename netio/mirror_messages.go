@@ -39,6 +39,13 @@ package netio
 //     Upstream answers them inside Mirrors (by topic name, the maximum
 //     over the mirrors); an answer by ID cannot confuse a topic with a
 //     later one of the same name.
+//   - Also mirrord's, as tagged fields (absent: unknown or none, so older
+//     clients read the same answer): a mirror carries
+//     SourceUnreachableSinceMillis (tag 0) and SourceError (tag 1); a
+//     partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
+//     and LagLowerBound (tag 2). A partition whose SourceOffset is older
+//     than the mirror's staleness bound answers Lag -1 (an older client
+//     shows it unknown rather than too small) and LagLowerBound.
 
 import (
 	"math"
@@ -554,11 +561,19 @@ type DescribeClusterMirrorsMirror struct {
 	SourceClusterID      *string
 	AuthorizedOperations int32 // authorizedOperationsUnknown unless asked
 	Topics               []DescribeClusterMirrorsTopic
+	// SourceUnreachableSinceMillis (tag 0, mirrord's) is when the source
+	// stopped answering, in Unix milliseconds: the first failure of the
+	// current run of failures; -1 (absent) while it answers.
+	SourceUnreachableSinceMillis int64
+	// SourceError (tag 1, mirrord's) is the latest failure's text, null
+	// (absent) when none.
+	SourceError *string
 }
 
-// Default sets AuthorizedOperations to "not requested".
+// Default sets AuthorizedOperations to "not requested" and the source
+// reachable.
 func (m *DescribeClusterMirrorsMirror) Default() {
-	*m = DescribeClusterMirrorsMirror{AuthorizedOperations: authorizedOperationsUnknown}
+	*m = DescribeClusterMirrorsMirror{AuthorizedOperations: authorizedOperationsUnknown, SourceUnreachableSinceMillis: -1}
 }
 
 // DescribeClusterMirrorsTopic is one topic of a mirror.
@@ -584,11 +599,19 @@ type DescribeClusterMirrorsPartition struct {
 	// partition has not been caught up with the source; 0 when caught
 	// up, -1 when unknown (absent on the wire).
 	LagMillis int64
+	// SourceOffsetAgeMillis (tag 1, mirrord's) is how long ago the source
+	// last told SourceOffset; -1 when unknown (absent).
+	SourceOffsetAgeMillis int64
+	// LagLowerBound (tag 2, mirrord's) is, when SourceOffset is stale and
+	// Lag therefore -1, the lag computed from it: the lag is at least
+	// this. -1 (absent) otherwise.
+	LagLowerBound int64
 }
 
 // Default sets the offsets, epochs and lag to -1 (unknown).
 func (p *DescribeClusterMirrorsPartition) Default() {
-	*p = DescribeClusterMirrorsPartition{SourceOffset: -1, DestinationOffset: -1, Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: -1}
+	*p = DescribeClusterMirrorsPartition{SourceOffset: -1, DestinationOffset: -1, Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+		LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1}
 }
 
 // DescribeClusterMirrorsEpochTopic answers the lookups of one topic.
@@ -649,7 +672,13 @@ func writeDescribedMirror(w *mirrorWriter, m *DescribeClusterMirrorsMirror) {
 		writeMirrorArray(w, t.Partitions, writeDescribedPartition)
 		w.noTags()
 	})
-	w.noTags()
+	w.uvarint(countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil))
+	if m.SourceUnreachableSinceMillis >= 0 {
+		w.tag(0, func(w *mirrorWriter) { w.int64(m.SourceUnreachableSinceMillis) })
+	}
+	if m.SourceError != nil {
+		w.tag(1, func(w *mirrorWriter) { w.nullableString(m.SourceError) })
+	}
 }
 
 func writeDescribedPartition(w *mirrorWriter, p *DescribeClusterMirrorsPartition) {
@@ -662,9 +691,15 @@ func writeDescribedPartition(w *mirrorWriter, p *DescribeClusterMirrorsPartition
 	w.int64(p.Lag)
 	w.int32(p.LastMirrorEpoch)
 	w.int64(p.LastMirrorOffset)
-	w.uvarint(countTrue(p.LagMillis >= 0))
+	w.uvarint(countTrue(p.LagMillis >= 0, p.SourceOffsetAgeMillis >= 0, p.LagLowerBound >= 0))
 	if p.LagMillis >= 0 {
 		w.tag(0, func(w *mirrorWriter) { w.int64(p.LagMillis) })
+	}
+	if p.SourceOffsetAgeMillis >= 0 {
+		w.tag(1, func(w *mirrorWriter) { w.int64(p.SourceOffsetAgeMillis) })
+	}
+	if p.LagLowerBound >= 0 {
+		w.tag(2, func(w *mirrorWriter) { w.int64(p.LagLowerBound) })
 	}
 }
 
@@ -695,7 +730,18 @@ func readDescribedMirror(d *mirrorReader) DescribeClusterMirrorsMirror {
 		d.skipTags()
 		return t
 	})
-	d.skipTags()
+	m.SourceUnreachableSinceMillis = -1
+	d.tags(func(tag int, v *mirrorReader) bool {
+		switch tag {
+		case 0:
+			m.SourceUnreachableSinceMillis = max(v.int64(), -1) // below -1 means reachable too
+		case 1:
+			m.SourceError = v.nullableString()
+		default:
+			return false
+		}
+		return true
+	})
 	return m
 }
 
@@ -707,12 +753,18 @@ func readDescribedPartition(d *mirrorReader) DescribeClusterMirrorsPartition {
 	p.Lag = d.int64()
 	p.LastMirrorEpoch = d.int32()
 	p.LastMirrorOffset = d.int64()
-	p.LagMillis = -1
+	p.LagMillis, p.SourceOffsetAgeMillis, p.LagLowerBound = -1, -1, -1
 	d.tags(func(tag int, v *mirrorReader) bool {
-		if tag != 0 {
+		switch tag { // any negative value means unknown
+		case 0:
+			p.LagMillis = max(v.int64(), -1)
+		case 1:
+			p.SourceOffsetAgeMillis = max(v.int64(), -1)
+		case 2:
+			p.LagLowerBound = max(v.int64(), -1)
+		default:
 			return false
 		}
-		p.LagMillis = max(v.int64(), -1) // below -1 means unknown too
 		return true
 	})
 	return p

@@ -443,26 +443,70 @@ func offsetText(v int64) string {
 	return strconv.FormatInt(v, 10)
 }
 
-// describedPartition is one row of --describe, and its JSON form.
+// lagText prints a lag in records: exact, "at least" for a lower bound
+// (lag -1 and lowerBound >= 0), or "-" when unknown.
+func lagText(lag, lowerBound int64) string {
+	if lag < 0 && lowerBound >= 0 {
+		return ">= " + strconv.FormatInt(lowerBound, 10)
+	}
+	return offsetText(lag)
+}
+
+// ageText prints how long ago something was (milliseconds): whole
+// seconds from a second on, "-" when unknown (-1).
+func ageText(millis int64) string {
+	if millis < 0 {
+		return "-"
+	}
+	d := time.Duration(millis) * time.Millisecond
+	if d >= time.Second {
+		d = d.Round(time.Second)
+	}
+	return d.String()
+}
+
+// unreachableText is "source unreachable since T (D ago): ERROR", or ""
+// for a source that answers (sinceMillis -1). now is the reader's clock.
+func unreachableText(sinceMillis int64, sourceError string, now time.Time) string {
+	if sinceMillis < 0 {
+		return ""
+	}
+	since := time.UnixMilli(sinceMillis)
+	text := fmt.Sprintf("source unreachable since %s (%s ago)", since.UTC().Format(time.RFC3339), ageText(max(now.Sub(since).Milliseconds(), 0)))
+	if sourceError != "" {
+		text += ": " + oneLine(sourceError)
+	}
+	return text
+}
+
+// describedPartition is one row of --describe, and its JSON form. Lag is
+// exact or -1; LagAtLeast is what is known: Lag, a lower bound when the
+// source high watermark is stale (Lag then -1), or -1 when unknown.
 type describedPartition struct {
 	Mirror              string `json:"mirror"`
 	Topic               string `json:"topic"`
 	Partition           int32  `json:"partition"`
 	State               string `json:"state"`
 	SourceHighWatermark int64  `json:"sourceHighWatermark"`
-	LogEndOffset        int64  `json:"logEndOffset"`
-	Lag                 int64  `json:"lag"`
-	Error               string `json:"error,omitempty"`
-	RetryCount          int16  `json:"retryCount"`
-	LastMirrorEpoch     int32  `json:"lastMirrorEpoch"`
-	LastMirrorOffset    int64  `json:"lastMirrorOffset"`
+	// SourceHighWatermarkAgeMillis: how long ago the source told it.
+	SourceHighWatermarkAgeMillis int64  `json:"sourceHighWatermarkAgeMillis"`
+	LogEndOffset                 int64  `json:"logEndOffset"`
+	Lag                          int64  `json:"lag"`
+	LagAtLeast                   int64  `json:"lagAtLeast"`
+	Error                        string `json:"error,omitempty"`
+	RetryCount                   int16  `json:"retryCount"`
+	LastMirrorEpoch              int32  `json:"lastMirrorEpoch"`
+	LastMirrorOffset             int64  `json:"lastMirrorOffset"`
 }
 
-// describedMirror is one mirror of --describe --json.
+// describedMirror is one mirror of --describe --json; the source fields
+// are set while the source does not answer.
 type describedMirror struct {
-	Mirror          string `json:"mirror"`
-	SourceBootstrap string `json:"sourceBootstrap"`
-	SourceClusterID string `json:"sourceClusterId"`
+	Mirror                 string `json:"mirror"`
+	SourceBootstrap        string `json:"sourceBootstrap"`
+	SourceClusterID        string `json:"sourceClusterId"`
+	SourceUnreachableSince string `json:"sourceUnreachableSince,omitempty"` // RFC 3339
+	SourceError            string `json:"sourceError,omitempty"`
 }
 
 // describeOutput is the --describe --json document: the mirrors, and the
@@ -486,18 +530,30 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 		return fmt.Errorf("describe: %w", err)
 	}
 	described := describeOutput{Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
+	var unreachable []string // the text lines above the table
+	now := time.Now()
 	for _, m := range r.Mirrors {
 		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
 			return fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
 		}
-		described.Mirrors = append(described.Mirrors, describedMirror{Mirror: m.MirrorName,
-			SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID)})
+		mirror := describedMirror{Mirror: m.MirrorName, SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID)}
+		if m.SourceUnreachableSinceMillis >= 0 {
+			mirror.SourceUnreachableSince = time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)
+			mirror.SourceError = stringOrEmpty(m.SourceError)
+			unreachable = append(unreachable, fmt.Sprintf("Mirror %s: %s", m.MirrorName, unreachableText(m.SourceUnreachableSinceMillis, mirror.SourceError, now)))
+		}
+		described.Mirrors = append(described.Mirrors, mirror)
 		described.Partitions = append(described.Partitions, partitionRows(m)...)
 	}
 	if opts.json {
 		encoder := json.NewEncoder(out)
 		encoder.SetIndent("", "  ")
 		return encoder.Encode(described)
+	}
+	for _, line := range unreachable {
+		if _, err := fmt.Fprintln(out, line); err != nil {
+			return err
+		}
 	}
 	return printDescribeTable(out, described.Partitions)
 }
@@ -514,9 +570,14 @@ func partitionRows(m netio.DescribeClusterMirrorsMirror) []describedPartition {
 	var rows []describedPartition
 	for _, topic := range m.Topics {
 		for _, p := range topic.Partitions {
+			atLeast := p.Lag
+			if p.Lag < 0 {
+				atLeast = p.LagLowerBound
+			}
 			rows = append(rows, describedPartition{
 				Mirror: m.MirrorName, Topic: topic.TopicName, Partition: p.PartitionIndex, State: p.StateValue,
-				SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, Lag: p.Lag,
+				SourceHighWatermark: p.SourceOffset, SourceHighWatermarkAgeMillis: p.SourceOffsetAgeMillis,
+				LogEndOffset: p.DestinationOffset, Lag: p.Lag, LagAtLeast: atLeast,
 				Error: stringOrEmpty(p.ErrorMessage), RetryCount: p.RetryAttempt,
 				LastMirrorEpoch: p.LastMirrorEpoch, LastMirrorOffset: p.LastMirrorOffset,
 			})
@@ -526,7 +587,9 @@ func partitionRows(m netio.DescribeClusterMirrorsMirror) []describedPartition {
 }
 
 // printDescribeTable prints the rows as a table; a FAILED row's ERROR
-// says how often it was retried, or that it waits for --recover.
+// says how often it was retried, or that it waits for --recover. A lag
+// that is only a lower bound reads "lag >= N (source high watermark D
+// ago)".
 func printDescribeTable(out io.Writer, rows []describedPartition) error {
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "MIRROR\tTOPIC\tPARTITION\tSTATE\tSOURCE-HW\tLOCAL-LEO\tLAG\tERROR")
@@ -538,8 +601,12 @@ func printDescribeTable(out io.Writer, rows []describedPartition) error {
 		case row.Error != "":
 			problem = fmt.Sprintf("%s (retry %d)", oneLine(row.Error), row.RetryCount)
 		}
+		lag := lagText(row.Lag, row.LagAtLeast)
+		if row.Lag < 0 && row.LagAtLeast >= 0 {
+			lag = fmt.Sprintf("%s (source high watermark %s ago)", lag, ageText(row.SourceHighWatermarkAgeMillis))
+		}
 		fmt.Fprintf(table, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.Mirror, row.Topic, row.Partition, row.State,
-			offsetText(row.SourceHighWatermark), offsetText(row.LogEndOffset), offsetText(row.Lag), problem)
+			offsetText(row.SourceHighWatermark), offsetText(row.LogEndOffset), lag, problem)
 	}
 	return table.Flush()
 }

@@ -20,8 +20,21 @@ type stopLag struct {
 	State               string `json:"state"`
 	SourceHighWatermark int64  `json:"sourceHighWatermark"`
 	LogEndOffset        int64  `json:"logEndOffset"`
-	LagRecords          int64  `json:"lagRecords"` // -1: unknown
+	LagRecords          int64  `json:"lagRecords"` // -1: unknown, or only a lower bound is known
 	LagMillis           int64  `json:"lagMillis"`  // -1: unknown
+	// LagRecordsAtLeast is what is known: LagRecords, or the lower bound
+	// when the source high watermark is SourceHighWatermarkAgeMillis old,
+	// past the staleness bound; -1 when unknown.
+	LagRecordsAtLeast            int64 `json:"lagRecordsAtLeast"`
+	SourceHighWatermarkAgeMillis int64 `json:"sourceHighWatermarkAgeMillis"`
+}
+
+// stopSource is what the dry run knows of the source: when it stopped
+// answering (-1: it answers) and why.
+type stopSource struct {
+	UnreachableSinceMillis int64  `json:"-"`
+	UnreachableSince       string `json:"sourceUnreachableSince,omitempty"` // RFC 3339
+	Error                  string `json:"sourceError,omitempty"`
 }
 
 // stopDryRun reports, per partition of the topics --stop selects, the lag
@@ -40,17 +53,27 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 		return fmt.Errorf("stop --dry-run: %w", err)
 	}
 	lags := []stopLag{}
+	source := stopSource{UnreachableSinceMillis: -1}
 	for _, m := range r.Mirrors {
 		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
 			return fmt.Errorf("stop --dry-run: mirror %q: %w", m.MirrorName, err)
+		}
+		if m.SourceUnreachableSinceMillis >= 0 {
+			source = stopSource{UnreachableSinceMillis: m.SourceUnreachableSinceMillis, Error: stringOrEmpty(m.SourceError),
+				UnreachableSince: time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)}
 		}
 		for _, t := range m.Topics {
 			if !selects(t.TopicName) {
 				continue
 			}
 			for _, p := range t.Partitions {
+				atLeast := p.Lag
+				if p.Lag < 0 {
+					atLeast = p.LagLowerBound
+				}
 				lags = append(lags, stopLag{Topic: t.TopicName, Partition: p.PartitionIndex, State: p.StateValue,
-					SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, LagRecords: p.Lag, LagMillis: p.LagMillis})
+					SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, LagRecords: p.Lag, LagMillis: p.LagMillis,
+					LagRecordsAtLeast: atLeast, SourceHighWatermarkAgeMillis: p.SourceOffsetAgeMillis})
 			}
 		}
 	}
@@ -58,14 +81,17 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 		encoder := json.NewEncoder(out)
 		encoder.SetIndent("", "  ")
 		return encoder.Encode(struct {
-			Mirror     string    `json:"mirror"`
+			Mirror string `json:"mirror"`
+			stopSource
 			Partitions []stopLag `json:"partitions"`
-		}{opts.mirror, lags})
+		}{opts.mirror, source, lags})
 	}
-	return printStopLags(out, opts.mirror, lags)
+	return printStopLags(out, opts.mirror, source, lags, time.Now())
 }
 
-func printStopLags(out io.Writer, mirror string, lags []stopLag) error {
+// printStopLags prints the dry run's table and summary; now is the
+// reader's clock, to date the source's last answer.
+func printStopLags(out io.Writer, mirror string, source stopSource, lags []stopLag, now time.Time) error {
 	if len(lags) == 0 {
 		_, err := fmt.Fprintf(out, "Mirror %s: no mirrored partition matched; a stop would change nothing.\n", mirror)
 		return err
@@ -74,25 +100,46 @@ func printStopLags(out io.Writer, mirror string, lags []stopLag) error {
 	fmt.Fprintln(table, "TOPIC\tPARTITION\tSTATE\tSOURCE-HW\tLOCAL-LEO\tLAG-RECORDS\tLAG-TIME")
 	var records int64
 	var worst time.Duration
-	unknown := 0
+	unknown, lowerBounds := 0, 0
+	oldest := int64(-1) // the age of the oldest stale source high watermark, in milliseconds
 	for _, l := range lags {
 		lagTime := "-"
 		if l.LagMillis >= 0 {
 			lagTime = (time.Duration(l.LagMillis) * time.Millisecond).String()
 			worst = max(worst, time.Duration(l.LagMillis)*time.Millisecond)
 		}
-		if l.LagRecords >= 0 {
+		switch {
+		case l.LagRecords >= 0:
 			records += l.LagRecords
-		} else if l.State != "STOPPED" {
+		case l.LagRecordsAtLeast >= 0:
+			records += l.LagRecordsAtLeast
+			lowerBounds++
+			oldest = max(oldest, l.SourceHighWatermarkAgeMillis)
+		case l.State != "STOPPED":
 			unknown++
 		}
 		fmt.Fprintf(table, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.Topic, l.Partition, l.State,
-			offsetText(l.SourceHighWatermark), offsetText(l.LogEndOffset), offsetText(l.LagRecords), lagTime)
+			offsetText(l.SourceHighWatermark), offsetText(l.LogEndOffset), lagText(l.LagRecords, l.LagRecordsAtLeast), lagTime)
 	}
 	if err := table.Flush(); err != nil {
 		return err
 	}
-	summary := fmt.Sprintf("A stop now would leave %d records behind on the source (largest lag in time %v).", records, worst)
+	var summary string
+	if lowerBounds == 0 {
+		summary = fmt.Sprintf("A stop now would leave %d records behind on the source (largest lag in time %v).", records, worst)
+	} else {
+		// Say plainly that the figure is a floor, and since when the
+		// source has been silent.
+		silentSince := "an unknown time"
+		if oldest >= 0 {
+			silentSince = now.Add(-time.Duration(oldest) * time.Millisecond).UTC().Format(time.RFC3339)
+		}
+		summary = fmt.Sprintf("A stop now would leave at least %d records behind on the source (largest lag in time at least %v); "+
+			"the source has not answered since %s for %d partitions, so their lag is a lower bound.", records, worst, silentSince, lowerBounds)
+	}
+	if text := unreachableText(source.UnreachableSinceMillis, source.Error, now); text != "" {
+		summary += " The " + text + "."
+	}
 	if unknown > 0 {
 		summary += fmt.Sprintf(" %d partitions have no source high watermark yet: their lag is unknown.", unknown)
 	}

@@ -14,9 +14,11 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -236,10 +238,10 @@ func TestMirrorsList(t *testing.T) {
 func describedFixture() []netio.MirrorDescription {
 	return []netio.MirrorDescription{
 		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []netio.MirrorPartitionStatus{
-			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1},
-			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77},
-			{Topic: "pay", Partition: 0, State: "FAILED", Error: "connection refused", RetryCount: 3, SourceHighWatermark: 10, LogEndOffset: 7, LastMirrorEpoch: -1, LastMirrorOffset: -1},
-			{Topic: "pay", Partition: 1, State: "UNKNOWN", SourceHighWatermark: -1, LogEndOffset: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 500 * time.Millisecond, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77},
+			{Topic: "pay", Partition: 0, State: "FAILED", Error: "connection refused", RetryCount: 3, SourceHighWatermark: 10, SourceHighWatermarkAge: 2 * time.Second, LogEndOffset: 7, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "pay", Partition: 1, State: "UNKNOWN", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1},
 		}},
 		{Name: "west", SourceBootstrap: "west-1:9092"},
 	}
@@ -281,11 +283,11 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 		t.Fatalf("--json output does not parse: %v\n%s", err, out)
 	}
 	want := describeOutput{
-		Mirrors: []describedMirror{{"east", "east-1:9092", "Ab3xQ"}, {"west", "west-1:9092", ""}},
+		Mirrors: []describedMirror{{Mirror: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ"}, {Mirror: "west", SourceBootstrap: "west-1:9092"}},
 		Partitions: []describedPartition{
-			{Mirror: "east", Topic: "orders", Partition: 1, State: "FAILED", SourceHighWatermark: -1, LogEndOffset: 80, Lag: -1,
+			{Mirror: "east", Topic: "orders", Partition: 1, State: "FAILED", SourceHighWatermark: -1, SourceHighWatermarkAgeMillis: -1, LogEndOffset: 80, Lag: -1, LagAtLeast: -1,
 				Error: "source topic deleted", RetryCount: -1, LastMirrorEpoch: 4, LastMirrorOffset: 77},
-			{Mirror: "east", Topic: "pay", Partition: 0, State: "FAILED", SourceHighWatermark: 10, LogEndOffset: 7, Lag: 3,
+			{Mirror: "east", Topic: "pay", Partition: 0, State: "FAILED", SourceHighWatermark: 10, SourceHighWatermarkAgeMillis: 2000, LogEndOffset: 7, Lag: 3, LagAtLeast: 3,
 				Error: "connection refused", RetryCount: 3, LastMirrorEpoch: -1, LastMirrorOffset: -1},
 		},
 	}
@@ -297,6 +299,112 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 	out, err = run("--describe", "--json")
 	if err != nil || strings.Join(strings.Fields(out), "") != `{"mirrors":[],"partitions":[]}` {
 		t.Errorf("empty: %q, %v", out, err)
+	}
+}
+
+// staleFixture is a mirror whose source stopped answering three minutes
+// ago: one partition's high watermark is stale (lag only a lower bound),
+// the other's fresh from before; and a mirror without topics.
+func staleFixture(since time.Time) []netio.MirrorDescription {
+	return []netio.MirrorDescription{
+		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", SourceUnreachableSince: since,
+			SourceError: "fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused", Partitions: []netio.MirrorPartitionStatus{
+				{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 3 * time.Minute, Stale: true,
+					LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 200 * time.Second},
+				{Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, SourceHighWatermarkAge: 300 * time.Millisecond,
+					LogEndOffset: 40, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			}},
+		{Name: "west", SourceBootstrap: "west-1:9092"},
+	}
+}
+
+// A stale source high watermark and an unreachable source: describe
+// says "lag >= N" with the age and the unreachable-since line, its JSON
+// gives lag -1 beside lagAtLeast, and the dry run says its figure is a
+// lower bound and since when the source has been silent.
+func TestMirrorsLagLowerBound(t *testing.T) {
+	admin, run := newCLI(t)
+	since := time.Now().Add(-3 * time.Minute).Truncate(time.Second)
+	admin.descriptions = staleFixture(since)
+	sinceText := since.UTC().Format(time.RFC3339)
+	unreachable := regexp.QuoteMeta("source unreachable since "+sinceText+" (") + `3m[0-9]+s` +
+		regexp.QuoteMeta(" ago): fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused")
+
+	out, err := run("--describe")
+	wantTable := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG                                     ERROR\n" +
+		"east    orders  0          MIRRORING  1200       1150       >= 50 (source high watermark 3m0s ago)  \n" +
+		"east    orders  1          MIRRORING  40         40         0                                       \n"
+	if err != nil || !regexp.MustCompile(`^Mirror east: `+unreachable+"\n").MatchString(out) || !strings.HasSuffix(out, wantTable) {
+		t.Errorf("describe: %v\n%s\nwant the unreachable line, then\n%s", err, out, wantTable)
+	}
+
+	out, err = run("--describe", "--json")
+	var got describeOutput
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("describe --json: %v\n%s", err, out)
+	}
+	wantJSON := describeOutput{
+		Mirrors: []describedMirror{{Mirror: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ",
+			SourceUnreachableSince: since.UTC().Format(time.RFC3339Nano), SourceError: "fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused"},
+			{Mirror: "west", SourceBootstrap: "west-1:9092"}},
+		Partitions: []describedPartition{
+			{Mirror: "east", Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAgeMillis: 180000,
+				LogEndOffset: 1150, Lag: -1, LagAtLeast: 50, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Mirror: "east", Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, SourceHighWatermarkAgeMillis: 300,
+				LogEndOffset: 40, Lag: 0, LagAtLeast: 0, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+		},
+	}
+	if !reflect.DeepEqual(got, wantJSON) {
+		t.Errorf("describe --json\n%+v\nwant\n%+v", got, wantJSON)
+	}
+
+	out, err = run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders")
+	wantDry := "TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG-RECORDS  LAG-TIME\n" +
+		"orders  0          MIRRORING  1200       1150       >= 50        3m20s\n" +
+		"orders  1          MIRRORING  40         40         0            0s\n"
+	summary := regexp.QuoteMeta("A stop now would leave at least 50 records behind on the source (largest lag in time at least 3m20s); "+
+		"the source has not answered since ") + `[0-9TZ:-]+` + regexp.QuoteMeta(" for 1 partitions, so their lag is a lower bound.") +
+		" The " + unreachable + regexp.QuoteMeta(". Nothing was stopped (--dry-run).") + "\n$"
+	if err != nil || !strings.HasPrefix(out, wantDry) || !regexp.MustCompile(summary).MatchString(strings.TrimPrefix(out, wantDry)) {
+		t.Errorf("dry run: %v\n%s\nwant\n%s%s", err, out, wantDry, summary)
+	}
+	// The date of the source's last answer is the reader's clock minus
+	// the oldest stale age: three minutes ago, to the second.
+	silent := regexp.MustCompile(`has not answered since ([0-9TZ:-]+) `).FindStringSubmatch(out)
+	if silent == nil {
+		t.Fatalf("dry run names no time: %s", out)
+	}
+	if at, err := time.Parse(time.RFC3339, silent[1]); err != nil || at.Sub(since).Abs() > 5*time.Second {
+		t.Errorf("silent since %s (%v), the fixture's source high watermark dates from %s", silent[1], err, sinceText)
+	}
+
+	out, err = run("--stop", "--dry-run", "--json", "--mirror", "east", "--topics", "orders")
+	var dry struct {
+		Mirror                 string    `json:"mirror"`
+		SourceUnreachableSince string    `json:"sourceUnreachableSince"`
+		SourceError            string    `json:"sourceError"`
+		Partitions             []stopLag `json:"partitions"`
+	}
+	if err != nil || json.Unmarshal([]byte(out), &dry) != nil {
+		t.Fatalf("dry run --json: %v\n%s", err, out)
+	}
+	wantLags := []stopLag{
+		{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, LogEndOffset: 1150, LagRecords: -1, LagMillis: 200000,
+			LagRecordsAtLeast: 50, SourceHighWatermarkAgeMillis: 180000},
+		{Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, LogEndOffset: 40, LagRecords: 0, LagMillis: 0,
+			LagRecordsAtLeast: 0, SourceHighWatermarkAgeMillis: 300},
+	}
+	if dry.Mirror != "east" || dry.SourceUnreachableSince != since.UTC().Format(time.RFC3339Nano) || !strings.Contains(dry.SourceError, "connection refused") ||
+		!reflect.DeepEqual(dry.Partitions, wantLags) {
+		t.Errorf("dry run --json\n%+v\nwant partitions\n%+v", dry, wantLags)
+	}
+
+	// Fresh and reachable: the plain figure, no "at least".
+	admin.descriptions = describedFixture()
+	out, err = run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders")
+	if err != nil || !strings.Contains(out, "A stop now would leave 50 records behind on the source (largest lag in time 0s).") ||
+		strings.Contains(out, "at least") || strings.Contains(out, "unreachable") {
+		t.Errorf("dry run, fresh: %v\n%s", err, out)
 	}
 }
 

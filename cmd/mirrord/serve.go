@@ -134,9 +134,11 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 	return mux
 }
 
-// writeStatus writes the status page: the node, then each mirror with its
-// partitions' state and lag (in records and in time, as /metrics reports
-// them; "-" while the source high watermark is unknown).
+// writeStatus writes the status page: the node, then each mirror with
+// whether its source answers, and its partitions' state and lag (in
+// records and in time, as /metrics reports them; "-" while the source
+// high watermark is unknown, ">=N" while it is older than the staleness
+// bound, with its age beside it).
 func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "mirrord node %d, cluster %s, %s\n", cluster.NodeID, cluster.ClusterID, net.JoinHostPort(cluster.Host, strconv.Itoa(int(cluster.Port))))
@@ -145,16 +147,31 @@ func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.Mirror
 	}
 	for _, m := range mirrors {
 		fmt.Fprintf(tw, "\nmirror %s: source %s (cluster %s), %d partitions%s\n", m.Name, m.SourceBootstrap, m.SourceClusterID, len(m.Partitions), stateCounts(m.Partitions))
+		if !m.SourceUnreachableSince.IsZero() {
+			fmt.Fprintf(tw, "%s\n", unreachableText(m.SourceUnreachableSince.UnixMilli(), m.SourceError, time.Now()))
+		}
 		if len(m.Partitions) == 0 {
 			continue
 		}
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES")
+		stale := 0
+		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tHW AGE\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES")
 		for _, p := range m.Partitions {
 			lag := "-"
 			if p.LagRecords >= 0 {
 				lag = strconv.FormatInt(p.LagRecords, 10)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%d\t%s\t%.3f\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark, p.LogEndOffset, lag, p.Lag.Seconds(), p.Bytes)
+			if p.LagRecords >= 0 && p.LagLowerBound {
+				lag, stale = ">="+lag, stale+1
+			}
+			age := int64(-1) // unknown
+			if p.SourceHighWatermarkAge >= 0 {
+				age = p.SourceHighWatermarkAge.Milliseconds()
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%.3f\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
+				ageText(age), p.LogEndOffset, lag, p.Lag.Seconds(), p.Bytes)
+		}
+		if stale > 0 {
+			fmt.Fprintf(tw, "%d partitions: the source high watermark is older than %v, so their lag is a lower bound (>=).\n", stale, m.StaleAfter)
 		}
 	}
 	return tw.Flush()

@@ -7,10 +7,12 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -69,7 +71,7 @@ func TestHTTPListener(t *testing.T) {
 	defer server.Close()
 
 	// Each partition holds one batch: caught up, its row reads
-	// "orders  P  MIRRORING  1  1  0  0.000  BYTES".
+	// "orders  P  MIRRORING  1  AGE  1  0  0.000  BYTES".
 	deadline := time.Now().Add(30 * time.Second)
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
@@ -90,23 +92,39 @@ func TestHTTPListener(t *testing.T) {
 		<-poll.C
 	}
 
-	code, metrics := httpGet(t, server.URL+"/metrics")
-	if code != http.StatusOK {
-		t.Fatalf("/metrics: %d", code)
-	}
-	for _, want := range []string{
+	// The page shows the log; the counters move just after the append
+	// that the page saw, so /metrics is polled for what it must show.
+	wants := []string{
 		`mirrord_mirror_lag_records{mirror="m",partition="0",topic="orders"} 0`,
 		`mirrord_mirror_lag_seconds{mirror="m",partition="1",topic="orders"} 0`,
 		`mirrord_mirror_batches_total{mirror="m",partition="1",topic="orders"} 1`,
 		`mirrord_mirror_partitions{mirror="m",state="MIRRORING"} 2`,
 		`mirrord_mirror_partitions{mirror="m",state="FAILED"} 0`,
+		`mirrord_mirror_source_reachable{mirror="m"} 1`,
+		`mirrord_mirror_source_unreachable_seconds{mirror="m"} 0`,
+		`mirrord_mirror_source_high_watermark_age_seconds{mirror="m",partition="0",topic="orders"} `,
 		`# TYPE mirrord_mirror_fetch_latency_seconds histogram`,
 		`# TYPE mirrord_mirror_bytes_total counter`,
 		`go_goroutines `,
-	} {
-		if !strings.Contains(metrics, want) {
-			t.Errorf("/metrics lacks %q", want)
+	}
+	for {
+		code, metrics := httpGet(t, server.URL+"/metrics")
+		if code != http.StatusOK {
+			t.Fatalf("/metrics: %d", code)
 		}
+		var missing []string
+		for _, want := range wants {
+			if !strings.Contains(metrics, want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %q", missing)
+		}
+		<-poll.C
 	}
 	if code, body := httpGet(t, server.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
@@ -117,15 +135,45 @@ func TestHTTPListener(t *testing.T) {
 }
 
 // statusCaughtUp reports whether the status page shows partitions rows of
-// orders, each MIRRORING with one record and no lag.
+// orders, each MIRRORING with one record and no lag (exact: not ">=0").
 func statusCaughtUp(page string, partitions int) bool {
 	rows := 0
 	for _, line := range strings.Split(page, "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 8 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
-			fields[3] == "1" && fields[4] == "1" && fields[5] == "0" && fields[6] == "0.000" {
+		if len(fields) == 9 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
+			fields[3] == "1" && fields[5] == "1" && fields[6] == "0" && fields[7] == "0.000" {
 			rows++
 		}
 	}
 	return rows == partitions
+}
+
+// The status page of a mirror whose source stopped answering: the
+// unreachable line with its error, ">=" before a stale lag with the
+// high watermark's age beside it, and a note saying what ">=" means.
+func TestStatusPageStale(t *testing.T) {
+	since := time.Now().Add(-90 * time.Second)
+	var page strings.Builder
+	err := writeStatus(&page, netio.ClusterInfo{NodeID: 1, ClusterID: "c1", Host: "127.0.0.1", Port: 9092}, []engine.MirrorReport{{
+		Name: "m", SourceBootstrap: "127.0.0.1:9", SourceClusterID: "src", StaleAfter: 5 * time.Second,
+		SourceUnreachableSince: since, SourceError: "fetch from broker 0: EOF",
+		Partitions: []engine.MirrorPartitionReport{
+			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 10, SourceHighWatermarkAge: 90 * time.Second,
+				LogEndOffset: 10, LagRecords: 0, LagLowerBound: true, Lag: 90 * time.Second, Bytes: 700},
+			{Topic: "orders", Partition: 1, State: "PAUSED", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0, LagRecords: -1},
+		},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`\nsource unreachable since ` + regexp.QuoteMeta(since.UTC().Format(time.RFC3339)) + ` \(1m3[0-9]s ago\): fetch from broker 0: EOF\n`),
+		regexp.MustCompile(`\norders +0 +MIRRORING +10 +1m30s +10 +>=0 +90\.000 +700\n`),
+		regexp.MustCompile(`\norders +1 +PAUSED +-1 +- +0 +- +0\.000 +0\n`),
+		regexp.MustCompile(`\n1 partitions: the source high watermark is older than 5s, so their lag is a lower bound \(>=\)\.\n`),
+	} {
+		if !want.MatchString(page.String()) {
+			t.Errorf("status page lacks %s:\n%s", want, page.String())
+		}
+	}
 }
