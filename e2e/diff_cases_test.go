@@ -5,6 +5,7 @@ package e2e
 // (CreateTopics).
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -18,8 +19,8 @@ func init() {
 }
 
 // apiVersionsRequest is an ApiVersions request naming the client.
-func apiVersionsRequest(name, version string) func(int32) kmsg.Request {
-	return func(int32) kmsg.Request {
+func apiVersionsRequest(name, version string) func(diffServer) kmsg.Request {
+	return func(diffServer) kmsg.Request {
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.ClientSoftwareName, req.ClientSoftwareVersion = name, version
 		return req
@@ -54,7 +55,74 @@ func sameAPIKeys(t *testing.T, fromKafka, fromMirrord kmsg.Response) {
 		kept = append(kept, k)
 	}
 	kafka.ApiKeys = kept
+	sameFeatures(t, kafka, mirrord)
 }
+
+// sameFeatures compares the features mirrord reports (18_api_versions.go
+// says why those): Kafka's other features are dropped, and where mirrord
+// supports or finalizes a narrower range Kafka's is narrowed to it
+// (logged). Both lists are sorted by name.
+func sameFeatures(t *testing.T, kafka, mirrord *kmsg.ApiVersionsResponse) {
+	supported := map[string]kmsg.ApiVersionsResponseSupportedFeature{}
+	for _, f := range mirrord.SupportedFeatures {
+		supported[f.Name] = f
+	}
+	var keptSupported []kmsg.ApiVersionsResponseSupportedFeature
+	for _, k := range kafka.SupportedFeatures {
+		m, ok := supported[k.Name]
+		if !ok {
+			continue
+		}
+		if m.MinVersion > k.MinVersion || m.MaxVersion < k.MaxVersion {
+			t.Logf("feature %s: mirrord supports %d-%d, Kafka %d-%d", k.Name, m.MinVersion, m.MaxVersion, k.MinVersion, k.MaxVersion)
+			k.MinVersion, k.MaxVersion = max(k.MinVersion, m.MinVersion), min(k.MaxVersion, m.MaxVersion)
+		}
+		keptSupported = append(keptSupported, k)
+	}
+	if kafka.SupportedFeatures != nil {
+		kafka.SupportedFeatures = keptSupported
+	}
+	finalized := map[string]kmsg.ApiVersionsResponseFinalizedFeature{}
+	for _, f := range mirrord.FinalizedFeatures {
+		finalized[f.Name] = f
+	}
+	var keptFinalized []kmsg.ApiVersionsResponseFinalizedFeature
+	for _, k := range kafka.FinalizedFeatures {
+		m, ok := finalized[k.Name]
+		if !ok {
+			continue
+		}
+		if m.MaxVersionLevel < k.MaxVersionLevel {
+			t.Logf("feature %s: mirrord finalized level %d, Kafka %d", k.Name, m.MaxVersionLevel, k.MaxVersionLevel)
+			k.MinVersionLevel, k.MaxVersionLevel = min(k.MinVersionLevel, m.MaxVersionLevel), m.MaxVersionLevel
+		}
+		keptFinalized = append(keptFinalized, k)
+	}
+	if kafka.FinalizedFeatures != nil {
+		kafka.FinalizedFeatures = keptFinalized
+	}
+	for _, r := range []*kmsg.ApiVersionsResponse{kafka, mirrord} {
+		slices.SortFunc(r.SupportedFeatures, func(a, b kmsg.ApiVersionsResponseSupportedFeature) int { return strings.Compare(a.Name, b.Name) })
+		slices.SortFunc(r.FinalizedFeatures, func(a, b kmsg.ApiVersionsResponseFinalizedFeature) int { return strings.Compare(a.Name, b.Name) })
+	}
+}
+
+// apiVersionsV5 is an ApiVersions v5 request naming the cluster and node
+// the client means (KIP-1242) as cluster and node say, from the server's.
+func apiVersionsV5(cluster func(diffServer) *string, node func(diffServer) int32) func(diffServer) kmsg.Request {
+	return func(server diffServer) kmsg.Request {
+		req := apiVersionsRequest("mirrord-e2e", "1.0")(server).(*kmsg.ApiVersionsRequest)
+		req.ClusterID, req.NodeID = cluster(server), node(server)
+		return req
+	}
+}
+
+func itsCluster(s diffServer) *string { return &s.clusterID }
+func noCluster(diffServer) *string    { return nil }
+func otherCluster(diffServer) *string { return stringPtr("AAAAAAAAAAAAAAAAAAAAAA") }
+func itsNode(s diffServer) int32      { return s.node }
+func noNode(diffServer) int32         { return -1 }
+func otherNode(s diffServer) int32    { return s.node + 7 }
 
 var apiVersionsDiffCases = []diffCase{
 	{name: "v0", version: 0, request: apiVersionsRequest("", ""), normalise: sameAPIKeys},
@@ -63,11 +131,20 @@ var apiVersionsDiffCases = []diffCase{
 	{name: "v3 invalid client name", version: 3, request: apiVersionsRequest("bad name!", "1.0"), normalise: sameAPIKeys},
 	{name: "v3 invalid client version", version: 3, request: apiVersionsRequest("mirrord-e2e", "1.0 beta"), normalise: sameAPIKeys},
 	{name: "v3 empty client name", version: 3, request: apiVersionsRequest("", "1.0"), normalise: sameAPIKeys},
+	{name: "v3 empty client version", version: 3, request: apiVersionsRequest("mirrord-e2e", ""), normalise: sameAPIKeys},
+	{name: "v3 client name with dots and dashes", version: 3, request: apiVersionsRequest("a.b-c", "1.0-SNAPSHOT"), normalise: sameAPIKeys},
+	{name: "v3 client name ending in a dash", version: 3, request: apiVersionsRequest("abc-", "1.0"), normalise: sameAPIKeys},
+	{name: "v5 no cluster no node", version: 5, request: apiVersionsV5(noCluster, noNode), normalise: sameAPIKeys},
+	{name: "v5 its cluster and node", version: 5, request: apiVersionsV5(itsCluster, itsNode), normalise: sameAPIKeys},
+	{name: "v5 another cluster", version: 5, request: apiVersionsV5(otherCluster, itsNode), normalise: sameAPIKeys},
+	{name: "v5 another node", version: 5, request: apiVersionsV5(itsCluster, otherNode), normalise: sameAPIKeys},
+	{name: "v5 cluster without node", version: 5, request: apiVersionsV5(itsCluster, noNode), normalise: sameAPIKeys},
+	{name: "v5 node without cluster", version: 5, request: apiVersionsV5(noCluster, itsNode), normalise: sameAPIKeys},
 }
 
 // metadataRequest asks for topics by name (none: every topic).
-func metadataRequest(names ...string) func(int32) kmsg.Request {
-	return func(int32) kmsg.Request {
+func metadataRequest(names ...string) func(diffServer) kmsg.Request {
+	return func(diffServer) kmsg.Request {
 		req := kmsg.NewPtrMetadataRequest()
 		for _, name := range names {
 			rt := kmsg.NewMetadataRequestTopic()
@@ -88,8 +165,8 @@ type createTopic struct {
 }
 
 // createTopicsRequest creates topics (validateOnly: checks only).
-func createTopicsRequest(validateOnly bool, topics ...createTopic) func(int32) kmsg.Request {
-	return func(node int32) kmsg.Request {
+func createTopicsRequest(validateOnly bool, topics ...createTopic) func(diffServer) kmsg.Request {
+	return func(server diffServer) kmsg.Request {
 		req := kmsg.NewPtrCreateTopicsRequest()
 		req.TimeoutMillis, req.ValidateOnly = 30000, validateOnly
 		for _, topic := range topics {
@@ -105,7 +182,7 @@ func createTopicsRequest(validateOnly bool, topics ...createTopic) func(int32) k
 				ra.Partition = int32(partition)
 				for _, r := range replicas {
 					if r == -2 {
-						r = node
+						r = server.node
 					}
 					ra.Replicas = append(ra.Replicas, r)
 				}
@@ -118,10 +195,10 @@ func createTopicsRequest(validateOnly bool, topics ...createTopic) func(int32) k
 }
 
 // setupTopics creates topics (CreateTopics v7) before a case.
-func setupTopics(topics ...createTopic) func(int32) []kmsg.Request {
+func setupTopics(topics ...createTopic) func(diffServer) []kmsg.Request {
 	build := createTopicsRequest(false, topics...)
-	return func(node int32) []kmsg.Request {
-		req := build(node)
+	return func(server diffServer) []kmsg.Request {
+		req := build(server)
 		req.SetVersion(7)
 		return []kmsg.Request{req}
 	}
@@ -140,19 +217,19 @@ var metadataDiffCases = []diffCase{
 		request: metadataRequest("diff-meta-a")},
 	{name: "v1 existing topic", version: 1, request: metadataRequest("diff-meta-a")},
 	{name: "v12 every topic", version: 12, request: metadataRequest(), normalise: withPrefix("diff-meta-")},
-	{name: "v12 unknown topic", version: 12, request: func(int32) kmsg.Request {
-		req := metadataRequest("diff-meta-missing")(0).(*kmsg.MetadataRequest)
+	{name: "v12 unknown topic", version: 12, request: func(diffServer) kmsg.Request {
+		req := metadataRequest("diff-meta-missing")(diffServer{}).(*kmsg.MetadataRequest)
 		req.AllowAutoTopicCreation = false
 		return req
 	}},
 	{name: "v12 invalid topic name", version: 12, request: metadataRequest("diff meta bad")},
-	{name: "v8 authorized operations", version: 8, request: func(int32) kmsg.Request {
-		req := metadataRequest("diff-meta-a")(0).(*kmsg.MetadataRequest)
+	{name: "v8 authorized operations", version: 8, request: func(diffServer) kmsg.Request {
+		req := metadataRequest("diff-meta-a")(diffServer{}).(*kmsg.MetadataRequest)
 		req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true
 		return req
 	}},
-	{name: "v12 authorized operations", version: 12, request: func(int32) kmsg.Request {
-		req := metadataRequest("diff-meta-a")(0).(*kmsg.MetadataRequest)
+	{name: "v12 authorized operations", version: 12, request: func(diffServer) kmsg.Request {
+		req := metadataRequest("diff-meta-a")(diffServer{}).(*kmsg.MetadataRequest)
 		req.IncludeTopicAuthorizedOperations = true
 		return req
 	}},

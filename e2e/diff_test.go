@@ -43,11 +43,11 @@ type diffCase struct {
 	name    string
 	version int16
 	// setup builds requests sent to both before the request (at the
-	// versions they set); their answers are compared too. node is the
-	// node ID of the server it is built for.
-	setup func(node int32) []kmsg.Request
+	// versions they set); their answers are compared too. server is the
+	// server it is built for.
+	setup func(server diffServer) []kmsg.Request
 	// request builds the request; its version is set to version.
-	request func(node int32) kmsg.Request
+	request func(server diffServer) kmsg.Request
 	// normalise, when set, runs on the answers to the request (not the
 	// setup's) after the common normaliser (normaliseResponse), and may
 	// log what it hides with t.Logf.
@@ -69,10 +69,14 @@ func registerDiffCases(set string, cases []diffCase) {
 type diffTargets struct {
 	libs    string
 	cluster *kafkatest.Cluster
-	kafka   string // the broker's address
-	mirrord string // the node's address
-	// kafkaNode and mirrordNode are their node IDs.
-	kafkaNode, mirrordNode int32
+	kafka, mirrord diffServer
+}
+
+// diffServer is what a request may need to know of the server it goes to.
+type diffServer struct {
+	addr      string
+	node      int32
+	clusterID string
 }
 
 // diffTools are checks beyond one request (Kafka's command-line tools run
@@ -83,8 +87,7 @@ func TestDifferential(t *testing.T) {
 	libs := kafkaLibs(t)
 	cluster := startKafka(t, 1, nil)
 	mirror := startServer(t)
-	targets := diffTargets{libs: libs, cluster: cluster, kafka: cluster.Nodes[0].Addr, mirrord: mirror.addr}
-	targets.kafkaNode, targets.mirrordNode = diffNodeID(t, targets.kafka), diffNodeID(t, targets.mirrord)
+	targets := diffTargets{libs: libs, cluster: cluster, kafka: describeDiffServer(t, cluster.Nodes[0].Addr), mirrord: describeDiffServer(t, mirror.addr)}
 	sets := make([]string, 0, len(diffCaseSets))
 	for set := range diffCaseSets {
 		sets = append(sets, set)
@@ -113,31 +116,31 @@ func (d diffTargets) check(t *testing.T, c diffCase) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), diffCaseWait)
 	defer cancel()
-	build := func(node int32) []kmsg.Request {
+	build := func(server diffServer) []kmsg.Request {
 		var requests []kmsg.Request
 		if c.setup != nil {
-			requests = c.setup(node)
+			requests = c.setup(server)
 		}
-		req := c.request(node)
+		req := c.request(server)
 		req.SetVersion(c.version)
 		return append(requests, req)
 	}
-	toKafka, toMirrord := build(d.kafkaNode), build(d.mirrordNode)
+	toKafka, toMirrord := build(d.kafka), build(d.mirrord)
 	for i, req := range toKafka {
 		last := i == len(toKafka)-1
 		what := fmt.Sprintf("%s v%d", kmsg.NameForKey(req.Key()), req.GetVersion())
 		if !last {
 			what = fmt.Sprintf("setup %d: %s", i, what)
 		}
-		fromK, err := rawRequest(ctx, d.kafka, req)
+		fromK, err := rawRequest(ctx, d.kafka.addr, req)
 		if err != nil {
 			t.Fatalf("%s to Kafka: %v", what, err)
 		}
-		fromM, err := rawRequest(ctx, d.mirrord, toMirrord[i])
+		fromM, err := rawRequest(ctx, d.mirrord.addr, toMirrord[i])
 		if err != nil {
 			t.Fatalf("%s to mirrord: %v", what, err)
 		}
-		if err := awaitCreatedTopics(ctx, d.kafka, fromK); err != nil {
+		if err := awaitCreatedTopics(ctx, d.kafka.addr, toKafka[i], fromK); err != nil {
 			t.Fatalf("%s to Kafka: %v", what, err)
 		}
 		normaliseResponse(fromK)
@@ -153,27 +156,27 @@ func (d diffTargets) check(t *testing.T, c diffCase) {
 // Metadata lists every topic it created with a leader for each partition:
 // a Kafka broker learns of a topic from the controller a little after the
 // controller answered.
-func awaitCreatedTopics(ctx context.Context, addr string, resp kmsg.Response) error {
+func awaitCreatedTopics(ctx context.Context, addr string, req kmsg.Request, resp kmsg.Response) error {
 	created, ok := resp.(*kmsg.CreateTopicsResponse)
-	if !ok {
+	if !ok || req.(*kmsg.CreateTopicsRequest).ValidateOnly {
 		return nil
 	}
-	req := kmsg.NewPtrMetadataRequest()
-	req.Version = 12
+	metadata := kmsg.NewPtrMetadataRequest()
+	metadata.Version = 12
 	for _, topic := range created.Topics {
-		if topic.ErrorCode == 0 && topic.TopicID != [16]byte{} { // not validate-only
+		if topic.ErrorCode == 0 {
 			rt := kmsg.NewMetadataRequestTopic()
 			rt.Topic = kmsg.StringPtr(topic.Topic)
-			req.Topics = append(req.Topics, rt)
+			metadata.Topics = append(metadata.Topics, rt)
 		}
 	}
-	if len(req.Topics) == 0 {
+	if len(metadata.Topics) == 0 {
 		return nil
 	}
 	ticker := time.NewTicker(10 * time.Millisecond)
 	defer ticker.Stop()
 	for {
-		resp, err := rawRequest(ctx, addr, req)
+		resp, err := rawRequest(ctx, addr, metadata)
 		if err != nil {
 			return err
 		}
@@ -202,8 +205,9 @@ func allLed(resp *kmsg.MetadataResponse) bool {
 	return true
 }
 
-// diffNodeID asks addr's Metadata for the node ID it answers as broker.
-func diffNodeID(t *testing.T, addr string) int32 {
+// describeDiffServer asks addr's Metadata for the node ID and cluster ID
+// it answers.
+func describeDiffServer(t *testing.T, addr string) diffServer {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), diffCaseWait)
 	defer cancel()
@@ -213,11 +217,11 @@ func diffNodeID(t *testing.T, addr string) int32 {
 	if err != nil {
 		t.Fatalf("metadata of %s: %v", addr, err)
 	}
-	brokers := resp.(*kmsg.MetadataResponse).Brokers
-	if len(brokers) != 1 {
-		t.Fatalf("metadata of %s: %d brokers, want 1", addr, len(brokers))
+	metadata := resp.(*kmsg.MetadataResponse)
+	if len(metadata.Brokers) != 1 || metadata.ClusterID == nil {
+		t.Fatalf("metadata of %s: %d brokers (want 1), cluster ID %v", addr, len(metadata.Brokers), metadata.ClusterID)
 	}
-	return brokers[0].NodeID
+	return diffServer{addr: addr, node: metadata.Brokers[0].NodeID, clusterID: *metadata.ClusterID}
 }
 
 // rawRequest sends one request on a connection of its own.
