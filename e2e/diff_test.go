@@ -67,8 +67,8 @@ func registerDiffCases(set string, cases []diffCase) {
 
 // diffTargets are the two servers a case is sent to.
 type diffTargets struct {
-	libs    string
-	cluster *kafkatest.Cluster
+	libs           string
+	cluster        *kafkatest.Cluster
 	kafka, mirrord diffServer
 }
 
