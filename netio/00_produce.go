@@ -18,8 +18,11 @@ package netio
 //
 // A refused partition answers base offset -1 and log start offset -1,
 // but a RecordsError carries the partition's log start offset and, for
-// INVALID_TIMESTAMP, the records at fault (v8+). v8+ carries an error
-// message: Kafka's where Kafka sends one, else the error's text.
+// INVALID_TIMESTAMP, the records at fault (v8+). The error message (v8+)
+// is Kafka's where Kafka sends one (a RecordsError's Message), null for
+// the refusals Kafka answers without one (silentProduceErrors), and the
+// error's text for refusals of mirrord's own (a mirror topic's, or an
+// error without a Kafka code), so that a client sees why.
 //
 // acks=0 gets no response, as in Kafka; and as in Kafka a request with
 // acks=0 of which any partition failed closes the connection, so that
@@ -109,7 +112,11 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err error) {
 	sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = -1, -1, -1
 	sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
-	message := err.Error()
+	sp.ErrorMessage = errorMessage(err)
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) && silentProduceErrors[kafkaErr.Code] {
+		sp.ErrorMessage = nil
+	}
 	var refused *RecordsError
 	if errors.As(err, &refused) {
 		sp.LogStartOffset = refused.LogStartOffset
@@ -119,11 +126,23 @@ func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err err
 			record.ErrorMessage = &r.Message
 			sp.ErrorRecords = append(sp.ErrorRecords, record)
 		}
-		if refused.Message != "" {
-			message = refused.Message
-		}
+		sp.ErrorMessage = nonEmpty(refused.Message)
 	}
-	sp.ErrorMessage = &message
+}
+
+// silentProduceErrors are the Produce refusals Kafka 4.4 answers with a
+// null error message: it sends one only for records its LogValidator
+// refused record by record (ReplicaManager's hasCustomErrorMessage).
+var silentProduceErrors = map[int16]bool{}
+
+func init() {
+	for _, e := range []*kerr.Error{kerr.UnknownTopicOrPartition, kerr.UnknownTopicID, kerr.InvalidRecord, kerr.CorruptMessage,
+		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRequiredAcks, kerr.InvalidTimestamp,
+		kerr.UnsupportedCompressionType, kerr.OutOfOrderSequenceNumber, kerr.DuplicateSequenceNumber,
+		kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping, kerr.TransactionalIDAuthorizationFailed,
+		kerr.InvalidTxnState, kerr.KafkaStorageError, kerr.NotLeaderForPartition} {
+		silentProduceErrors[e.Code] = true
+	}
 }
 
 func produceOne(ctx context.Context, backend Backend, topic string, partition int32, records []byte, version int16, request ProduceRequest) (ProduceResult, error) {
