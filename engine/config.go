@@ -51,7 +51,9 @@ func topicConfig(base logstore.Config, configs map[string]string) (logstore.Conf
 			err = oneOf(value, "producer")
 		case "message.timestamp.type":
 			err = oneOf(value, "CreateTime")
-		case "min.insync.replicas", "max.message.bytes", "unclean.leader.election.enable":
+		case "max.message.bytes", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms":
+			// topicProduceLimits parses them
+		case "min.insync.replicas", "unclean.leader.election.enable":
 			_, err = integerOrBool(value)
 		default:
 			return cfg, fmt.Errorf("%w: topic config %q is unknown or not supported by mirrord", kerr.InvalidConfig, key)

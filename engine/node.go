@@ -24,6 +24,10 @@ type NodeConfig struct {
 	Host   string
 	Port   int32
 	Logger *slog.Logger
+	// MessageMaxBytes bounds a produced batch on topics without
+	// max.message.bytes (message.max.bytes); 0 means Kafka's default,
+	// DefaultMessageMaxBytes.
+	MessageMaxBytes int32
 	// CrashPoint, for crash tests only, names a step of a stop or of log
 	// alignment ("stop:BUMP_LEADER_EPOCH", "align:TRUNCATE", ...) at
 	// which the process kills itself with SIGKILL. Empty: never.
@@ -59,7 +63,8 @@ type topic struct {
 	name       string
 	id         netio.TopicID
 	partitions []*partition
-	internal   bool // __mirror_state: no produce, delete or DeleteRecords
+	internal   bool          // __mirror_state: no produce, delete or DeleteRecords
+	limits     produceLimits // its partitions'
 }
 
 // dropUnfinishedPartition deletes a partition found past a missing one.
@@ -107,10 +112,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			continue
 		}
 		if t == nil {
-			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID), internal: info.Topic == mirrorStateTopic}
+			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID), internal: info.Topic == mirrorStateTopic, limits: nodeProduceLimits(cfg)}
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
-		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log))
+		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log, t.limits))
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	var skipped []error
@@ -196,7 +201,7 @@ func (t *topic) info() netio.TopicInfo {
 func (n *Node) registerStateTopic(log *logstore.Log, id logstore.TopicID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	p := newPartition(stateLogTP(), log)
+	p := newPartition(stateLogTP(), log, nodeProduceLimits(n.cfg))
 	p.internal = true
 	t := &topic{name: mirrorStateTopic, id: netio.TopicID(id), partitions: []*partition{p}, internal: true}
 	n.topics[t.name], n.byID[t.id] = t, t
@@ -249,6 +254,10 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if err != nil {
 		return netio.TopicInfo{}, err
 	}
+	limits, err := topicProduceLimits(nodeProduceLimits(n.cfg), configs)
+	if err != nil {
+		return netio.TopicInfo{}, err
+	}
 	if partitions <= 0 {
 		return netio.TopicInfo{}, kerr.InvalidPartitions
 	}
@@ -257,7 +266,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if _, ok := n.topics[name]; ok {
 		return netio.TopicInfo{}, kerr.TopicAlreadyExists
 	}
-	t := &topic{name: name, id: netio.TopicID(logstore.NewTopicID())}
+	t := &topic{name: name, id: netio.TopicID(logstore.NewTopicID()), limits: limits}
 	if err := validTopicName(name); err != nil || validateOnly {
 		return t.info(), err
 	}
@@ -281,7 +290,7 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 		return fmt.Errorf("engine: create %d partitions of %s: %w", len(tps), t.name, err)
 	}
 	for i, log := range logs {
-		t.partitions = append(t.partitions, newPartition(tps[i], log))
+		t.partitions = append(t.partitions, newPartition(tps[i], log, t.limits))
 	}
 	return nil
 }
@@ -300,7 +309,7 @@ func (n *Node) ensureMirrorTopic(_ context.Context, name string, id netio.TopicI
 		if other, taken := n.byID[id]; taken {
 			return nil, fmt.Errorf("%w: the source's topic ID of %s is the local topic %s's", kerr.TopicAlreadyExists, name, other.name)
 		}
-		t = &topic{name: name, id: id}
+		t = &topic{name: name, id: id, limits: nodeProduceLimits(n.cfg)}
 		n.topics[name], n.byID[id] = t, t
 		n.log.Info("created mirror topic", "topic", name, "id", logstore.TopicID(id).String(), "partitions", partitions)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -33,14 +34,18 @@ type partition struct {
 	// localEpoch is the leader epoch this node claims beyond the epochs
 	// in its log (a mirror keeps it ahead of the source's); 0 otherwise.
 	localEpoch atomic.Int32
+	// limits are the topic's Produce checks; now is the clock the
+	// timestamps are checked against.
+	limits produceLimits
+	now    func() time.Time
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced when the offsets change
 	producers *producerStates
 }
 
-func newPartition(tp logstore.TopicPartition, log *logstore.Log) *partition {
-	return &partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates()}
+func newPartition(tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *partition {
+	return &partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
 }
 
 // notify wakes long polls; mu is held.
@@ -103,9 +108,31 @@ func readError(err error) error {
 	return err
 }
 
-func (p *partition) EndOffsetForEpoch(epoch int32) (int32, int64) {
-	e, o := p.log.EndOffsetForEpoch(rb.Epoch(epoch))
-	return int32(e), int64(o)
+// EndOffsetForEpoch answers as Kafka's leader epoch cache
+// (LeaderEpochFileCache.endOffsetFor) over the log's epochs and the
+// leader epoch: a Kafka leader enters its epoch in the cache at the log
+// end offset when it becomes leader, before any record carries it, so a
+// new partition answers epoch 0 with offset 0. Here that entry is implied
+// while no batch carries the leader epoch (see leaderEpochAhead).
+func (p *partition) EndOffsetForEpoch(requested int32) (int32, int64) {
+	latest, leader, ahead := p.leaderEpochAhead()
+	if !ahead || requested == int32(rb.NoEpoch) || requested > leader || latest >= 0 && requested <= latest {
+		e, o := p.log.EndOffsetForEpoch(rb.Epoch(requested))
+		return int32(e), int64(o)
+	}
+	end := int64(p.log.LogEndOffset())
+	if requested == leader || latest < 0 {
+		return requested, end
+	}
+	return latest, end
+}
+
+// leaderEpochAhead returns the log's latest epoch (-1 for none) and the
+// leader epoch, and whether the leader epoch is above every epoch in the
+// log: then it starts at the log end offset.
+func (p *partition) leaderEpochAhead() (latest, leader int32, ahead bool) {
+	latest, leader = int32(p.log.LatestEpoch()), p.LeaderEpoch()
+	return latest, leader, leader > latest
 }
 
 // ListOffset answers ListOffsets: -2 earliest, -1 latest (high watermark,
@@ -122,7 +149,7 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 		if isolation == netio.ReadCommitted {
 			latest = offsets.LastStableOffset
 		}
-		return latest, -1, p.epochAt(latest), nil
+		return latest, -1, p.LeaderEpoch(), nil // Kafka answers the leader epoch
 	case -3: // max timestamp
 		// Kafka answers the first record carrying the largest timestamp, in
 		// the first batch that reached it (DefaultRecordBatch
@@ -152,7 +179,8 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 }
 
 // epochAt is the leader epoch of the batch holding offset (the latest
-// epoch for the log end offset), or -1.
+// epoch for the log end offset; the leader epoch there when no batch
+// carries it yet, see EndOffsetForEpoch), or -1.
 func (p *partition) epochAt(offset int64) int32 {
 	entries := p.log.Epochs()
 	epoch := int32(-1)
@@ -160,6 +188,9 @@ func (p *partition) epochAt(offset int64) int32 {
 		if int64(e.StartOffset) <= offset {
 			epoch = int32(e.Epoch)
 		}
+	}
+	if _, leader, ahead := p.leaderEpochAhead(); ahead && offset >= int64(p.log.LogEndOffset()) {
+		return leader
 	}
 	return epoch
 }

@@ -12,12 +12,22 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// Produce on a writable partition, with Kafka's checks:
+// Produce on a writable partition, with Kafka's checks, in Kafka's order
+// and with its codes (UnifiedLog.analyzeAndValidateRecords, then
+// LogValidator for magic 2):
 //
-//   - framing and CRC of every batch (the log checks them again as it
-//     appends), then the records inside, decompressed (records.Validate,
-//     Kafka's LogValidator for magic 2); control batches from clients are
-//     refused (INVALID_RECORD);
+//   - a batch larger than the topic's max.message.bytes (the node's
+//     message.max.bytes by default) is MESSAGE_TOO_LARGE, a bad CRC
+//     CORRUPT_MESSAGE (the log checks framing and CRC again as it
+//     appends); neither carries the log start offset;
+//   - then, answered with the log start offset (netio.RecordsError): a
+//     record count that is not positive or not lastOffsetDelta+1, a
+//     control batch, a producer ID without a sequence, a base offset other
+//     than 0, or malformed records (records.ValidateProduce, decompressed)
+//     are INVALID_RECORD; CreateTime timestamps outside
+//     message.timestamp.before.max.ms and .after.max.ms around the node's
+//     clock are INVALID_TIMESTAMP with the records at fault;
+//   - a batch larger than segment.bytes is RECORD_LIST_TOO_LARGE;
 //   - idempotence (see producer_state.go): per producer ID the epoch and
 //     the sequence must follow, and a retry of one of the last five
 //     batches answers the offset it was written at without appending;
@@ -25,9 +35,9 @@ import (
 //     transactional ID and a producer that added this partition to its
 //     ongoing transaction (AddPartitionsToTxn, transactions.go).
 //
-// Kafka clients send one batch per partition per request (Kafka refuses
-// more since Produce v3); several are accepted here and checked in order,
-// each against the state the earlier ones left.
+// Kafka refuses more than one batch per partition per request since
+// Produce v3, and so does netio; several are accepted here and checked in
+// order, each against the state the earlier ones left.
 
 // recordsLimit bounds the decompressed records of one produced batch
 // (records.DefaultLimit, 64 MiB).
@@ -91,7 +101,7 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	if err := p.refuseIfMirrored("produce"); err != nil {
 		return netio.ProduceResult{}, err
 	}
-	if err := validateProduce(batches, request); err != nil {
+	if err := p.validateProduce(batches, request); err != nil {
 		return netio.ProduceResult{}, err
 	}
 	p.mu.Lock()
@@ -117,31 +127,75 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	return netio.ProduceResult{BaseOffset: int64(info.FirstOffset), LogAppendTime: -1, LogStartOffset: int64(p.log.LogStartOffset())}, nil
 }
 
-// validateProduce checks what needs no partition state: framing, CRC,
-// records, and the batch kinds a client may send.
-func validateProduce(batches []byte, request netio.ProduceRequest) error {
-	it := rb.NewIter(batches, true)
+// validateProduce checks what needs no producer state: the batch kinds a
+// client may send, size, CRC and records (see Produce).
+func (p *partition) validateProduce(batches []byte, request netio.ProduceRequest) error {
+	it := rb.NewIter(batches, false)
 	for it.Next() {
 		b := it.Batch()
 		switch {
-		case b.Control():
-			return fmt.Errorf("%w: clients may not write control batches (offset delta %d)", kerr.InvalidRecord, b.LastOffsetDelta())
 		case b.Transactional() && request.TransactionalID == "":
 			return fmt.Errorf("%w: a transactional batch in a request without a transactional ID", kerr.TransactionalIDAuthorizationFailed)
 		case b.Transactional() && b.ProducerID() < 0:
 			return fmt.Errorf("%w: a transactional batch without a producer ID", kerr.InvalidProducerIDMapping)
-		case b.ProducerID() >= 0 && b.BaseSequence() < 0:
-			return fmt.Errorf("%w: producer %d sent base sequence %d", kerr.InvalidRecord, b.ProducerID(), b.BaseSequence())
+		case int64(b.Size()) > p.limits.maxMessageBytes:
+			return fmt.Errorf("%w: engine: the record batch size in the append to %s is %d bytes which exceeds the maximum configured value of %d",
+				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.maxMessageBytes)
 		}
-		if err := records.Validate(b, recordsLimit); err != nil {
-			if errors.Is(err, records.ErrTooLarge) {
-				return errors.Join(kerr.MessageTooLarge, err)
-			}
-			return errors.Join(kerr.InvalidRecord, err)
+		if err := b.Verify(); err != nil {
+			return errors.Join(kerr.CorruptMessage, err)
+		}
+		if err := p.validateRecords(b); err != nil {
+			return err
 		}
 	}
 	if err := it.Err(); err != nil {
 		return errors.Join(kerr.CorruptMessage, err)
+	}
+	return nil
+}
+
+// invalidTimestampMessage is Kafka's error message of a batch with
+// records refused for their timestamps.
+const invalidTimestampMessage = "One or more records have been rejected due to invalid timestamp"
+
+// validateRecords is Kafka's LogValidator for a client's v2 batch; its
+// errors carry the log start offset, as Kafka's do.
+func (p *partition) validateRecords(b rb.Batch) error {
+	refused := func(err error) error {
+		return &netio.RecordsError{Err: err, LogStartOffset: int64(p.log.LogStartOffset())}
+	}
+	count := b.RecordCount()
+	switch {
+	case count <= 0:
+		return refused(fmt.Errorf("%w: engine: invalid reported count for record batch: %d in %s", kerr.InvalidRecord, count, p.tp))
+	case int64(b.LastOffsetDelta())+1 != int64(count):
+		return refused(fmt.Errorf("%w: engine: inconsistent batch offset range [%d, %d] and count of records %d in %s",
+			kerr.InvalidRecord, b.BaseOffset(), b.LastOffset(), count, p.tp))
+	case b.Control():
+		return refused(fmt.Errorf("%w: engine: clients may not write control records in %s", kerr.InvalidRecord, p.tp))
+	case b.ProducerID() >= 0 && b.BaseSequence() < 0:
+		return refused(fmt.Errorf("%w: engine: invalid sequence number %d in record batch with producer ID %d in %s",
+			kerr.InvalidRecord, b.BaseSequence(), b.ProducerID(), p.tp))
+	case b.BaseOffset() != 0:
+		return refused(fmt.Errorf("%w: engine: the base offset of the record batch in the append to %s should be 0, but it is %d",
+			kerr.InvalidRecord, p.tp, b.BaseOffset()))
+	}
+	check := records.TimestampCheck{Now: p.now().UnixMilli(), BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax}
+	timestamps, err := records.ValidateProduce(b, recordsLimit, &check, nil)
+	switch {
+	case errors.Is(err, records.ErrTooLarge):
+		return errors.Join(kerr.MessageTooLarge, err)
+	case err != nil:
+		return refused(errors.Join(kerr.InvalidRecord, err))
+	case len(timestamps) > 0:
+		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: engine: %s: %d records with timestamps out of range, the first: %s",
+			kerr.InvalidTimestamp, p.tp, len(timestamps), timestamps[0].Message),
+			LogStartOffset: int64(p.log.LogStartOffset()), Message: invalidTimestampMessage}
+		for _, t := range timestamps {
+			rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: t.Index, Message: t.Message})
+		}
+		return rejected
 	}
 	return nil
 }
@@ -193,7 +247,7 @@ func produceError(err error) error {
 	case errors.Is(err, logstore.ErrInvalidAppend):
 		return errors.Join(kerr.CorruptMessage, err)
 	case errors.Is(err, logstore.ErrTooLarge):
-		return errors.Join(kerr.MessageTooLarge, err)
+		return errors.Join(kerr.RecordListTooLarge, err)
 	case errors.Is(err, logstore.ErrClosed):
 		return kerr.UnknownTopicOrPartition
 	}

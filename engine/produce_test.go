@@ -31,7 +31,7 @@ func testPartition(t *testing.T) *partition {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return newPartition(logstore.TopicPartition{Topic: "t", Partition: 0}, log)
+	return newPartition(logstore.TopicPartition{Topic: "t", Partition: 0}, log, nodeProduceLimits(NodeConfig{}))
 }
 
 // dataBatch is a batch of n records from a producer (producerID -1: not
@@ -162,7 +162,8 @@ func TestProduceSeveralBatches(t *testing.T) {
 	if result, err := produceTo(p, two, ""); err != nil || result.BaseOffset != 0 {
 		t.Fatalf("two batches in order: %d, %v", result.BaseOffset, err)
 	}
-	if result, err := produceTo(p, slices.Clone(two), ""); err != nil || result.BaseOffset != 0 || p.log.LogEndOffset() != 4 {
+	retry := append(dataBatch(5, 0, 0, 2, false), dataBatch(5, 0, 2, 2, false)...) // as sent: Produce stamped two's offsets
+	if result, err := produceTo(p, retry, ""); err != nil || result.BaseOffset != 0 || p.log.LogEndOffset() != 4 {
 		t.Fatalf("the same request retried: offset %d, %v, log end %d; want 0, nil, 4", result.BaseOffset, err, p.log.LogEndOffset())
 	}
 	mixed := append(dataBatch(5, 0, 2, 2, false), dataBatch(5, 0, 4, 1, false)...)

@@ -96,7 +96,7 @@ func (s *Server) appendMirrorKeys(keys []kmsg.ApiVersionsResponseApiKey) []kmsg.
 // the mirror admin RPCs.
 func serveAPIVersionsWithMirrors(ctx context.Context, c *conn, h RequestHeader, req kmsg.Request) (any, error) {
 	reply, err := serveAPIVersions(ctx, c, h, req)
-	if resp, ok := reply.(*kmsg.ApiVersionsResponse); ok {
+	if resp, ok := reply.(*kmsg.ApiVersionsResponse); ok && resp.ErrorCode == 0 {
 		resp.ApiKeys = c.server.appendMirrorKeys(resp.ApiKeys)
 	}
 	return reply, err

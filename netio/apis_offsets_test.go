@@ -169,12 +169,10 @@ func TestOffsetForLeaderEpoch(t *testing.T) {
 		offset    int64
 		calls     string
 	}{
-		{name: "v0", version: 0, requested: 3, epoch: -1, offset: 100, calls: "EndOffsetForEpoch(3)"},
-		{name: "lower epoch found", version: 1, requested: 4, epoch: 3, offset: 100, calls: "EndOffsetForEpoch(4)"},
+		{name: "lower epoch found", version: 2, requested: 4, epoch: 3, offset: 100, calls: "EndOffsetForEpoch(4)"},
 		{name: "current epoch", version: 2, current: epochPtr(5), requested: 5, epoch: 5, offset: 150, calls: "EndOffsetForEpoch(5)"},
 		{name: "fenced", version: 2, current: epochPtr(4), requested: 3, code: kerr.FencedLeaderEpoch, epoch: -1, offset: -1},
 		{name: "epoch ahead", version: 3, current: epochPtr(6), requested: 3, code: kerr.UnknownLeaderEpoch, epoch: -1, offset: -1},
-		{name: "fencing needs v2", version: 1, current: epochPtr(4), requested: 3, epoch: 3, offset: 100, calls: "EndOffsetForEpoch(3)"},
 		{name: "unknown epoch", version: 4, current: epochPtr(-1), requested: 9, epoch: -1, offset: -1, calls: "EndOffsetForEpoch(9)"},
 		{name: "replica id ignored", version: 4, replica: 3, current: epochPtr(5), requested: 5, epoch: 5, offset: 150, calls: "EndOffsetForEpoch(5)"},
 		{name: "unknown partition", version: 4, partition: 7, requested: 5, code: kerr.UnknownTopicOrPartition, epoch: -1, offset: -1},

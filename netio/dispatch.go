@@ -29,12 +29,12 @@ func init() {
 		2:  {1, 11, serveListOffsets},
 		3:  {0, 13, serveMetadata},
 		10: {0, 6, serveFindCoordinator},
-		18: {0, 4, serveAPIVersionsWithMirrors},
+		18: {0, 5, serveAPIVersionsWithMirrors},
 		19: {2, 7, serveCreateTopics},
 		20: {1, 6, serveDeleteTopics},
 		21: {0, 2, serveDeleteRecords},
 		22: {0, 5, serveInitProducerID},
-		23: {0, 4, serveOffsetForLeaderEpoch},
+		23: {2, 4, serveOffsetForLeaderEpoch}, // v0-1 removed in Kafka 4.0 (KIP-896)
 		24: {0, 3, serveAddPartitionsToTxn},
 		26: {0, 4, serveEndTxn},
 		37: {0, 3, serveCreatePartitions},
@@ -42,6 +42,11 @@ func init() {
 		75: {0, 0, serveDescribeTopicPartitions},
 	}
 }
+
+// advertisedMinVersions are minimum versions ApiVersions advertises below
+// the served ones, as Kafka 4.4 does: Produce v0-2 are advertised because
+// librdkafka needs them listed (KAFKA-18659), and refused when sent.
+var advertisedMinVersions = map[int16]int16{0: 0}
 
 // requestForKey returns an empty request of key: mirrord's own for the
 // private mirror admin keys (mirror_keys.go), else kmsg's.
@@ -56,7 +61,11 @@ func requestForKey(key int16) kmsg.Request {
 func advertisedKeys() []kmsg.ApiVersionsResponseApiKey {
 	keys := make([]kmsg.ApiVersionsResponseApiKey, 0, len(apis))
 	for key, a := range apis {
-		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: a.minVersion, MaxVersion: a.maxVersion})
+		minVersion := a.minVersion
+		if advertised, ok := advertisedMinVersions[key]; ok {
+			minVersion = advertised
+		}
+		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: minVersion, MaxVersion: a.maxVersion})
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i].ApiKey < keys[j].ApiKey })
 	return keys

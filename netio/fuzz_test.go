@@ -43,7 +43,7 @@ func appendTestHeader(dst []byte, h RequestHeader, flexible bool) []byte {
 func seedRequests() []kmsg.Request {
 	var out []kmsg.Request
 	for _, key := range advertisedKeys() {
-		for _, version := range []int16{key.MinVersion, key.MaxVersion} {
+		for _, version := range []int16{apis[key.ApiKey].minVersion, key.MaxVersion} {
 			req := kmsg.RequestForKey(key.ApiKey)
 			req.SetVersion(version)
 			fillSeedRequest(req)
@@ -82,6 +82,8 @@ func fillSeedRequest(req kmsg.Request) {
 		r.Topics = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 3}}
 	case *kmsg.DescribeTopicPartitionsRequest:
 		r.Topics = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: "t"}}
+	case *kmsg.ApiVersionsRequest:
+		r.ClientSoftwareName, r.ClientSoftwareVersion = "fuzz", "1"
 	case *kmsg.ProduceRequest:
 		r.Acks = -1
 		r.Topics = []kmsg.ProduceRequestTopic{{Topic: "t", Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: 0}}}}
@@ -305,6 +307,7 @@ func TestMalformedFrameClosesOnlyItsConnection(t *testing.T) {
 		t.Helper()
 		req := kmsg.NewPtrApiVersionsRequest()
 		req.Version = 3
+		req.ClientSoftwareName, req.ClientSoftwareVersion = "test", "1"
 		if resp := raw.do(req).(*kmsg.ApiVersionsResponse); resp.ErrorCode != 0 || len(resp.ApiKeys) == 0 {
 			t.Fatalf("api versions: %s, %d keys", errName(resp.ErrorCode), len(resp.ApiKeys))
 		}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -37,6 +38,7 @@ func runServe(args []string) error {
 	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
 	advertise := flags.String("advertise", "", "HOST:PORT clients are told to connect to (default: the listener's address)")
 	configFile := flags.String("config", "", "node config file (not supported yet)")
+	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -45,6 +47,8 @@ func runServe(args []string) error {
 		return errors.New("serve: --data-dir is required")
 	case *configFile != "":
 		return errors.New("serve: --config is not supported yet: this build takes its settings from flags")
+	case *messageMaxBytes < 1 || *messageMaxBytes > math.MaxInt32:
+		return fmt.Errorf("serve: --message-max-bytes %d out of range [1, %d]", *messageMaxBytes, math.MaxInt32)
 	case flags.NArg() > 0:
 		return fmt.Errorf("serve: unexpected argument %q", flags.Arg(0))
 	}
@@ -63,7 +67,7 @@ func runServe(args []string) error {
 		return err
 	}
 	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
-		CrashPoint: os.Getenv("MIRRORD_CRASH_POINT")})
+		MessageMaxBytes: int32(*messageMaxBytes), CrashPoint: os.Getenv("MIRRORD_CRASH_POINT")})
 	if err != nil {
 		ln.Close()
 		return err

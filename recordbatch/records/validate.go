@@ -56,46 +56,112 @@ func checkFraming(b recordbatch.Batch) error {
 // recordbatch.ErrCorrupt, or ErrTooLarge when the records decompress past
 // limit. Once the pools are warm it allocates nothing on success.
 func Validate(b recordbatch.Batch, limit int) error {
+	_, err := ValidateProduce(b, limit, nil, nil)
+	return err
+}
+
+// TimestampCheck is Kafka's check of the timestamps of produced records
+// on a CreateTime topic (LogValidator.validateTimestamp): a record's
+// timestamp t, unless -1 (none), must satisfy now-t <= BeforeMax and
+// t-now <= AfterMax, in Java's wrapping long arithmetic
+// (message.timestamp.before.max.ms and message.timestamp.after.max.ms). A
+// record without a timestamp in a batch marked LogAppendTime is refused:
+// only the broker may set that type.
+type TimestampCheck struct {
+	Now       int64 // milliseconds since the epoch
+	BeforeMax int64 // milliseconds
+	AfterMax  int64 // milliseconds
+}
+
+// RecordError is a record a TimestampCheck refused: its index in the
+// batch and Kafka's words for why.
+type RecordError struct {
+	Index   int32
+	Message string
+}
+
+// ValidateProduce is Validate, and with check set it also checks each
+// record's timestamp, appending the records it refuses to refused, in
+// order (Kafka reports all of them). A malformed record ends the walk
+// with an error, as in Kafka; refused records are not an error.
+func ValidateProduce(b recordbatch.Batch, limit int, check *TimestampCheck, refused []RecordError) ([]RecordError, error) {
 	if err := checkFraming(b); err != nil {
-		return err
+		return refused, err
 	}
 	count := b.RecordCount()
 	if count <= 0 {
-		return corrupt(b, "record count %d, want at least 1", count)
+		return refused, corrupt(b, "record count %d, want at least 1", count)
 	}
 	if int64(b.LastOffsetDelta())+1 != int64(count) {
-		return corrupt(b, "last offset delta %d with record count %d", b.LastOffsetDelta(), count)
+		return refused, corrupt(b, "last offset delta %d with record count %d", b.LastOffsetDelta(), count)
 	}
 	if b.Control() && count != 1 {
-		return corrupt(b, "control batch with %d records, want 1", count)
+		return refused, corrupt(b, "control batch with %d records, want 1", count)
 	}
-	return withRecords(b, limit, func(section []byte) error { return validateSection(b, section, count) })
+	err := withRecords(b, limit, func(section []byte) error {
+		var err error
+		refused, err = validateSection(b, section, count, check, refused)
+		return err
+	})
+	return refused, err
 }
 
-func validateSection(b recordbatch.Batch, section []byte, count int32) error {
+func validateSection(b recordbatch.Batch, section []byte, count int32, check *TimestampCheck, refused []RecordError) ([]RecordError, error) {
 	it := NewIter(section)
 	for i := range count {
 		if !it.Next() {
 			if err := it.Err(); err != nil {
-				return fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+				return refused, fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
 			}
-			return corrupt(b, "%d records, header counts %d", i, count)
+			return refused, corrupt(b, "%d records, header counts %d", i, count)
 		}
 		record := it.Record()
 		if record.OffsetDelta != i {
-			return corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, it.Position(), record.OffsetDelta, i)
+			return refused, corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, it.Position(), record.OffsetDelta, i)
 		}
 		if b.Control() {
 			if _, err := controlType(b, record.Key, false); err != nil {
-				return err
+				return refused, err
+			}
+		}
+		if check != nil {
+			if message := check.refuse(b, record); message != "" {
+				refused = append(refused, RecordError{Index: i, Message: message})
 			}
 		}
 	}
 	if it.Position() != len(section) {
-		return corrupt(b, "%d bytes after the %d records the header counts", len(section)-it.Position(), count)
+		return refused, corrupt(b, "%d bytes after the %d records the header counts", len(section)-it.Position(), count)
 	}
-	return nil
+	return refused, nil
 }
+
+// refuse says why Kafka refuses record's timestamp, or "" (see
+// TimestampCheck). The record's timestamp is its batch's maxTimestamp in
+// a LogAppendTime batch, as Kafka reads it; its offset is the batch's
+// base offset plus its delta, as sent.
+func (c *TimestampCheck) refuse(b recordbatch.Batch, record Record) string {
+	timestamp := b.BaseTimestamp() + record.TimestampDelta
+	if b.LogAppendTime() {
+		timestamp = b.MaxTimestamp()
+	}
+	offset := int64(b.BaseOffset()) + int64(record.OffsetDelta)
+	if timestamp != noTimestamp {
+		if difference := c.Now - timestamp; difference > c.BeforeMax || -difference > c.AfterMax {
+			return fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
+				timestamp, offset, c.Now-c.BeforeMax, c.Now+c.AfterMax)
+		}
+		return ""
+	}
+	if b.LogAppendTime() {
+		return fmt.Sprintf("Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes). Producer should not set timestamp type to LogAppendTime.",
+			offset, timestamp, len(record.Key), len(record.Value))
+	}
+	return ""
+}
+
+// noTimestamp is a record without a timestamp (RecordBatch.NO_TIMESTAMP).
+const noTimestamp = -1
 
 // controlType reads a control record key: version 0, and type abort or
 // commit unless anyType.
