@@ -41,7 +41,7 @@ func TestCheckAPIVersionsRequest(t *testing.T) {
 			req := kmsg.NewPtrApiVersionsRequest()
 			req.Version, req.ClusterID, req.NodeID = c.version, c.clusterID, c.node
 			req.ClientSoftwareName, req.ClientSoftwareVersion = c.software[0], c.software[1]
-			err := checkAPIVersionsRequest(cluster, req)
+			err := checkAPIVersionsRequest(func() ClusterInfo { return cluster }, req)
 			if c.want == nil && err != nil || c.want != nil && !errors.Is(err, c.want) {
 				t.Errorf("got %v, want %v", err, c.want)
 			}
