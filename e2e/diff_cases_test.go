@@ -223,6 +223,11 @@ var metadataDiffCases = []diffCase{
 		return req
 	}},
 	{name: "v12 invalid topic name", version: 12, request: metadataRequest("diff meta bad")},
+	{name: "v12 unknown topic authorized operations", version: 12, request: func(diffServer) kmsg.Request {
+		req := metadataRequest("diff-meta-missing")(diffServer{}).(*kmsg.MetadataRequest)
+		req.AllowAutoTopicCreation, req.IncludeTopicAuthorizedOperations = false, true
+		return req
+	}},
 	{name: "v8 authorized operations", version: 8, request: func(diffServer) kmsg.Request {
 		req := metadataRequest("diff-meta-a")(diffServer{}).(*kmsg.MetadataRequest)
 		req.IncludeClusterAuthorizedOperations, req.IncludeTopicAuthorizedOperations = true, true

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/mirrord/mirrord/logstore"
@@ -245,7 +246,11 @@ func (n *Node) partition(topicName string, index int32) (*partition, error) {
 
 func (n *Node) Transactions() netio.Transactions { return n.txns }
 
-// CreateTopic makes a writable topic of partitions partitions.
+// CreateTopic makes a writable topic of partitions partitions. As Kafka:
+// a name that differs from an existing topic's only by '.' against '_'
+// collides with it (INVALID_TOPIC_EXCEPTION), since both would name the
+// same metrics. The answer carries the partition count and the effective
+// configs, for a validate-only request too.
 func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
 	if name == mirrorStateTopic { // as Kafka refuses its internal topics, also before they exist
 		return netio.TopicInfo{}, netio.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", name)
@@ -266,16 +271,39 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if _, ok := n.topics[name]; ok {
 		return netio.TopicInfo{}, kerr.TopicAlreadyExists
 	}
+	if err := validTopicName(name); err != nil {
+		return netio.TopicInfo{}, err
+	}
+	if other, ok := n.collidingTopic(name); ok {
+		return netio.TopicInfo{}, fmt.Errorf("%w: topic %s collides with existing topic %s ('.' and '_' name the same metrics)", kerr.InvalidTopicException, name, other)
+	}
 	t := &topic{name: name, id: netio.TopicID(logstore.NewTopicID()), limits: limits}
-	if err := validTopicName(name); err != nil || validateOnly {
-		return t.info(), err
+	if validateOnly {
+		info := t.info()
+		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, configs)
+		return info, nil
 	}
 	if err := n.addPartitions(t, partitions, cfg); err != nil {
 		return netio.TopicInfo{}, err
 	}
 	n.topics[name], n.byID[t.id] = t, t
 	n.log.Info("created topic", "topic", name, "id", logstore.TopicID(t.id).String(), "partitions", partitions)
-	return t.info(), nil
+	info := t.info()
+	info.Configs = topicConfigEntries(cfg, configs)
+	return info, nil
+}
+
+// collidingTopic returns an existing topic whose name equals name once
+// '.' and '_' are taken as the same character; n.mu is held.
+func (n *Node) collidingTopic(name string) (string, bool) {
+	unify := func(s string) string { return strings.ReplaceAll(s, ".", "_") }
+	want := unify(name)
+	for other := range n.topics {
+		if unify(other) == want {
+			return other, true
+		}
+	}
+	return "", false
 }
 
 // addPartitions creates partition logs up to count, all or none; n.mu is

@@ -5,7 +5,11 @@ package netio
 // topics may be asked for by ID from v12 (answered by name). A null topic
 // list (v1+; an empty list in v0) asks for every topic. Unknown topics are
 // created when the request allows auto creation and the backend agrees,
-// as a Kafka broker with auto.create.topics.enable does.
+// as a Kafka broker with auto.create.topics.enable does; a name Kafka
+// would refuse is INVALID_TOPIC_EXCEPTION and never created. With no
+// authorizer every operation is allowed: v8+ answers them all for each
+// topic, and (v8-10) for the cluster, when asked (DescribeTopicPartitions
+// and DescribeCluster answer the same).
 
 import (
 	"context"
@@ -22,18 +26,22 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: cluster.NodeID, Host: cluster.Host, Port: cluster.Port}}
 	resp.ClusterID = &cluster.ClusterID
 	resp.ControllerID = cluster.NodeID
+	if req.IncludeClusterAuthorizedOperations {
+		resp.AuthorizedOperations = clusterOperationsAll
+	}
 
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		for _, t := range backend.Topics() {
-			resp.Topics = append(resp.Topics, metadataTopic(c, t))
+			resp.Topics = append(resp.Topics, metadataTopic(c, req, t))
 		}
 		return resp, nil
 	}
 	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
 	for _, rt := range req.Topics {
 		t, err := lookupTopic(backend, rt.Topic, rt.TopicID)
-		if err != nil && autoCreate && rt.Topic != nil {
+		invalidName := err != nil && rt.Topic != nil && *rt.Topic != "" && !validTopicName(*rt.Topic)
+		if err != nil && autoCreate && rt.Topic != nil && !invalidName {
 			t, err = backend.CreateTopic(ctx, *rt.Topic, 1, nil, false)
 			if err != nil {
 				c.server.log.Info("metadata: auto-creating topic failed", "topic", *rt.Topic, "error", err)
@@ -42,14 +50,20 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 		if err != nil {
 			mt := kmsg.NewMetadataResponseTopic()
 			mt.Topic, mt.TopicID = rt.Topic, rt.TopicID
+			if req.IncludeTopicAuthorizedOperations {
+				mt.AuthorizedOperations = topicOperationsAll
+			}
 			mt.ErrorCode = kerr.UnknownTopicOrPartition.Code
-			if rt.Topic == nil {
+			switch {
+			case rt.Topic == nil:
 				mt.ErrorCode = kerr.UnknownTopicID.Code
+			case invalidName:
+				mt.ErrorCode = kerr.InvalidTopicException.Code
 			}
 			resp.Topics = append(resp.Topics, mt)
 			continue
 		}
-		resp.Topics = append(resp.Topics, metadataTopic(c, t))
+		resp.Topics = append(resp.Topics, metadataTopic(c, req, t))
 	}
 	return resp, nil
 }
@@ -74,11 +88,14 @@ func lookupTopic(backend Backend, name *string, id [16]byte) (TopicInfo, error) 
 	return t, nil
 }
 
-func metadataTopic(c *conn, t TopicInfo) kmsg.MetadataResponseTopic {
+func metadataTopic(c *conn, req *kmsg.MetadataRequest, t TopicInfo) kmsg.MetadataResponseTopic {
 	node := c.server.backend.Cluster().NodeID
 	name := t.Name
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
+	if req.IncludeTopicAuthorizedOperations {
+		mt.AuthorizedOperations = topicOperationsAll
+	}
 	for i := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()
 		mp.Partition, mp.Leader = i, node

@@ -55,7 +55,7 @@ const finalizedFeaturesEpoch = 0
 func serveAPIVersions(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.ApiVersionsRequest)
 	resp := req.ResponseKind().(*kmsg.ApiVersionsResponse)
-	if err := checkAPIVersionsRequest(c.server.backend.Cluster(), req); err != nil {
+	if err := checkAPIVersionsRequest(c.server.backend.Cluster, req); err != nil {
 		resp.ErrorCode = err.(*kerr.Error).Code
 		resp.ApiKeys = []kmsg.ApiVersionsResponseApiKey{}
 		return resp, nil
@@ -78,17 +78,19 @@ func serveAPIVersions(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 	return resp, nil
 }
 
-// checkAPIVersionsRequest returns the error code a request gets, or nil.
-func checkAPIVersionsRequest(cluster ClusterInfo, req *kmsg.ApiVersionsRequest) error {
+// checkAPIVersionsRequest returns the error code a request gets, or nil;
+// it asks for the cluster only when the request names one.
+func checkAPIVersionsRequest(clusterInfo func() ClusterInfo, req *kmsg.ApiVersionsRequest) error {
 	if req.Version >= 3 && (!validClientSoftware(req.ClientSoftwareName) || !validClientSoftware(req.ClientSoftwareVersion)) {
 		return kerr.InvalidRequest
 	}
 	if req.Version < 5 || req.ClusterID == nil && req.NodeID == -1 {
 		return nil
 	}
-	switch {
-	case req.ClusterID == nil || req.NodeID == -1:
+	if req.ClusterID == nil || req.NodeID == -1 {
 		return kerr.InvalidRequest
+	}
+	switch cluster := clusterInfo(); {
 	case *req.ClusterID != cluster.ClusterID || req.NodeID != cluster.NodeID:
 		return kerr.RebootstrapRequired
 	}

@@ -48,7 +48,24 @@ type TopicInfo struct {
 	ID         TopicID
 	Partitions int32
 	Internal   bool
+	// Configs are the topic's effective configs, sorted by name; only
+	// CreateTopic fills them (CreateTopics v5+ answers them).
+	Configs []TopicConfig
 }
+
+// TopicConfig is one effective topic config and where its value is from.
+type TopicConfig struct {
+	Name, Value string
+	Source      ConfigSource
+}
+
+// ConfigSource is a DescribeConfigs config source, as Kafka numbers them.
+type ConfigSource int8
+
+const (
+	ConfigSourceTopic   ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
+	ConfigSourceDefault ConfigSource = 5 // DEFAULT_CONFIG: the node's default
+)
 
 // Offsets are a partition's offsets, as Kafka names them.
 type Offsets struct {

@@ -1,0 +1,58 @@
+package engine
+
+import (
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
+)
+
+// topicConfigEntries lists the effective value of every topic config
+// this node honours (the ones topicConfig applies, plus the policies it
+// allows only one value of), sorted by name: the value cfg holds, from
+// the topic when set names it, else the node's default. Configs accepted
+// but not honoured (min.insync.replicas, max.message.bytes,
+// unclean.leader.election.enable) are not listed: their value would claim
+// a behaviour this node does not have.
+func topicConfigEntries(cfg logstore.Config, set map[string]string) []netio.TopicConfig {
+	unlimited := strconv.FormatInt(math.MaxInt64, 10)
+	millisOr := func(d time.Duration, zero string) string {
+		if d == 0 {
+			return zero
+		}
+		return strconv.FormatInt(d.Milliseconds(), 10)
+	}
+	flushMessages, flushMillis := unlimited, unlimited
+	switch cfg.Flush {
+	case logstore.FlushEveryAppend:
+		flushMessages = "1"
+	case logstore.FlushInterval:
+		flushMillis = millisOr(cfg.FlushInterval, unlimited)
+	}
+	retentionBytes := "-1"
+	if cfg.RetentionBytes > 0 {
+		retentionBytes = strconv.FormatInt(cfg.RetentionBytes, 10)
+	}
+	entries := []netio.TopicConfig{
+		{Name: "cleanup.policy", Value: "delete"},
+		{Name: "compression.type", Value: "producer"},
+		{Name: "flush.messages", Value: flushMessages},
+		{Name: "flush.ms", Value: flushMillis},
+		{Name: "index.interval.bytes", Value: strconv.FormatInt(cfg.IndexIntervalBytes, 10)},
+		{Name: "message.timestamp.type", Value: "CreateTime"},
+		{Name: "retention.bytes", Value: retentionBytes},
+		{Name: "retention.ms", Value: millisOr(cfg.RetentionAge, "-1")},
+		{Name: "segment.bytes", Value: strconv.FormatInt(cfg.SegmentBytes, 10)},
+		{Name: "segment.index.bytes", Value: strconv.Itoa(cfg.IndexBytesMax)},
+		{Name: "segment.ms", Value: millisOr(cfg.SegmentAge, unlimited)},
+	}
+	for i := range entries {
+		entries[i].Source = netio.ConfigSourceDefault
+		if _, ok := set[entries[i].Name]; ok {
+			entries[i].Source = netio.ConfigSourceTopic
+		}
+	}
+	return entries
+}
