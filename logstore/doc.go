@@ -4,7 +4,7 @@
 //
 // On disk, one directory per partition (see Dir for the data directory),
 // laid out as Kafka lays out a partition, so that Kafka's own tools
-// (kafka.tools.DumpLogSegments) read it:
+// (org.apache.kafka.tools.DumpLogSegments) read it:
 //
 //	00000000000000000000.log        batches, whole and valid, offsets increasing
 //	00000000000000000000.index      8-byte entries   [relative last offset u32][position u32]
