@@ -13,6 +13,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -55,19 +56,7 @@ func TestDumpLogSegmentsWritten(t *testing.T) {
 	// Kafka's index.interval.bytes (4096): about every other batch gets
 	// an entry, so a time entry may name a batch without an offset entry.
 	createKafkaTopic(ctx, t, node.addr, tp.topic, 1, 1, map[string]string{"segment.bytes": "32768"})
-	maker := newRecordMaker(newSeed(t))
-	for round, c := range codecs {
-		client := newClient(t, node.addr, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(5*time.Millisecond),
-			kgo.ProducerBatchMaxBytes(3000))
-		var records []*kgo.Record
-		for i := range dumpRecordsPerCodec {
-			records = append(records, maker.record(tp.topic, tp.partition, round*dumpRecordsPerCodec+i))
-		}
-		if err := produceAll(ctx, client, records, newLedger()); err != nil {
-			t.Fatalf("produce %s with %s: %v", tp, c.name, err)
-		}
-		client.Close()
-	}
+	produceCodecs(ctx, t, node.addr, newRecordMaker(newSeed(t)), tp, dumpRecordsPerCodec)
 	stored, err := readPartition(ctx, node.addr, tp.topic, tp.partition)
 	if err != nil {
 		t.Fatalf("raw read: %v", err)
@@ -91,7 +80,11 @@ func TestDumpLogSegmentsMirroredCompaction(t *testing.T) {
 	tp := topicPartition{"dump-compacted", 0}
 	createKafkaTopic(ctx, t, kafka, tp.topic, 1, 1, map[string]string{"cleanup.policy": "compact", "segment.ms": "100",
 		"min.cleanable.dirty.ratio": "0.01", "min.compaction.lag.ms": "0", "delete.retention.ms": "0"})
-	produceCompactedUntilCleaned(ctx, t, kafka, newRecordMaker(newSeed(t)), tp)
+	maker := newRecordMaker(newSeed(t))
+	produceCompactedUntilCleaned(ctx, t, kafka, maker, tp)
+	// Then a tail of small batches of every codec after the gaps, so
+	// that the mirror's segment gets many index entries.
+	produceCodecs(ctx, t, kafka, maker, tp, dumpRecordsPerCodec/2)
 
 	node := startServer(t)
 	runMirrorsOK(ctx, t, node.addr, "--create", "--mirror", "dump", "--mirror-config", writeMirrorConfig(t, kafka))
@@ -106,6 +99,28 @@ func TestDumpLogSegmentsMirroredCompaction(t *testing.T) {
 	}
 	node.stop()
 	checkDumpLogSegments(ctx, t, libs, filepath.Join(node.dataDir, tp.String()), stored, 1, true)
+}
+
+// produceCodecs writes count keyed records to tp with each codec in turn,
+// in batches of at most 3000 bytes.
+func produceCodecs(ctx context.Context, t *testing.T, addr string, maker *recordMaker, tp topicPartition, count int) {
+	t.Helper()
+	for round, c := range codecs {
+		client := newClient(t, addr, kgo.ProducerBatchCompression(c.codec), kgo.ProducerLinger(5*time.Millisecond),
+			kgo.ProducerBatchMaxBytes(3000))
+		var records []*kgo.Record
+		for i := range count {
+			r := maker.record(tp.topic, tp.partition, round*count+i)
+			if r.Key == nil { // a compacted topic takes keyed records only
+				r.Key = fmt.Appendf(nil, "key-%d", i)
+			}
+			records = append(records, r)
+		}
+		if err := produceAll(ctx, client, records, newLedger()); err != nil {
+			t.Fatalf("produce %s with %s: %v", tp, c.name, err)
+		}
+		client.Close()
+	}
 }
 
 // checkDumpLogSegments runs DumpLogSegments on the segments in dir (at
