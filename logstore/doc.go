@@ -2,23 +2,53 @@
 // raw Kafka v2 record batches, stored exactly as they arrived, with
 // memory-mapped sparse indexes, read back as file ranges for sendfile.
 //
-// On disk, one directory per partition (see Dir for the data directory):
+// On disk, one directory per partition (see Dir for the data directory),
+// laid out as Kafka lays out a partition, so that Kafka's own tools
+// (org.apache.kafka.tools.DumpLogSegments) read it:
 //
 //	00000000000000000000.log        batches, whole and valid, offsets increasing
-//	00000000000000000000.index      8-byte entries   [relative base offset u32][position u32]
-//	00000000000000000000.timeindex  12-byte entries  [max timestamp so far i64][relative offset u32]
+//	00000000000000000000.index      8-byte entries   [relative last offset u32][position u32]
+//	00000000000000000000.timeindex  12-byte entries  [max timestamp so far i64][relative last offset u32]
 //	00000000000000004096.log        the next segment: its name is its base offset
 //	...
 //	leader-epoch-checkpoint         "0\n<count>\n<epoch> <start offset>\n..." (epoch package)
 //	log-offsets-checkpoint          "0\nlog-start-offset <n>\nhigh-watermark <n>\n"
 //	.clean-shutdown                 written by Close, removed (durably) before the next write
 //
-// An index entry is added every IndexIntervalBytes of log; a lookup finds
-// the last entry at or below the target and walks batch headers from
-// there. The active segment's indexes are mapped at IndexBytesMax (zero
-// past the last entry); sealing a segment at roll trims them to their
-// entries. Indexes are derived data: a missing or inconsistent index is
-// rebuilt from the log.
+// Index entries follow Kafka's LogSegment.append. Offsets in them are
+// relative to the segment's base offset, big-endian:
+//
+//	.index      offset entry (8 bytes)            .timeindex  time entry (12 bytes)
+//	+----------------+----------------+            +--------------------------------+----------------+
+//	| last offset of | position of    |            | max batch timestamp so far     | last offset of |
+//	| the batch  u32 | the batch  u32 |            | in the segment             i64 | its batch  u32 |
+//	+----------------+----------------+            +--------------------------------+----------------+
+//
+// A batch gets an offset entry when more than IndexIntervalBytes
+// (index.interval.bytes) were written since the last indexed batch
+// started, so never the segment's first batch; at the same time the time
+// index takes the max timestamp so far if it grew (above -1, Kafka's
+// NO_TIMESTAMP, when the index is empty), and once more when the segment
+// is sealed (roll, Close). Keys strictly increase in both files. A lookup
+// of offset X takes the last entry whose key is <= X (the batch there ends
+// at or before X) and walks batch headers from there to the first batch
+// whose last offset is >= X: the batch holding X, or the first after a
+// compaction gap. A lookup by timestamp starts at the batch the last
+// smaller time entry names. The active segment's indexes are mapped at
+// IndexBytesMax (zero past the last entry); sealing a segment at roll
+// trims them to their entries. Indexes are derived data: a missing or
+// inconsistent index is rebuilt from the log.
+//
+// The previous release keyed both indexes by a batch's first offset.
+// Lookups are correct with either key (a first offset <= X also starts
+// the walk at or before the batch holding X), so sealed segments written
+// by it are served as they are until retention deletes them: converting
+// them would read every batch header of the log at the first start. The
+// active segment, which keeps growing, is rebuilt at open when its last
+// offset entry or last time entry does not name its batch's last offset.
+// (Its earlier entries are not checked: an index whose last entries name
+// one-record batches may keep first-offset entries before them, which
+// lookups handle the same way.)
 //
 // Durability invariants (tested against vfs.Mem's crash model):
 //

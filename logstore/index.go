@@ -12,8 +12,12 @@ import (
 )
 
 const (
-	offsetEntrySize = 8  // relative base offset uint32, position uint32
-	timeEntrySize   = 12 // max timestamp so far int64, relative offset uint32
+	offsetEntrySize = 8  // relative last offset of the batch uint32, position uint32
+	timeEntrySize   = 12 // max timestamp so far int64, relative last offset of its batch uint32
+
+	// noTimestamp is Kafka's RecordBatch.NO_TIMESTAMP: the time index only
+	// takes timestamps above it.
+	noTimestamp = -1
 )
 
 // index is a memory-mapped file of fixed-size entries sorted by their first
@@ -183,14 +187,18 @@ func (x *index) sync() error {
 
 func (x *index) close() error { return x.unmap() }
 
-// Offset index: entry i says the batch at file position Position has base
-// offset segmentBase + RelativeOffset.
+// Offset index (Kafka's OffsetIndex): entry i says that the batch at file
+// position Position ends at offset segmentBase + RelativeOffset, its last
+// offset. The key is the batch's last offset, not its first, so that
+// Kafka's tools and brokers read the file as their own.
 
 func (x *index) offsetAt(i int) (relative uint32, position uint32) {
 	e := x.entry(i)
 	return binary.BigEndian.Uint32(e), binary.BigEndian.Uint32(e[4:])
 }
 
+// appendOffset adds an entry for the batch at position whose last offset
+// is segmentBase + relative.
 func (x *index) appendOffset(relative, position uint32) {
 	e := x.mapped[x.entries*offsetEntrySize:]
 	binary.BigEndian.PutUint32(e, relative)
@@ -198,8 +206,14 @@ func (x *index) appendOffset(relative, position uint32) {
 	x.entries++
 }
 
-// lookupOffset returns the position of the last indexed batch whose
-// relative base offset is <= relative, or 0 when there is none.
+// lookupOffset returns the position of the last indexed batch whose key
+// is <= relative, or 0 when there is none. The batch holding relative (or,
+// across a compaction gap, the first after it) is there or later: a key
+// <= relative is the last offset of a batch that ends at or before it.
+// The same holds for an index of the previous release, whose keys were
+// first offsets (a batch's first offset <= relative means the batch
+// holding it is that one or a later one), so such an index stays correct
+// for lookups until it is rebuilt.
 func (x *index) lookupOffset(relative uint32) uint32 {
 	i := sort.Search(x.readable(), func(i int) bool {
 		r, _ := x.offsetAt(i)
@@ -229,21 +243,26 @@ func (x *index) validateOffsets(logSize int64) error {
 	return nil
 }
 
-// Time index: entry i says that batches up to relative offset
-// RelativeOffset have timestamps up to Timestamp (the largest so far).
+// Time index (Kafka's TimeIndex): entry i says that Timestamp is the
+// largest batch max timestamp of the segment up to some batch, and that
+// the batch holding it ends at segmentBase + RelativeOffset (its last
+// offset). Timestamps and offsets strictly increase from entry to entry.
 
 func (x *index) timeAt(i int) (timestamp int64, relative uint32) {
 	e := x.entry(i)
 	return int64(binary.BigEndian.Uint64(e)), binary.BigEndian.Uint32(e[8:])
 }
 
-// appendTime adds an entry if timestamp grows the maximum so far.
+// appendTime adds an entry if timestamp grows the maximum so far, as
+// Kafka's TimeIndex.maybeAppend: above the last entry's timestamp, or above
+// noTimestamp when there is none.
 func (x *index) appendTime(timestamp int64, relative uint32) {
+	last, lastRelative := int64(noTimestamp), uint32(0)
 	if x.entries > 0 {
-		last, lastRelative := x.timeAt(x.entries - 1)
-		if timestamp <= last || relative <= lastRelative {
-			return
-		}
+		last, lastRelative = x.timeAt(x.entries - 1)
+	}
+	if timestamp <= last || x.entries > 0 && relative <= lastRelative {
+		return
 	}
 	e := x.mapped[x.entries*timeEntrySize:]
 	binary.BigEndian.PutUint64(e, uint64(timestamp))
@@ -252,7 +271,8 @@ func (x *index) appendTime(timestamp int64, relative uint32) {
 }
 
 // lookupTime returns the relative offset of the last entry whose timestamp
-// is < timestamp: batches before it cannot hold a timestamp >= timestamp.
+// is < timestamp: the batches up to the one holding it cannot hold a
+// timestamp >= timestamp.
 func (x *index) lookupTime(timestamp int64) (relative uint32, ok bool) {
 	i := sort.Search(x.readable(), func(i int) bool {
 		t, _ := x.timeAt(i)

@@ -160,7 +160,7 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 		l.segments = append(l.segments, s)
 		if active && !clean {
 			_, err = s.recover(check)
-		} else if err = s.load(); errors.Is(err, rb.ErrCorrupt) || errors.Is(err, rb.ErrTruncated) || errors.Is(err, ErrCorrupt) {
+		} else if err = s.load(active); errors.Is(err, rb.ErrCorrupt) || errors.Is(err, rb.ErrTruncated) || errors.Is(err, ErrCorrupt) {
 			var cut int64
 			if cut, err = s.recover(check); err == nil && cut > 0 && !active {
 				return l.dropSegmentsAfter(i, bases)

@@ -389,6 +389,9 @@ func compare(log *Log, m *model, rng *rand.Rand) string {
 	if hw := log.HighWatermark(); hw < m.start || hw > m.logEndOffset() {
 		return fmt.Sprintf("high watermark %d outside [%d, %d]", hw, m.start, m.logEndOffset())
 	}
+	if msg := checkIndexLayout(log); msg != "" {
+		return msg
+	}
 	got, err := readAll(log)
 	if err != nil {
 		return fmt.Sprintf("read: %v", err)

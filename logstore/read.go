@@ -159,9 +159,11 @@ func (l *Log) OffsetForTimestamp(timestamp int64) (offset rb.Offset, ok bool, er
 	return 0, false, nil
 }
 
-// MaxTimestamp returns the largest batch max timestamp in the log and the
-// base offset of its batch (ListOffsets MAX_TIMESTAMP), or ok=false when
-// the log is empty.
+// MaxTimestamp returns the largest batch max timestamp in the log and an
+// offset of its batch, the last one (as Kafka's time index keeps it; an
+// index of the previous release may give the first), for ListOffsets
+// MAX_TIMESTAMP, or ok=false when the log is empty. BatchBytes finds the
+// batch from either.
 func (l *Log) MaxTimestamp() (timestamp int64, offset rb.Offset, ok bool) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()

@@ -116,8 +116,8 @@ func TestIndexRebuild(t *testing.T) {
 							t.Errorf("offset for timestamp %d: %d %v %v, want %d", q, got, ok, err, want)
 						}
 					}
-					if ts, offset, _ := log.MaxTimestamp(); ts != 9000 || offset != 0 {
-						t.Errorf("max timestamp %d at %d, want 9000 at 0", ts, offset)
+					if ts, offset, _ := log.MaxTimestamp(); ts != 9000 || offset != 4 {
+						t.Errorf("max timestamp %d at %d, want 9000 at 4 (its batch's last offset)", ts, offset)
 					}
 					closeLog(t, log)
 					if got := fileBytes(t, fsys, base+extIndex); !bytes.Equal(got, indexBefore) {

@@ -28,8 +28,8 @@ type segment struct {
 
 	size            int64
 	next            rb.Offset
-	maxTimestamp    int64 // largest batch max timestamp; -1 when empty
-	maxTimestampRel uint32
+	maxTimestamp    int64  // largest batch max timestamp; -1 when empty
+	maxTimestampRel uint32 // the last offset of the batch holding it, relative
 	bytesSinceIndex int64
 	indexInterval   int64
 	indexBytesMax   int
@@ -132,32 +132,73 @@ func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (x *inde
 // It reports ErrCorrupt when that walk fails; the caller recovers. A
 // missing index is rebuilt: an empty time index would lose the segment's
 // max timestamp when an earlier batch holds it.
-func (s *segment) load() error {
+//
+// The active segment's indexes are also rebuilt when their last entries
+// do not name the last offsets of their batches (an index written by the
+// previous release, keyed by first offsets): the segment keeps growing,
+// and it costs one header walk of one segment. Sealed segments are not
+// checked: rebuilding them all would read the whole log at the first
+// start, and lookups are correct with either key (see lookupOffset).
+func (s *segment) load(active bool) error {
 	if s.indexMissing || s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
 		s.indexMissing = false
 		return s.rebuildIndexes(s.size)
 	}
 	var from int64
+	lastKey := int64(-1)
 	if n := s.offsets.entries; n > 0 {
-		_, position := s.offsets.offsetAt(n - 1)
-		from = int64(position)
+		relative, position := s.offsets.offsetAt(n - 1)
+		from, lastKey = int64(position), int64(relative)
 	}
 	if n := s.times.entries; n > 0 {
 		s.maxTimestamp, s.maxTimestampRel = s.times.timeAt(n - 1)
 	}
+	keyMatches := true
 	w := s.walk(from, s.size, false)
 	defer w.close()
 	for w.next() {
+		if w.position == from && lastKey >= 0 {
+			keyMatches = int64(w.batch.LastOffset()-s.base) == lastKey
+		}
 		s.observe(w.batch)
 	}
 	if w.err != nil {
 		return w.err
 	}
 	// Entries that point past the last batch cannot be this segment's.
-	if s.indexesBeyond(s.next) {
+	if s.indexesBeyond(s.next) || active && !keyMatches {
 		return s.rebuildIndexes(s.size)
 	}
+	if active {
+		matches, err := s.lastTimeEntryMatches()
+		if err != nil {
+			return err
+		}
+		if !matches {
+			return s.rebuildIndexes(s.size)
+		}
+	}
 	return nil
+}
+
+// lastTimeEntryMatches reports whether the time index's last entry names
+// the last offset of a batch whose max timestamp is the entry's (or the
+// index is empty).
+func (s *segment) lastTimeEntryMatches() (bool, error) {
+	n := s.times.entries
+	if n == 0 {
+		return true, nil
+	}
+	timestamp, relative := s.times.timeAt(n - 1)
+	target := s.base + rb.Offset(relative)
+	w := s.walk(int64(s.offsets.lookupOffset(relative)), s.size, false)
+	defer w.close()
+	for w.next() {
+		if last := w.batch.LastOffset(); last >= target {
+			return last == target && w.batch.MaxTimestamp() == timestamp, nil
+		}
+	}
+	return false, w.err
 }
 
 // indexesBeyond reports whether an index's last entry names an offset at
@@ -236,28 +277,33 @@ func (s *segment) recover(check func(b rb.Batch) error) (int64, error) {
 }
 
 // index records batch b, which starts at position, in the indexes and in
-// the segment's running state. When either index is full the entry is
-// skipped (both, so that load's walk from the last offset entry still
-// sees every batch after the last time entry): the index is sparse, a
-// lookup just walks further. shouldRoll rolls before an index fills,
-// except when one append into an empty segment needs more entries than
-// the index holds.
+// the segment's running state, as Kafka's LogSegment.append does: once
+// more than indexInterval bytes were written since the last indexed batch
+// started (so never the segment's first batch), the offset index takes
+// (b's last offset, position) and the time index (the max timestamp so
+// far, the last offset of its batch) if the maximum grew. When either
+// index is full the entry is skipped (both, so that load's walk from the
+// last offset entry still sees every batch after the last time entry):
+// the index is sparse, a lookup just walks further. shouldRoll rolls
+// before an index fills, except when one append into an empty segment
+// needs more entries than the index holds.
 func (s *segment) index(position int64, b rb.Batch) {
-	if s.bytesSinceIndex > 0 && s.bytesSinceIndex >= s.indexInterval && !s.offsets.full() && !s.times.full() {
-		s.offsets.appendOffset(uint32(b.BaseOffset()-s.base), uint32(position))
-		s.bytesSinceIndex = 0
-		s.observe(b)
+	s.observe(b)
+	if s.bytesSinceIndex > s.indexInterval && !s.offsets.full() && !s.times.full() {
+		s.offsets.appendOffset(uint32(b.LastOffset()-s.base), uint32(position))
 		s.times.appendTime(s.maxTimestamp, s.maxTimestampRel)
-	} else {
-		s.observe(b)
+		s.bytesSinceIndex = 0
 	}
 	s.bytesSinceIndex += b.SizeOnDisk()
 }
 
+// observe advances next and the max timestamp so far, which is kept with
+// the last offset of the batch holding it (Kafka's
+// maxTimestampAndOffsetSoFar).
 func (s *segment) observe(b rb.Batch) {
 	s.next = b.NextOffset()
 	if t := b.MaxTimestamp(); t > s.maxTimestamp {
-		s.maxTimestamp, s.maxTimestampRel = t, uint32(b.BaseOffset()-s.base)
+		s.maxTimestamp, s.maxTimestampRel = t, uint32(b.LastOffset()-s.base)
 	}
 }
 
