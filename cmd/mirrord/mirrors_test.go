@@ -164,7 +164,7 @@ func writeMirrorConfig(t *testing.T, name, text string) string {
 
 func TestMirrorsCreate(t *testing.T) {
 	admin, run := newCLI(t)
-	config := writeMirrorConfig(t, "m.properties", "# the source\nbootstrap.servers = src1:9092,\\\n    src2:9092\ntopics.exclude: tmp-.*\nfetch.wait.max.ms 500\n")
+	config := writeMirrorConfig(t, "m.properties", "# the source\nbootstrap.servers = src1:9092,\\\n    src2:9092\ntopics.exclude: tmp-.*\nfetch.wait.max.ms=500\n")
 	out, err := run("--create", "--mirror", "m", "--mirror-config", config)
 	if err != nil || out != "Created mirror m.\n" {
 		t.Fatalf("create: %q, %v", out, err)
