@@ -129,10 +129,23 @@ func (p *partition) EndOffsetForEpoch(requested int32) (int32, int64) {
 
 // leaderEpochAhead returns the log's latest epoch (-1 for none) and the
 // leader epoch, and whether the leader epoch is above every epoch in the
-// log: then it starts at the log end offset.
+// log: then it starts at the log end offset. A mirrored partition serves
+// the source's epochs, as the source's follower would: the local epoch it
+// keeps ahead of them only fences, and is never ahead here.
 func (p *partition) leaderEpochAhead() (latest, leader int32, ahead bool) {
 	latest, leader = int32(p.log.LatestEpoch()), p.LeaderEpoch()
-	return latest, leader, leader > latest
+	return latest, leader, leader > latest && !p.mirrored()
+}
+
+// servedLatestEpoch is the latest epoch of ListOffsets latest: Kafka's
+// leader answers the latest epoch of its cache, which holds its own epoch
+// from when it was elected; a mirror answers the source's latest.
+func (p *partition) servedLatestEpoch() int32 {
+	latest, leader, ahead := p.leaderEpochAhead()
+	if ahead {
+		return leader
+	}
+	return latest
 }
 
 // ListOffset answers ListOffsets: -2 earliest, -1 latest (high watermark,
@@ -149,7 +162,7 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 		if isolation == netio.ReadCommitted {
 			latest = offsets.LastStableOffset
 		}
-		return latest, -1, p.LeaderEpoch(), nil // Kafka answers the leader epoch
+		return latest, -1, p.servedLatestEpoch(), nil
 	case -3: // max timestamp
 		// Kafka answers the first record carrying the largest timestamp, in
 		// the first batch that reached it (DefaultRecordBatch
