@@ -164,10 +164,12 @@ func (r *lagRun) sendOwed(ctx context.Context, source lagEndpoint, owed, batches
 
 // batchesOwed is how many pool batches from r.cursor the next request
 // holds: one, and more while the bytes sent stay below owed, the request
-// within lagRequestBytesMax and the timed batches within batchesMax.
+// within lagRequestBytesMax, the timed batches within batchesMax, and at
+// most one batch per partition (Kafka 4.4, and mirrord as it, refuses a
+// partition's records of more than one batch with INVALID_RECORD).
 func (r *lagRun) batchesOwed(owed, batchesMax int64) int {
 	count := 1
-	for int64(count) < batchesMax-r.sentBatches { // bounded: the pool holds more than lagRequestBytesMax
+	for int64(count) < min(batchesMax-r.sentBatches, int64(r.partitions)) { // bounded: the partitions
 		if r.sentBytes+int64(r.pool.size(r.cursor, count)) >= owed || r.pool.size(r.cursor, count+1) > lagRequestBytesMax {
 			break
 		}
@@ -179,7 +181,7 @@ func (r *lagRun) batchesOwed(owed, batchesMax int64) int {
 // request builds a Produce request (acks -1) of batches pool batches from
 // r.cursor, round-robin over the partitions from r.partition: one run of
 // consecutive batches per partition, the first batches%partitions runs
-// one batch longer. records is each partition's record count, in the
+// one batch longer (batchesOwed keeps runs to one batch). records is each partition's record count, in the
 // request's order.
 func (r *lagRun) request(topicID [16]byte, batches int) (req *kmsg.ProduceRequest, records []int64) {
 	req = kmsg.NewPtrProduceRequest()

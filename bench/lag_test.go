@@ -15,8 +15,9 @@ package bench
 //     which the half load is measured with. Paced by a 1 ms ticker it
 //     sends raw Produce requests (acks -1) through a kgo client's broker
 //     handle: each holds the batches owed by then (at most
-//     lagRequestBytesMax), as consecutive batches of the pool,
-//     round-robin over the partitions, without copying them. Up to
+//     lagRequestBytesMax, and one per partition, as Kafka requires), as
+//     consecutive batches of the pool, round-robin over the partitions,
+//     without copying them. Up to
 //     lagInflightMax requests await their answer; when all do, the bytes
 //     owed wait for a later tick. A request's answer gives each
 //     partition's base offset: every record in it is acknowledged when
