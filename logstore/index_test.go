@@ -21,6 +21,17 @@ func spanBatch(base rb.Offset, count int, timestamp int64) []byte {
 	return rb.Append(nil, rb.Spec{BaseOffset: base, BaseTimestamp: timestamp, ProducerID: -1, Records: records})
 }
 
+// emptyBatch is a batch as Kafka's cleaner keeps one whose records it all
+// removed, for its producer's state: the header of [base, base+lastDelta]
+// at timestamp, without records.
+func emptyBatch(base rb.Offset, lastDelta int32, timestamp int64) []byte {
+	b := rb.Batch(rb.Append(nil, rb.Spec{BaseOffset: base, BaseTimestamp: timestamp, ProducerID: 7}))
+	binary.BigEndian.PutUint32(b[23:], uint32(lastDelta)) // lastOffsetDelta
+	binary.BigEndian.PutUint64(b[35:], uint64(timestamp)) // maxTimestamp
+	b.SetCRC(b.ComputeCRC())
+	return b
+}
+
 // offsetEntry and timeEntry are index entries as the files hold them.
 type offsetEntry struct{ relative, position uint32 }
 
@@ -90,6 +101,10 @@ func TestIndexEntryLayout(t *testing.T) {
 		{"no timestamps: no time entries", 0, 1 << 20,
 			[][]byte{spanBatch(0, 5, -1), spanBatch(5, 5, -1), spanBatch(10, 2, -1)}, []segmentWant{
 				{0, [][2]int{{9, 1}, {11, 2}}, nil},
+			}},
+		{"a batch without records holds no timestamp", 0, 1 << 20,
+			[][]byte{spanBatch(0, 5, 1000), emptyBatch(5, 4, 9000), spanBatch(10, 5, 2000)}, []segmentWant{
+				{0, [][2]int{{9, 1}, {14, 2}}, []timeEntry{{1000, 4}, {2000, 14}}},
 			}},
 		{"relative to each segment", 0, 3 * five,
 			[][]byte{spanBatch(0, 5, 1000), spanBatch(5, 5, 3000), spanBatch(20, 5, 2000), spanBatch(25, 5, 4000), spanBatch(30, 5, 500)}, []segmentWant{

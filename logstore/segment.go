@@ -299,10 +299,13 @@ func (s *segment) index(position int64, b rb.Batch) {
 
 // observe advances next and the max timestamp so far, which is kept with
 // the last offset of the batch holding it (Kafka's
-// maxTimestampAndOffsetSoFar).
+// maxTimestampAndOffsetSoFar). A batch without records (Kafka's cleaner
+// keeps one, header only, for its producer's state) holds no timestamp:
+// the cleaner's own segment takes its maximum from the records it keeps,
+// and DumpLogSegments checks an entry against its batch's records.
 func (s *segment) observe(b rb.Batch) {
 	s.next = b.NextOffset()
-	if t := b.MaxTimestamp(); t > s.maxTimestamp {
+	if t := b.MaxTimestamp(); t > s.maxTimestamp && b.RecordCount() > 0 {
 		s.maxTimestamp, s.maxTimestampRel = t, uint32(b.LastOffset()-s.base)
 	}
 }
