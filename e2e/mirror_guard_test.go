@@ -44,6 +44,7 @@ func TestMirrorTopicGuarded(t *testing.T) {
 		if !errors.Is(err, kerr.PolicyViolation) {
 			t.Errorf("franz-go produce to mirror topic: %v, want POLICY_VIOLATION", err)
 		}
+		t.Logf("franz-go produce to a mirror topic: %v", err)
 	})
 	t.Run("kcat", func(t *testing.T) {
 		stderr, err := runKcatFailing(ctx, t, kcat, []byte("key:refused\n"), "-b", target.addr, "-m", kcatMetadataTimeout,
@@ -62,6 +63,7 @@ func TestMirrorTopicGuarded(t *testing.T) {
 		if !strings.Contains(out, "PolicyViolationException") || !strings.Contains(out, named) || strings.Contains(out, "TimeoutException") {
 			t.Errorf("kafka-console-producer to mirror topic: want a PolicyViolationException naming the mirror, not retried:\n%s", out)
 		}
+		t.Logf("kafka-console-producer to a mirror topic: %s", lineWith(out, "PolicyViolationException"))
 	})
 	admin := []struct {
 		name string
@@ -85,6 +87,7 @@ func TestMirrorTopicGuarded(t *testing.T) {
 					t.Errorf("%s on a mirror topic: output lacks %q:\n%s", c.name, want, out)
 				}
 			}
+			t.Logf("%s on a mirror topic: %s", c.name, lineWith(out, "PolicyViolationException"))
 		})
 	}
 	after, err := endOffsets(ctx, target.addr, []topicPartition{tp})
@@ -120,4 +123,14 @@ func deleteRecordsFile(t *testing.T, tp topicPartition, offset int64) string {
 		t.Fatal(err)
 	}
 	return file
+}
+
+// lineWith returns the first line of out containing s, trimmed.
+func lineWith(out, s string) string {
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, s) {
+			return strings.TrimSpace(line)
+		}
+	}
+	return ""
 }
