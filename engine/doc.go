@@ -30,15 +30,22 @@
 // (trailing partial batch cut; framing and CRC checked by the log). It
 // follows the source's log start, answers DivergingEpoch by truncating by
 // epoch, restarts at the source's log start after OFFSET_OUT_OF_RANGE, and
-// keeps the local leader epoch ahead of the source's. Mirror topics refuse
-// Produce with READ_ONLY_TOPIC. Mirror definitions persist in
-// mirror-<name>.json. The pure per-partition state machine
-// (mirror_state*.go) and the mirror config (mirror_config*.go) are built
-// and tested; the state machine is not yet driving the fetchers. Partition
-// failures and recoveries persist in __mirror_state (mirror_statelog.go),
-// an internal log replayed at open.
+// keeps the local leader epoch ahead of the source's. A prober keeps each
+// partition's source high watermark fresh apart from the fetch path, so
+// lag is never reported better than known (mirror_source.go). Mirror
+// topics refuse Produce, CreatePartitions, DeleteRecords and DeleteTopics
+// (ErrReadOnlyTopic, POLICY_VIOLATION with a message naming the mirror).
+// Failover (mirror_failover.go: stop, each step persisted before it runs)
+// and failback (mirror_align.go: truncation to the last mirror epoch the
+// new source stored, mirror loops refused) are built. Mirror definitions
+// persist in mirror-<name>.json; partition states in __mirror_state
+// (mirror_statelog.go), an internal log replayed at open, whose unreadable
+// batches are quarantined rather than stopping the node.
 //
-// Not built yet: failover (stop) and failback, consumer group offsets.
+// Not built yet: the pure per-partition state machine (mirror_state*.go)
+// is tested on its own but does not drive the fetchers (the live states
+// are strings in mirrorPartition); consumer group offset sync; topic
+// config and ACL sync; ULE_RECOVERY.
 //
 // Concurrency: the Node's topic map has one RWMutex; each partition
 // serializes its writes (a sequence check and the append it guards happen

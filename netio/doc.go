@@ -1,7 +1,34 @@
-// Package netio will hold the Kafka network edge: framing, request
-// dispatch, client connections and zero-copy (sendfile) Fetch responses.
-// It declares the small interfaces it needs (a partition to read, a log to
-// append to) and knows nothing of logstore or engine. Nothing of it is
-// built yet; the package exists so the dependency rules (deps_test.go)
-// cover it from the start.
+// Package netio is the Kafka network edge of a mirrord node: framing,
+// request dispatch, client connections, fetch sessions and zero-copy
+// Fetch responses. It declares the small interfaces it needs (Backend,
+// Partition, Transactions, MirrorAdmin) and knows nothing of logstore or
+// the engine behind them (deps_test.go holds this).
+//
+// Wire: every request and response is a big-endian int32 size and that
+// many bytes (frame.go has the header layout). A request larger than
+// Config.MaxRequestBytes (socket.request.max.bytes) or one that cannot be
+// framed closes its connection (ErrFrame). One file per API, named by key
+// (00_produce.go, 01_fetch.go, ...), opens with the versions it serves
+// and what it does; dispatch.go is the table ApiVersions advertises. The
+// mirror admin RPCs of KIP-1279 travel on private keys from 1000
+// (mirror_keys.go, 1000_mirror_admin.go).
+//
+// Connections: one goroutine per connection reads a request, answers it
+// and writes the response before reading the next, as a Kafka broker does
+// (answers in order, one request in flight); at most
+// Config.MaxConnections at once. Fetch answers write record bytes from the
+// segment file to the socket with sendfile (sendfile.go), with a read and
+// write fallback; fetch sessions (KIP-227, fetch_session.go) skip
+// partitions that cannot answer anything new; long polls wait on
+// Partition.Changed.
+//
+// Errors: a Backend returns kerr errors (or netio.Error, a code with the
+// message a client is told); anything else is logged and answered with
+// the API's fallback code. Kafka error codes exist only here, at the
+// edge.
+//
+// Not built yet: consumer groups (FindCoordinator answers, but JoinGroup,
+// OffsetCommit and the rest are not served), DescribeConfigs and
+// AlterConfigs, SASL and TLS on the listener, and per-connection limits
+// beyond the request size (idle timeouts, per-IP connection counts).
 package netio
