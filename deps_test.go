@@ -26,10 +26,11 @@ var allowed = map[string][]string{
 	"logstore":            {"epoch", "recordbatch", "vfs"},
 	"netio":               {"epoch", "recordbatch"},
 	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest"},
+	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench"},
-	"kafkatest":           {},            // starts real Kafka brokers for e2e and bench; imports nothing of the module
-	"e2e":                 {"kafkatest"}, // test-only: drives mirrord as a process
+	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
+	"mirrordtest":         {},                           // runs mirrord as a process for e2e and bench; imports nothing of the module
+	"e2e":                 {"kafkatest", "mirrordtest"}, // test-only: drives mirrord as a process
 }
 
 // noIO lists packages that must not touch files or the network.

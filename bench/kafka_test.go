@@ -208,7 +208,7 @@ func mirrordFromKafkaOnce(tb testing.TB, source *kafkatest.Cluster, data kafkaTo
 	if err := createMirror(ctx, client, broker.Addr); err != nil {
 		return mirror, serve, err
 	}
-	pids := []int{process.cmd.Process.Pid, broker.Pid()}
+	pids := []int{process.proc.Pid(), broker.Pid()}
 	cpuStart, err := cpuOfAll(pids...)
 	if err != nil {
 		return mirror, serve, err
@@ -224,7 +224,7 @@ func mirrordFromKafkaOnce(tb testing.TB, source *kafkatest.Cluster, data kafkaTo
 	if mirror, err = sampleOf(data, caughtUp.Sub(started), cpuStart, pids...); err != nil {
 		return mirror, serve, err
 	}
-	if serve, err = consumeSample(tb, process.addr, data, process.cmd.Process.Pid); err != nil {
+	if serve, err = consumeSample(tb, process.addr, data, process.proc.Pid()); err != nil {
 		return mirror, serve, err
 	}
 	process.stop()

@@ -375,12 +375,12 @@ func scaleWrite(sourceAddr string, layout scaleLayout, window time.Duration) (in
 func scaleMeasured(tb testing.TB, window string, source, mirror *mirrordProcess, sourceCPU, mirrorCPU time.Duration, started time.Time) (ScaleResult, error) {
 	wall := time.Since(started)
 	result := ScaleResult{CPUPerSecond: (mirror.cpu() - mirrorCPU).Seconds() / wall.Seconds()}
-	status, err := procStatus(mirror.cmd.Process.Pid)
+	status, err := procStatus(mirror.proc.Pid())
 	if err != nil {
 		return result, err
 	}
 	result.RSS = status["VmRSS"]
-	files, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", mirror.cmd.Process.Pid))
+	files, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", mirror.proc.Pid()))
 	if err != nil {
 		return result, err
 	}

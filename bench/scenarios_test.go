@@ -110,7 +110,7 @@ func mirrordScenarios(tb testing.TB, mode benchMode) []Measurement {
 			dir := filepath.Join(tb.TempDir(), "mirror")
 			process := startMirrord(tb, dir)
 			run := mirrorRun(tb, source, process)
-			rss := processPeakRSS(tb, process.cmd.Process.Pid)
+			rss := processPeakRSS(tb, process.proc.Pid())
 			process.stop()
 			row.Samples = append(row.Samples, Sample{Wall: run.wall, Bytes: source.bytes, Records: records, CPU: run.mirrorCPU + run.sourceCPU, PeakRSS: rss})
 			if err := os.RemoveAll(dir); err != nil {
@@ -174,7 +174,7 @@ func copyOnce(tb testing.TB, source mirrorSource, c mirrorCase) Sample {
 	copied := copyTopic(tb, ctx, source.process.addr, target.addr, c, records)
 	sample := Sample{Wall: time.Since(started), Bytes: source.bytes, Records: copied,
 		CPU:     source.process.cpu() - sourceCPU + target.cpu() - targetCPU + processCPU() - selfCPU,
-		PeakRSS: processPeakRSS(tb, target.cmd.Process.Pid)}
+		PeakRSS: processPeakRSS(tb, target.proc.Pid())}
 	if copied != records {
 		tb.Fatalf("copier copied %d of %d records", copied, records)
 	}

@@ -6,9 +6,7 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os/exec"
 	"syscall"
 	"testing"
 	"time"
@@ -38,13 +36,12 @@ func crashAt(t *testing.T, node *server, point string) {
 func waitKilled(t *testing.T, node *server, point string) {
 	t.Helper()
 	select {
-	case <-node.exited:
+	case <-node.proc.Exited():
 	case <-time.After(mirrorCatchUpWait):
 		t.Fatalf("the node did not reach crash point %s within %v", point, mirrorCatchUpWait)
 	}
-	var exit *exec.ExitError
-	if !errors.As(node.err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-		t.Fatalf("crash point %s: exit %v, want SIGKILL", point, node.err)
+	if !node.proc.KilledBySignal(syscall.SIGKILL) {
+		t.Fatalf("crash point %s: exit %v, want SIGKILL", point, node.proc.ExitErr())
 	}
 	node.env = nil
 	node.start()

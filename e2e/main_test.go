@@ -1,6 +1,6 @@
 // Package e2e is the process-level end-to-end suite of the Kafka endpoint:
 // it builds cmd/mirrord once (TestMain), starts `mirrord serve` as a real
-// process on a free loopback port with a temporary data directory, and
+// process (mirrordtest) on a free loopback port with a temporary data directory, and
 // drives it with real clients, franz-go's kgo and kcat (librdkafka).
 //
 // What it checks:
@@ -30,10 +30,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 // mirrordBinary is the mirrord built by TestMain for this test binary.
@@ -48,25 +48,16 @@ func runTests(m *testing.M) int {
 	if mirrordBinary = os.Getenv("MIRRORD_E2E_BINARY"); mirrordBinary != "" {
 		return m.Run()
 	}
-	dir, err := os.MkdirTemp("", "mirrord-e2e-")
-	if err != nil {
+	var build mirrordtest.Binary
+	defer build.Remove()
+	started := time.Now()
+	var err error
+	if mirrordBinary, err = build.Path(); err != nil {
 		fmt.Fprintf(os.Stderr, "e2e: %v\n", err)
 		return 1
 	}
-	defer os.RemoveAll(dir)
-	mirrordBinary = filepath.Join(dir, "mirrord")
-	started := time.Now()
-	args := []string{"build", "-o", mirrordBinary}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command("go", append(args, "github.com/mirrord/mirrord/cmd/mirrord")...)
-	if output, err := build.CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "e2e: go build cmd/mirrord: %v\n%s", err, output)
-		return 1
-	}
 	if testing.Verbose() {
-		fmt.Fprintf(os.Stderr, "e2e: built %s (race detector: %v) in %v\n", mirrordBinary, raceEnabled, time.Since(started).Round(time.Millisecond))
+		fmt.Fprintf(os.Stderr, "e2e: built %s (race detector: %v) in %v\n", mirrordBinary, mirrordtest.RaceEnabled, time.Since(started).Round(time.Millisecond))
 	}
 	return m.Run()
 }
