@@ -2,7 +2,9 @@
 //
 //	cmd -> engine -> {netio, logstore} -> epoch -> recordbatch
 //
-// plus the leaf packages (recordbatch, recordbatch/records, vfs). netio knows nothing of
+// plus the leaf packages (recordbatch, recordbatch/records, vfs, and
+// mirrorwire, whose only imports outside the standard library are kbin and
+// kmsg). netio knows nothing of
 // logstore, engine or vfs; epoch does no I/O; nothing imports cmd/ or bench/.
 package mirrord_test
 
@@ -24,10 +26,11 @@ var allowed = map[string][]string{
 	"vfs":                 {},
 	"epoch":               {"recordbatch"},
 	"logstore":            {"epoch", "recordbatch", "vfs"},
-	"netio":               {"epoch", "recordbatch"},
-	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest"},
-	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench"},
+	"mirrorwire":          {},
+	"netio":               {"epoch", "recordbatch", "mirrorwire"},
+	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
+	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
 	"mirrordtest":         {},                           // runs mirrord as a process for e2e and bench; imports nothing of the module
 	"e2e":                 {"kafkatest", "mirrordtest"}, // test-only: drives mirrord as a process
@@ -38,6 +41,13 @@ var noIO = map[string][]string{
 	"epoch":               {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"recordbatch":         {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"recordbatch/records": {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+	"mirrorwire":          {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+}
+
+// externalOnly lists, per package, the only packages outside the standard
+// library it may import.
+var externalOnly = map[string][]string{
+	"mirrorwire": {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kmsg"},
 }
 
 type goPackage struct {
@@ -76,6 +86,9 @@ func TestDependencyDirection(t *testing.T) {
 				}
 			}
 			target, internal := strings.CutPrefix(imported, module+"/")
+			if only, ok := externalOnly[name]; ok && !internal && strings.Contains(strings.Split(imported, "/")[0], ".") && !contains(only, imported) {
+				t.Errorf("%s imports %s: it may import only the standard library and %v", name, imported, only)
+			}
 			if !internal {
 				continue
 			}

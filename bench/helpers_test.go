@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -39,17 +39,17 @@ func pollUntil(ctx context.Context, interval time.Duration, done func() (bool, e
 // createMirrorWith creates mirror name of the source at sourceAddr with
 // configs besides bootstrap.servers.
 func createMirrorWith(ctx context.Context, client *kgo.Client, name, sourceAddr string, configs map[string]string) error {
-	req := &netio.CreateClusterMirrorRequest{MirrorName: name,
-		Configs: []netio.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
+	req := &mirrorwire.CreateClusterMirrorRequest{MirrorName: name,
+		Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
 	for _, key := range slices.Sorted(maps.Keys(configs)) {
 		value := configs[key]
-		req.Configs = append(req.Configs, netio.CreateClusterMirrorConfig{Name: key, Value: &value})
+		req.Configs = append(req.Configs, mirrorwire.CreateClusterMirrorConfig{Name: key, Value: &value})
 	}
 	kresp, err := client.Request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("create mirror %s: %w", name, err)
 	}
-	if code := kresp.(*netio.CreateClusterMirrorResponse).ErrorCode; code != 0 {
+	if code := kresp.(*mirrorwire.CreateClusterMirrorResponse).ErrorCode; code != 0 {
 		return fmt.Errorf("create mirror %s: %w", name, kerr.ErrorForCode(code))
 	}
 	return nil
@@ -58,15 +58,15 @@ func createMirrorWith(ctx context.Context, client *kgo.Client, name, sourceAddr 
 // startMirroring starts the topics named and those matching include in
 // mirror name.
 func startMirroring(ctx context.Context, client *kgo.Client, name string, topics, include []string) error {
-	req := &netio.MirrorTopicsRequest{Change: netio.StartMirroring, MirrorName: name, IncludePatterns: include}
+	req := &mirrorwire.MirrorTopicsRequest{Change: mirrorwire.StartMirroring, MirrorName: name, IncludePatterns: include}
 	for _, topic := range topics {
-		req.Topics = append(req.Topics, netio.MirrorTopicsRequestTopic{TopicName: topic})
+		req.Topics = append(req.Topics, mirrorwire.MirrorTopicsRequestTopic{TopicName: topic})
 	}
 	kresp, err := client.Request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("start mirroring %v %v: %w", topics, include, err)
 	}
-	resp := kresp.(*netio.MirrorTopicsResponse)
+	resp := kresp.(*mirrorwire.MirrorTopicsResponse)
 	if resp.ErrorCode != 0 {
 		return fmt.Errorf("start mirroring %v %v: %w", topics, include, kerr.ErrorForCode(resp.ErrorCode))
 	}

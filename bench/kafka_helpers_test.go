@@ -19,7 +19,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/kafkatest"
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -400,13 +400,13 @@ func cancelWhenClosed(ctx context.Context, done <-chan struct{}, cause error) (c
 // startMirrorTopicNamed starts mirroring topic in the mirror of
 // createMirror.
 func startMirrorTopicNamed(ctx context.Context, client *kgo.Client, topic string) error {
-	req := &netio.MirrorTopicsRequest{Change: netio.StartMirroring, MirrorName: mirrorName,
-		Topics: []netio.MirrorTopicsRequestTopic{{TopicName: topic}}}
+	req := &mirrorwire.MirrorTopicsRequest{Change: mirrorwire.StartMirroring, MirrorName: mirrorName,
+		Topics: []mirrorwire.MirrorTopicsRequestTopic{{TopicName: topic}}}
 	kresp, err := client.Request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("start mirror topics: %w", err)
 	}
-	resp := kresp.(*netio.MirrorTopicsResponse)
+	resp := kresp.(*mirrorwire.MirrorTopicsResponse)
 	if resp.ErrorCode != 0 {
 		return fmt.Errorf("start mirror topics: %w", kerr.ErrorForCode(resp.ErrorCode))
 	}

@@ -43,6 +43,7 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/vfs"
@@ -369,13 +370,13 @@ func mirrorRun(tb testing.TB, source mirrorSource, process *mirrordProcess) mirr
 }
 
 func createMirror(ctx context.Context, client *kgo.Client, sourceAddr string) error {
-	req := &netio.CreateClusterMirrorRequest{MirrorName: mirrorName,
-		Configs: []netio.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
+	req := &mirrorwire.CreateClusterMirrorRequest{MirrorName: mirrorName,
+		Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: &sourceAddr}}}
 	kresp, err := client.Request(ctx, req)
 	if err != nil {
 		return fmt.Errorf("create mirror: %w", err)
 	}
-	if code := kresp.(*netio.CreateClusterMirrorResponse).ErrorCode; code != 0 {
+	if code := kresp.(*mirrorwire.CreateClusterMirrorResponse).ErrorCode; code != 0 {
 		return fmt.Errorf("create mirror: %w", kerr.ErrorForCode(code))
 	}
 	return nil

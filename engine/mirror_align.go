@@ -8,7 +8,7 @@ import (
 	"path"
 
 	"github.com/mirrord/mirrord/logstore"
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/mirrorwire"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -125,7 +125,7 @@ func (m *mirror) lookUpLastMirrorEpochs(ctx context.Context, mps []*mirrorPartit
 	if err != nil || !served {
 		return out, err
 	}
-	req := &netio.DescribeClusterMirrorsRequest{MirrorNames: []string{}}
+	req := &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{}}
 	clusterID := m.node.cluster.ClusterID
 	req.ClusterID = &clusterID
 	index := map[[16]byte]int{}
@@ -134,7 +134,7 @@ func (m *mirror) lookUpLastMirrorEpochs(ctx context.Context, mps []*mirrorPartit
 		if !ok {
 			i = len(req.LastMirrorEpochLookups)
 			index[mp.topicID] = i
-			req.LastMirrorEpochLookups = append(req.LastMirrorEpochLookups, netio.DescribeClusterMirrorsLookup{TopicID: netio.TopicID(mp.topicID)})
+			req.LastMirrorEpochLookups = append(req.LastMirrorEpochLookups, mirrorwire.DescribeClusterMirrorsLookup{TopicID: mp.topicID})
 		}
 		req.LastMirrorEpochLookups[i].Partitions = append(req.LastMirrorEpochLookups[i].Partitions, mp.partition)
 	}
@@ -142,7 +142,7 @@ func (m *mirror) lookUpLastMirrorEpochs(ctx context.Context, mps []*mirrorPartit
 	if err != nil {
 		return nil, fmt.Errorf("last mirror epoch lookup: %w", err)
 	}
-	resp := kresp.(*netio.DescribeClusterMirrorsResponse)
+	resp := kresp.(*mirrorwire.DescribeClusterMirrorsResponse)
 	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
 		return nil, fmt.Errorf("last mirror epoch lookup: %w", err)
 	}
@@ -180,7 +180,7 @@ func (m *mirror) sourceServesMirrorRPCs(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("ApiVersions: %w", err)
 	}
 	for _, k := range kresp.(*kmsg.ApiVersionsResponse).ApiKeys {
-		if k.ApiKey == netio.DescribeClusterMirrorsKey {
+		if k.ApiKey == mirrorwire.DescribeClusterMirrorsKey {
 			return true, nil
 		}
 	}

@@ -1,12 +1,12 @@
 package engine
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
 
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // The records of __mirror_state, the internal compacted log holding the
@@ -142,31 +142,23 @@ func EncodeMirrorStateRecord(key MirrorStateKey, value MirrorStateValue) (keyByt
 		panic(fmt.Sprintf("engine: EncodeMirrorStateRecord: %v", err))
 	}
 	keyBytes = make([]byte, 0, 1+2+len(key.Mirror)+16+4)
-	keyBytes = append(keyBytes, mirrorStateVersion)
-	keyBytes = binary.BigEndian.AppendUint16(keyBytes, uint16(len(key.Mirror)))
-	keyBytes = append(keyBytes, key.Mirror...)
-	keyBytes = append(keyBytes, key.TopicID[:]...)
-	keyBytes = binary.BigEndian.AppendUint32(keyBytes, uint32(key.Partition))
+	keyBytes = kbin.AppendInt8(keyBytes, mirrorStateVersion)
+	keyBytes = kbin.AppendString(keyBytes, key.Mirror)
+	keyBytes = kbin.AppendUuid(keyBytes, key.TopicID)
+	keyBytes = kbin.AppendInt32(keyBytes, key.Partition)
 
 	b := make([]byte, 0, mirrorStateValueFixedLen+len(value.Error))
-	b = append(b, mirrorStateVersion, byte(value.State), byte(value.Previous), byte(value.StopStep), boolByte(value.Retryable))
-	b = binary.BigEndian.AppendUint64(b, uint64(value.StateEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(value.LeaderEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(value.SourceLeaderEpoch))
-	b = binary.BigEndian.AppendUint32(b, uint32(value.RetryCount))
-	b = binary.BigEndian.AppendUint64(b, uint64(value.NextRetryAtMillis))
-	b = binary.BigEndian.AppendUint32(b, uint32(value.LastMirrorEpoch))
-	b = binary.BigEndian.AppendUint64(b, uint64(value.LastMirrorOffset))
-	b = binary.BigEndian.AppendUint64(b, uint64(value.TruncateTo))
-	b = binary.BigEndian.AppendUint16(b, uint16(len(value.Error)))
-	return keyBytes, append(b, value.Error...)
-}
-
-func boolByte(b bool) byte {
-	if b {
-		return 1
-	}
-	return 0
+	b = append(b, mirrorStateVersion, byte(value.State), byte(value.Previous), byte(value.StopStep))
+	b = kbin.AppendBool(b, value.Retryable)
+	b = kbin.AppendInt64(b, int64(value.StateEpoch))
+	b = kbin.AppendInt32(b, int32(value.LeaderEpoch))
+	b = kbin.AppendInt32(b, int32(value.SourceLeaderEpoch))
+	b = kbin.AppendInt32(b, value.RetryCount)
+	b = kbin.AppendInt64(b, value.NextRetryAtMillis)
+	b = kbin.AppendInt32(b, int32(value.LastMirrorEpoch))
+	b = kbin.AppendInt64(b, int64(value.LastMirrorOffset))
+	b = kbin.AppendInt64(b, int64(value.TruncateTo))
+	return keyBytes, kbin.AppendString(b, value.Error)
 }
 
 // DecodeMirrorStateRecord decodes a record written by
@@ -183,11 +175,11 @@ func DecodeMirrorStateRecord(keyBytes, valueBytes []byte) (MirrorStateKey, Mirro
 
 // DecodeMirrorStateKey decodes the key of a record.
 func DecodeMirrorStateKey(b []byte) (MirrorStateKey, error) {
-	r := mirrorStateReader{b: b}
+	r := mirrorStateReader{Reader: kbin.Reader{Src: b}}
 	r.version()
 	key := MirrorStateKey{Mirror: r.string(mirrorNameMax)}
-	copy(key.TopicID[:], r.bytes(len(key.TopicID)))
-	key.Partition = r.int32()
+	key.TopicID = r.Uuid()
+	key.Partition = r.Int32()
 	if err := r.finish("key"); err != nil {
 		return MirrorStateKey{}, err
 	}
@@ -195,21 +187,21 @@ func DecodeMirrorStateKey(b []byte) (MirrorStateKey, error) {
 }
 
 func decodeMirrorStateValue(b []byte) (MirrorStateValue, error) {
-	r := mirrorStateReader{b: b}
+	r := mirrorStateReader{Reader: kbin.Reader{Src: b}}
 	r.version()
-	v := MirrorStateValue{State: MirrorState(r.int8()), Previous: MirrorState(r.int8()), StopStep: StopStep(r.int8())}
-	switch retryable := r.int8(); retryable {
+	v := MirrorStateValue{State: MirrorState(r.Int8()), Previous: MirrorState(r.Int8()), StopStep: StopStep(r.Int8())}
+	switch retryable := r.Int8(); retryable {
 	case 0, 1:
 		v.Retryable = retryable == 1
 	default:
 		r.fail(fmt.Sprintf("retryable byte %d", retryable))
 	}
-	v.StateEpoch = StateEpoch(r.int64())
-	v.LeaderEpoch, v.SourceLeaderEpoch = rb.Epoch(r.int32()), rb.Epoch(r.int32())
-	v.RetryCount = r.int32()
-	v.NextRetryAtMillis = r.int64()
-	v.LastMirrorEpoch, v.LastMirrorOffset = rb.Epoch(r.int32()), rb.Offset(r.int64())
-	v.TruncateTo = rb.Offset(r.int64())
+	v.StateEpoch = StateEpoch(r.Int64())
+	v.LeaderEpoch, v.SourceLeaderEpoch = rb.Epoch(r.Int32()), rb.Epoch(r.Int32())
+	v.RetryCount = r.Int32()
+	v.NextRetryAtMillis = r.Int64()
+	v.LastMirrorEpoch, v.LastMirrorOffset = rb.Epoch(r.Int32()), rb.Offset(r.Int64())
+	v.TruncateTo = rb.Offset(r.Int64())
 	v.Error = r.string(mirrorErrorTextMax)
 	if err := r.finish("value"); err != nil {
 		return MirrorStateValue{}, err
@@ -217,80 +209,48 @@ func decodeMirrorStateValue(b []byte) (MirrorStateValue, error) {
 	return v, v.validate()
 }
 
-// mirrorStateReader reads big-endian fields with a sticky error: after the
-// first failure every read returns zero, and finish reports it.
+// mirrorStateReader is a kbin.Reader (big-endian fields, a sticky error:
+// after the first failure every read returns zero) that also keeps the
+// first refusal of a field kbin reads without complaint; finish reports
+// either.
 type mirrorStateReader struct {
-	b   []byte
-	err error
+	kbin.Reader
+	refused error
 }
 
+// fail records what is wrong and invalidates the kbin reader (a negative
+// span is its only way in).
 func (r *mirrorStateReader) fail(what string) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", ErrMirrorStateCorrupt, what)
+	if r.refused == nil && r.Ok() {
+		r.refused = fmt.Errorf("%w: %s", ErrMirrorStateCorrupt, what)
 	}
-	r.b = nil
-}
-
-func (r *mirrorStateReader) bytes(n int) []byte {
-	if r.err != nil || n > len(r.b) {
-		r.fail(fmt.Sprintf("%d bytes wanted, %d left", n, len(r.b)))
-		return nil
-	}
-	out := r.b[:n]
-	r.b = r.b[n:]
-	return out
-}
-
-func (r *mirrorStateReader) int8() int8 {
-	if b := r.bytes(1); b != nil {
-		return int8(b[0])
-	}
-	return 0
-}
-
-func (r *mirrorStateReader) int16() int16 {
-	if b := r.bytes(2); b != nil {
-		return int16(binary.BigEndian.Uint16(b))
-	}
-	return 0
-}
-
-func (r *mirrorStateReader) int32() int32 {
-	if b := r.bytes(4); b != nil {
-		return int32(binary.BigEndian.Uint32(b))
-	}
-	return 0
-}
-
-func (r *mirrorStateReader) int64() int64 {
-	if b := r.bytes(8); b != nil {
-		return int64(binary.BigEndian.Uint64(b))
-	}
-	return 0
+	r.Span(-1)
 }
 
 func (r *mirrorStateReader) version() {
-	if v := r.int8(); v != mirrorStateVersion && r.err == nil {
+	if v := r.Int8(); v != mirrorStateVersion && r.Ok() {
 		r.fail(fmt.Sprintf("version %d, want %d", v, mirrorStateVersion))
 	}
 }
 
 // string reads an int16 length (0 to limit) and that many bytes.
 func (r *mirrorStateReader) string(limit int) string {
-	n := r.int16()
+	n := r.Int16()
 	if n < 0 || int(n) > limit {
 		r.fail(fmt.Sprintf("string length %d, limit %d", n, limit))
 		return ""
 	}
-	return string(r.bytes(int(n)))
+	return string(r.Span(int(n)))
 }
 
 func (r *mirrorStateReader) finish(what string) error {
-	if r.err == nil && len(r.b) != 0 {
-		r.fail(fmt.Sprintf("%d trailing bytes", len(r.b)))
-	}
-	if r.err != nil {
-		return fmt.Errorf("%s: %w", what, r.err)
+	switch {
+	case r.refused != nil:
+		return fmt.Errorf("%s: %w", what, r.refused)
+	case r.Complete() != nil:
+		return fmt.Errorf("%s: %w: truncated: %w", what, ErrMirrorStateCorrupt, r.Complete())
+	case len(r.Src) != 0:
+		return fmt.Errorf("%s: %w: %d trailing bytes", what, ErrMirrorStateCorrupt, len(r.Src))
 	}
 	return nil
 }

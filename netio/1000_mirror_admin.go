@@ -1,7 +1,7 @@
 package netio
 
-// The mirror admin RPCs of KIP-1279, keys 1000-1008 (mirror_keys.go),
-// version 0 each (mirror_messages.go). The server answers them, and
+// The mirror admin RPCs of KIP-1279, keys 1000-1008, version 0 each,
+// whose messages and encoding are package mirrorwire's. The server answers them, and
 // ApiVersions lists them, only when its Backend is a MirrorBackend; to any
 // other Backend they are unknown keys, which close the connection as any
 // unknown key does.
@@ -37,6 +37,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/kversion"
+
+	"github.com/mirrord/mirrord/mirrorwire"
 )
 
 // mirrorAPIs is the dispatch table of the mirror admin RPCs.
@@ -44,15 +47,15 @@ var mirrorAPIs map[int16]api
 
 func init() {
 	mirrorAPIs = map[int16]api{
-		CreateClusterMirrorKey:    {0, mirrorMaxVersion, serveCreateClusterMirror},
-		DeleteClusterMirrorKey:    {0, mirrorMaxVersion, serveDeleteClusterMirror},
-		StartMirrorTopicsKey:      {0, mirrorMaxVersion, serveMirrorTopics},
-		StopMirrorTopicsKey:       {0, mirrorMaxVersion, serveMirrorTopics},
-		PauseMirrorTopicsKey:      {0, mirrorMaxVersion, serveMirrorTopics},
-		ResumeMirrorTopicsKey:     {0, mirrorMaxVersion, serveMirrorTopics},
-		RecoverMirrorTopicsKey:    {0, mirrorMaxVersion, serveMirrorTopics},
-		ListClusterMirrorsKey:     {0, mirrorMaxVersion, serveListClusterMirrors},
-		DescribeClusterMirrorsKey: {0, mirrorMaxVersion, serveDescribeClusterMirrors},
+		mirrorwire.CreateClusterMirrorKey:    {0, mirrorwire.MaxVersion, serveCreateClusterMirror},
+		mirrorwire.DeleteClusterMirrorKey:    {0, mirrorwire.MaxVersion, serveDeleteClusterMirror},
+		mirrorwire.StartMirrorTopicsKey:      {0, mirrorwire.MaxVersion, serveMirrorTopics},
+		mirrorwire.StopMirrorTopicsKey:       {0, mirrorwire.MaxVersion, serveMirrorTopics},
+		mirrorwire.PauseMirrorTopicsKey:      {0, mirrorwire.MaxVersion, serveMirrorTopics},
+		mirrorwire.ResumeMirrorTopicsKey:     {0, mirrorwire.MaxVersion, serveMirrorTopics},
+		mirrorwire.RecoverMirrorTopicsKey:    {0, mirrorwire.MaxVersion, serveMirrorTopics},
+		mirrorwire.ListClusterMirrorsKey:     {0, mirrorwire.MaxVersion, serveListClusterMirrors},
+		mirrorwire.DescribeClusterMirrorsKey: {0, mirrorwire.MaxVersion, serveDescribeClusterMirrors},
 	}
 }
 
@@ -85,7 +88,7 @@ func (s *Server) appendMirrorKeys(keys []kmsg.ApiVersionsResponseApiKey) []kmsg.
 	if _, ok := s.backend.(MirrorBackend); !ok {
 		return keys
 	}
-	for key := CreateClusterMirrorKey; key <= DescribeClusterMirrorsKey; key++ {
+	for key := mirrorwire.FirstKey; key <= mirrorwire.LastKey; key++ {
 		a := mirrorAPIs[key]
 		keys = append(keys, kmsg.ApiVersionsResponseApiKey{ApiKey: key, MinVersion: a.minVersion, MaxVersion: a.maxVersion})
 	}
@@ -102,13 +105,25 @@ func serveAPIVersionsWithMirrors(ctx context.Context, c *conn, h RequestHeader, 
 	return reply, err
 }
 
+// MirrorClientVersions returns the versions a franz-go client should be
+// configured with (kgo.MaxVersions) to send the mirror RPCs: kgo refuses a
+// request whose key its versions do not list. They are the stable Kafka
+// versions plus the mirror keys.
+func MirrorClientVersions() *kversion.Versions {
+	versions := kversion.Stable()
+	for key := mirrorwire.FirstKey; key <= mirrorwire.LastKey; key++ {
+		versions.SetMaxKeyVersion(key, mirrorwire.MaxVersion)
+	}
+	return versions
+}
+
 func mirrorAdmin(c *conn) MirrorAdmin {
 	return c.server.backend.(MirrorBackend).Mirrors()
 }
 
 // mirrorErrorAnswer is the top-level error part of a response for err.
-func mirrorErrorAnswer(c *conn, err error) mirrorErrorHead {
-	return mirrorErrorHead{ErrorCode: errorCode(c.server.log, err, kerr.UnknownServerError), ErrorMessage: errorMessage(err)}
+func mirrorErrorAnswer(c *conn, err error) mirrorwire.ErrorHead {
+	return mirrorwire.ErrorHead{ErrorCode: errorCode(c.server.log, err, kerr.UnknownServerError), ErrorMessage: errorMessage(err)}
 }
 
 // errorMessage is err's text, or null for no error.
@@ -129,19 +144,19 @@ func nonEmpty(s string) *string {
 }
 
 func serveCreateClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
-	req := kreq.(*CreateClusterMirrorRequest)
-	resp := req.ResponseKind().(*CreateClusterMirrorResponse)
+	req := kreq.(*mirrorwire.CreateClusterMirrorRequest)
+	resp := req.ResponseKind().(*mirrorwire.CreateClusterMirrorResponse)
 	config, err := mirrorConfig(req.Configs)
 	if err == nil {
 		err = mirrorAdmin(c).CreateMirror(ctx, req.MirrorName, config)
 	}
-	resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+	resp.ErrorHead = mirrorErrorAnswer(c, err)
 	return resp, nil
 }
 
 // mirrorConfig turns a request's configs into a map, refusing a key
 // listed twice or a null value.
-func mirrorConfig(configs []CreateClusterMirrorConfig) (map[string]string, error) {
+func mirrorConfig(configs []mirrorwire.CreateClusterMirrorConfig) (map[string]string, error) {
 	config := make(map[string]string, len(configs)) // bounded by the request
 	for _, entry := range configs {
 		if _, ok := config[entry.Name]; ok {
@@ -156,27 +171,27 @@ func mirrorConfig(configs []CreateClusterMirrorConfig) (map[string]string, error
 }
 
 func serveDeleteClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
-	req := kreq.(*DeleteClusterMirrorRequest)
-	resp := req.ResponseKind().(*DeleteClusterMirrorResponse)
-	resp.mirrorErrorHead = mirrorErrorAnswer(c, mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName))
+	req := kreq.(*mirrorwire.DeleteClusterMirrorRequest)
+	resp := req.ResponseKind().(*mirrorwire.DeleteClusterMirrorResponse)
+	resp.ErrorHead = mirrorErrorAnswer(c, mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName))
 	return resp, nil
 }
 
 func serveMirrorTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
-	req := kreq.(*MirrorTopicsRequest)
-	resp := req.ResponseKind().(*MirrorTopicsResponse)
+	req := kreq.(*mirrorwire.MirrorTopicsRequest)
+	resp := req.ResponseKind().(*mirrorwire.MirrorTopicsResponse)
 	selection := TopicSelection{Names: uniqueTopicNames(req.Topics), Include: req.IncludePatterns, Exclude: req.ExcludePatterns}
 	if len(selection.Names) == 0 && len(selection.Include) == 0 {
-		resp.mirrorErrorHead = mirrorErrorAnswer(c, refuse(kerr.InvalidRequest, "No topic named and no include pattern."))
+		resp.ErrorHead = mirrorErrorAnswer(c, refuse(kerr.InvalidRequest, "No topic named and no include pattern."))
 		return resp, nil
 	}
 	results, err := mirrorAdmin(c).SetTopicsDesiredState(ctx, req.MirrorName, req.Change, selection)
 	if err != nil {
-		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		resp.ErrorHead = mirrorErrorAnswer(c, err)
 		return resp, nil
 	}
 	for _, result := range results {
-		resp.Topics = append(resp.Topics, MirrorTopicsResponseTopic{
+		resp.Topics = append(resp.Topics, mirrorwire.MirrorTopicsResponseTopic{
 			TopicName:    result.Topic,
 			ErrorCode:    errorCode(c.server.log, result.Err, kerr.UnknownServerError),
 			ErrorMessage: errorMessage(result.Err),
@@ -186,7 +201,7 @@ func serveMirrorTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 }
 
 // uniqueTopicNames returns the names of topics, each once, in order.
-func uniqueTopicNames(topics []MirrorTopicsRequestTopic) []string {
+func uniqueTopicNames(topics []mirrorwire.MirrorTopicsRequestTopic) []string {
 	var names []string
 	seen := make(map[string]bool, len(topics)) // bounded by the request
 	for _, topic := range topics {
@@ -199,15 +214,15 @@ func uniqueTopicNames(topics []MirrorTopicsRequestTopic) []string {
 }
 
 func serveListClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
-	req := kreq.(*ListClusterMirrorsRequest)
-	resp := req.ResponseKind().(*ListClusterMirrorsResponse)
+	req := kreq.(*mirrorwire.ListClusterMirrorsRequest)
+	resp := req.ResponseKind().(*mirrorwire.ListClusterMirrorsResponse)
 	mirrors, err := mirrorAdmin(c).ListMirrors(ctx)
 	if err != nil {
-		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		resp.ErrorHead = mirrorErrorAnswer(c, err)
 		return resp, nil
 	}
 	for _, mirror := range mirrors {
-		listed := ListClusterMirrorsResponseMirror{
+		listed := mirrorwire.ListClusterMirrorsResponseMirror{
 			MirrorName:      mirror.Name,
 			SourceBootstrap: mirror.SourceBootstrap,
 			SourceClusterID: mirror.SourceClusterID,
@@ -222,22 +237,22 @@ func serveListClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq
 }
 
 func serveDescribeClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
-	req := kreq.(*DescribeClusterMirrorsRequest)
-	resp := req.ResponseKind().(*DescribeClusterMirrorsResponse)
+	req := kreq.(*mirrorwire.DescribeClusterMirrorsRequest)
+	resp := req.ResponseKind().(*mirrorwire.DescribeClusterMirrorsResponse)
 	if err := describeMirrors(ctx, c, req, resp); err != nil {
 		resp.Mirrors = nil
-		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		resp.ErrorHead = mirrorErrorAnswer(c, err)
 		return resp, nil
 	}
 	if err := lookUpLastMirrorEpochs(ctx, c, req, resp); err != nil {
 		resp.Mirrors, resp.LastMirrorEpochs = nil, nil
-		resp.mirrorErrorHead = mirrorErrorAnswer(c, err)
+		resp.ErrorHead = mirrorErrorAnswer(c, err)
 	}
 	return resp, nil
 }
 
 // describeMirrors fills resp.Mirrors with the mirrors req names.
-func describeMirrors(ctx context.Context, c *conn, req *DescribeClusterMirrorsRequest, resp *DescribeClusterMirrorsResponse) error {
+func describeMirrors(ctx context.Context, c *conn, req *mirrorwire.DescribeClusterMirrorsRequest, resp *mirrorwire.DescribeClusterMirrorsResponse) error {
 	if req.MirrorNames != nil && len(req.MirrorNames) == 0 {
 		return nil
 	}
@@ -264,8 +279,8 @@ func describeMirrors(ctx context.Context, c *conn, req *DescribeClusterMirrorsRe
 
 // describedMirror is the answer for one mirror; its partitions come sorted
 // by topic, so each topic's partitions are consecutive.
-func describedMirror(c *conn, d *MirrorDescription) DescribeClusterMirrorsMirror {
-	var m DescribeClusterMirrorsMirror
+func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMirrorsMirror {
+	var m mirrorwire.DescribeClusterMirrorsMirror
 	m.Default()
 	m.MirrorName = d.Name
 	if d.Err != nil {
@@ -279,14 +294,14 @@ func describedMirror(c *conn, d *MirrorDescription) DescribeClusterMirrorsMirror
 	}
 	for _, status := range d.Partitions {
 		if n := len(m.Topics); n == 0 || m.Topics[n-1].TopicName != status.Topic {
-			m.Topics = append(m.Topics, DescribeClusterMirrorsTopic{TopicName: status.Topic})
+			m.Topics = append(m.Topics, mirrorwire.DescribeClusterMirrorsTopic{TopicName: status.Topic})
 		}
 		topic := &m.Topics[len(m.Topics)-1]
 		lowerBound := int64(-1)
 		if status.Stale {
 			lowerBound = status.LagAtLeast()
 		}
-		topic.Partitions = append(topic.Partitions, DescribeClusterMirrorsPartition{
+		topic.Partitions = append(topic.Partitions, mirrorwire.DescribeClusterMirrorsPartition{
 			PartitionIndex:        status.Partition,
 			StateValue:            status.State,
 			ErrorMessage:          nonEmpty(status.Error),
@@ -314,7 +329,7 @@ func millisOrUnknown(d time.Duration) int64 {
 }
 
 // lookUpLastMirrorEpochs answers req's lookups in resp.LastMirrorEpochs.
-func lookUpLastMirrorEpochs(ctx context.Context, c *conn, req *DescribeClusterMirrorsRequest, resp *DescribeClusterMirrorsResponse) error {
+func lookUpLastMirrorEpochs(ctx context.Context, c *conn, req *mirrorwire.DescribeClusterMirrorsRequest, resp *mirrorwire.DescribeClusterMirrorsResponse) error {
 	if len(req.LastMirrorEpochLookups) == 0 {
 		return nil
 	}
@@ -335,9 +350,9 @@ func lookUpLastMirrorEpochs(ctx context.Context, c *conn, req *DescribeClusterMi
 		if !ok {
 			i = len(resp.LastMirrorEpochs)
 			topics[epoch.TopicID] = i
-			resp.LastMirrorEpochs = append(resp.LastMirrorEpochs, DescribeClusterMirrorsEpochTopic{TopicID: epoch.TopicID})
+			resp.LastMirrorEpochs = append(resp.LastMirrorEpochs, mirrorwire.DescribeClusterMirrorsEpochTopic{TopicID: epoch.TopicID})
 		}
-		resp.LastMirrorEpochs[i].Partitions = append(resp.LastMirrorEpochs[i].Partitions, DescribeClusterMirrorsEpochPartition{
+		resp.LastMirrorEpochs[i].Partitions = append(resp.LastMirrorEpochs[i].Partitions, mirrorwire.DescribeClusterMirrorsEpochPartition{
 			PartitionIndex:   epoch.Partition,
 			ErrorCode:        errorCode(c.server.log, epoch.Err, kerr.UnknownServerError),
 			LastMirrorEpoch:  epoch.Epoch,

@@ -5,6 +5,8 @@ import (
 	"sort"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/mirrorwire"
 )
 
 // api is one Kafka API this server answers: the versions it serves and
@@ -49,9 +51,9 @@ func init() {
 var advertisedMinVersions = map[int16]int16{0: 0}
 
 // requestForKey returns an empty request of key: mirrord's own for the
-// private mirror admin keys (mirror_keys.go), else kmsg's.
+// private mirror admin keys (mirrorwire), else kmsg's.
 func requestForKey(key int16) kmsg.Request {
-	if req := newMirrorRequest(key); req != nil {
+	if req := mirrorwire.NewRequest(key); req != nil {
 		return req
 	}
 	return kmsg.RequestForKey(key)

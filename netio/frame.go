@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/twmb/franz-go/pkg/kbin"
 )
 
 // Framing. Every request and response is a big-endian int32 size followed
@@ -68,23 +70,24 @@ const frameChunk = 64 << 10
 // reports whether the header carries tagged fields, which depends on the
 // key and version (the caller knows them from the first four bytes).
 func parseHeader(frame []byte, flexible func(key, version int16) (bool, bool)) (RequestHeader, []byte, error) {
-	r := reader{buf: frame}
-	h := RequestHeader{Key: r.int16(), Version: r.int16(), CorrelationID: r.int32()}
-	h.ClientID = r.nullableString()
-	if r.err != nil {
-		return h, nil, fmt.Errorf("%w: header: %w", ErrFrame, r.err)
+	r := kbin.Reader{Src: frame}
+	h := RequestHeader{Key: r.Int16(), Version: r.Int16(), CorrelationID: r.Int32()}
+	if clientID := r.NullableString(); clientID != nil {
+		h.ClientID = *clientID
+	}
+	if err := r.Complete(); err != nil {
+		return h, nil, fmt.Errorf("%w: header: %w", ErrFrame, err)
 	}
 	isFlexible, known := flexible(h.Key, h.Version)
 	if !known {
-		return h, r.buf, nil // the caller answers or closes; the body is not parsed
+		return h, r.Src, nil // the caller answers or closes; the body is not parsed
 	}
 	if isFlexible {
-		r.skipTags()
+		if err := skipTags(&r); err != nil {
+			return h, nil, fmt.Errorf("%w: header tags: %w", ErrFrame, err)
+		}
 	}
-	if r.err != nil {
-		return h, nil, fmt.Errorf("%w: header tags: %w", ErrFrame, r.err)
-	}
-	return h, r.buf, nil
+	return h, r.Src, nil
 }
 
 // appendResponseHeader starts a response frame in dst: a size placeholder
@@ -105,85 +108,23 @@ func finishFrame(frame []byte, extra int64) {
 	binary.BigEndian.PutUint32(frame, uint32(int64(len(frame)-4)+extra))
 }
 
-var (
-	errShort   = errors.New("short buffer")
-	errVarint  = errors.New("bad varint")
-	errTooMany = errors.New("too many tagged fields")
-)
-
-// reader decodes big-endian fields with a sticky error: after the first
-// failure every read returns zero and err stays set.
-type reader struct {
-	buf []byte
-	err error
-}
-
-func (r *reader) take(n int) []byte {
-	if r.err != nil {
-		return nil
-	}
-	if n < 0 || n > len(r.buf) {
-		r.err = errShort
-		return nil
-	}
-	b := r.buf[:n]
-	r.buf = r.buf[n:]
-	return b
-}
-
-func (r *reader) int16() int16 {
-	if b := r.take(2); b != nil {
-		return int16(binary.BigEndian.Uint16(b))
-	}
-	return 0
-}
-
-func (r *reader) int32() int32 {
-	if b := r.take(4); b != nil {
-		return int32(binary.BigEndian.Uint32(b))
-	}
-	return 0
-}
-
-func (r *reader) nullableString() string {
-	n := r.int16()
-	if n < 0 {
-		return ""
-	}
-	return string(r.take(int(n)))
-}
-
-func (r *reader) uvarint() uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.buf)
-	if n <= 0 {
-		r.err = errVarint
-		return 0
-	}
-	r.buf = r.buf[n:]
-	return v
-}
+// errTooManyTags refuses a header with more tagged fields than maxTags.
+var errTooManyTags = errors.New("netio: too many tagged fields")
 
 // maxTags bounds the tagged fields of a header (Kafka defines none for
 // request headers but the client-id tag; a bound keeps a hostile count
 // from spinning).
 const maxTags = 64
 
-func (r *reader) skipTags() {
-	count := r.uvarint()
+// skipTags reads past a tagged-field section.
+func skipTags(r *kbin.Reader) error {
+	count := r.Uvarint()
 	if count > maxTags {
-		r.err = errTooMany
-		return
+		return errTooManyTags
 	}
 	for range count {
-		r.uvarint() // tag
-		size := r.uvarint()
-		if size > uint64(len(r.buf)) {
-			r.err = errShort
-			return
-		}
-		r.take(int(size))
+		r.Uvarint() // tag
+		r.Span(int(r.Uvarint()))
 	}
+	return r.Complete()
 }

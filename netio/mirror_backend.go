@@ -3,10 +3,12 @@ package netio
 import (
 	"context"
 	"time"
+
+	"github.com/mirrord/mirrord/mirrorwire"
 )
 
 // MirrorBackend is a Backend that administers mirrors. The server answers
-// the mirror admin RPCs (mirror_keys.go) and advertises them in
+// the mirror admin RPCs (mirrorwire) and advertises them in
 // ApiVersions only when its Backend implements MirrorBackend; to any other
 // Backend they are unknown keys.
 type MirrorBackend interface {
@@ -63,34 +65,18 @@ type MirrorAdmin interface {
 	LastMirrorEpochs(ctx context.Context, askingClusterID string, partitions []TopicPartitions) ([]LastMirrorEpoch, error)
 }
 
-// TopicsChange is what a topic-state RPC asks of a mirror's topics.
-type TopicsChange int8
+// TopicsChange is what a topic-state RPC asks of a mirror's topics; the
+// wire package defines it, as each change has its own key.
+type TopicsChange = mirrorwire.TopicsChange
 
+// The changes (mirrorwire documents each).
 const (
-	// StartMirroring adds the topics to the mirror, desired MIRRORING
-	// (failback, for a topic that was stopped).
-	StartMirroring TopicsChange = iota + 1
-	// StopMirroring sets desired STOPPED: the topics become writable
-	// (failover).
-	StopMirroring
-	// PauseMirroring sets desired PAUSED: fetching stops, the topics stay
-	// read-only.
-	PauseMirroring
-	// ResumeMirroring sets desired MIRRORING again for paused topics.
-	ResumeMirroring
-	// RecoverMirroring makes FAILED partitions retry now, including
-	// failures that wait for an operator; the desired state is kept.
-	RecoverMirroring
+	StartMirroring   = mirrorwire.StartMirroring
+	StopMirroring    = mirrorwire.StopMirroring
+	PauseMirroring   = mirrorwire.PauseMirroring
+	ResumeMirroring  = mirrorwire.ResumeMirroring
+	RecoverMirroring = mirrorwire.RecoverMirroring
 )
-
-var topicsChangeNames = [...]string{"", "start", "stop", "pause", "resume", "recover"}
-
-func (c TopicsChange) String() string {
-	if c < StartMirroring || c > RecoverMirroring {
-		return "unknown"
-	}
-	return topicsChangeNames[c]
-}
 
 // TopicSelection selects a mirror's topics: the topics named, and the
 // topics whose whole name one of Include matches, less those whose whole

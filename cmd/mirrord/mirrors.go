@@ -2,7 +2,7 @@ package main
 
 // `mirrord mirrors`: mirror administration over the Kafka listener, like
 // kafka-cluster-mirrors.sh. Each action sends one mirror admin RPC
-// (netio/mirror_keys.go) with a franz-go client and prints the answer;
+// (mirrorwire/keys.go) with a franz-go client and prints the answer;
 // any failure is one line and a non-zero exit.
 
 import (
@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -244,7 +245,7 @@ func dialMirrors(ctx context.Context, bootstrap string) (*mirrorsClient, error) 
 	}
 	served := map[int16]bool{}
 	for _, key := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
-		if netio.MirrorKeyName(key.ApiKey) != "" {
+		if mirrorwire.KeyName(key.ApiKey) != "" {
 			served[key.ApiKey] = true
 		}
 	}
@@ -255,11 +256,11 @@ func dialMirrors(ctx context.Context, bootstrap string) (*mirrorsClient, error) 
 func (c *mirrorsClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if !c.served[req.Key()] {
 		return nil, fmt.Errorf("%s does not serve %s (API key %d): not a mirrord node, or one without mirroring",
-			c.bootstrap, netio.MirrorKeyName(req.Key()), req.Key())
+			c.bootstrap, mirrorwire.KeyName(req.Key()), req.Key())
 	}
 	resp, err := c.Request(ctx, req)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", c.bootstrap, netio.MirrorKeyName(req.Key()), err)
+		return nil, fmt.Errorf("%s: %s: %w", c.bootstrap, mirrorwire.KeyName(req.Key()), err)
 	}
 	return resp, nil
 }
@@ -292,15 +293,15 @@ func createMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOption
 	if err != nil {
 		return fmt.Errorf("--mirror-config %s: %w", opts.mirrorConfig, err)
 	}
-	req := &netio.CreateClusterMirrorRequest{MirrorName: opts.mirror}
+	req := &mirrorwire.CreateClusterMirrorRequest{MirrorName: opts.mirror}
 	for _, key := range sortedPropertyKeys(config) {
-		req.Configs = append(req.Configs, netio.CreateClusterMirrorConfig{Name: key, Value: new(config[key])})
+		req.Configs = append(req.Configs, mirrorwire.CreateClusterMirrorConfig{Name: key, Value: new(config[key])})
 	}
 	resp, err := client.request(ctx, req)
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.CreateClusterMirrorResponse)
+	r := resp.(*mirrorwire.CreateClusterMirrorResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("create mirror %q: %w", opts.mirror, err)
 	}
@@ -318,11 +319,11 @@ func sortedPropertyKeys(m map[string]string) []string {
 }
 
 func deleteMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	resp, err := client.request(ctx, &netio.DeleteClusterMirrorRequest{MirrorName: opts.mirror})
+	resp, err := client.request(ctx, &mirrorwire.DeleteClusterMirrorRequest{MirrorName: opts.mirror})
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.DeleteClusterMirrorResponse)
+	r := resp.(*mirrorwire.DeleteClusterMirrorResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("delete mirror %q: %w", opts.mirror, err)
 	}
@@ -331,19 +332,19 @@ func deleteMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOption
 }
 
 // topicsChanges maps the topic-state actions to their changes.
-var topicsChanges = map[string]netio.TopicsChange{
-	"start":   netio.StartMirroring,
-	"stop":    netio.StopMirroring,
-	"pause":   netio.PauseMirroring,
-	"resume":  netio.ResumeMirroring,
-	"recover": netio.RecoverMirroring,
+var topicsChanges = map[string]mirrorwire.TopicsChange{
+	"start":   mirrorwire.StartMirroring,
+	"stop":    mirrorwire.StopMirroring,
+	"pause":   mirrorwire.PauseMirroring,
+	"resume":  mirrorwire.ResumeMirroring,
+	"recover": mirrorwire.RecoverMirroring,
 }
 
 func changeMirrorTopics(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	req := &netio.MirrorTopicsRequest{Change: topicsChanges[opts.action], MirrorName: opts.mirror}
+	req := &mirrorwire.MirrorTopicsRequest{Change: topicsChanges[opts.action], MirrorName: opts.mirror}
 	for _, item := range splitMirrorsList(opts.topics) {
 		if isTopicName(item) {
-			req.Topics = append(req.Topics, netio.MirrorTopicsRequestTopic{TopicName: item})
+			req.Topics = append(req.Topics, mirrorwire.MirrorTopicsRequestTopic{TopicName: item})
 		} else {
 			req.IncludePatterns = append(req.IncludePatterns, item)
 		}
@@ -353,7 +354,7 @@ func changeMirrorTopics(ctx context.Context, client *mirrorsClient, opts mirrors
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.MirrorTopicsResponse)
+	r := resp.(*mirrorwire.MirrorTopicsResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("%s mirror %q: %w", opts.action, opts.mirror, err)
 	}
@@ -361,7 +362,7 @@ func changeMirrorTopics(ctx context.Context, client *mirrorsClient, opts mirrors
 }
 
 // printTopicResults prints one line per topic and fails if any topic did.
-func printTopicResults(out io.Writer, opts mirrorsOptions, topics []netio.MirrorTopicsResponseTopic) error {
+func printTopicResults(out io.Writer, opts mirrorsOptions, topics []mirrorwire.MirrorTopicsResponseTopic) error {
 	if len(topics) == 0 {
 		_, err := fmt.Fprintf(out, "Mirror %s: no topic matched (%s).\n", opts.mirror, opts.action)
 		return err
@@ -412,11 +413,11 @@ func isTopicName(s string) bool {
 }
 
 func listMirrors(ctx context.Context, client *mirrorsClient, out io.Writer) error {
-	resp, err := client.request(ctx, &netio.ListClusterMirrorsRequest{})
+	resp, err := client.request(ctx, &mirrorwire.ListClusterMirrorsRequest{})
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.ListClusterMirrorsResponse)
+	r := resp.(*mirrorwire.ListClusterMirrorsResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("list: %w", err)
 	}
@@ -517,7 +518,7 @@ type describeOutput struct {
 }
 
 func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	req := &netio.DescribeClusterMirrorsRequest{FailedOnly: opts.failed}
+	req := &mirrorwire.DescribeClusterMirrorsRequest{FailedOnly: opts.failed}
 	if opts.mirror != "" {
 		req.MirrorNames = []string{opts.mirror}
 	}
@@ -525,7 +526,7 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.DescribeClusterMirrorsResponse)
+	r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("describe: %w", err)
 	}
@@ -566,7 +567,7 @@ func stringOrEmpty(s *string) string {
 }
 
 // partitionRows are the rows of one described mirror.
-func partitionRows(m netio.DescribeClusterMirrorsMirror) []describedPartition {
+func partitionRows(m mirrorwire.DescribeClusterMirrorsMirror) []describedPartition {
 	var rows []describedPartition
 	for _, topic := range m.Topics {
 		for _, p := range topic.Partitions {

@@ -9,7 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord/mirrorwire"
 )
 
 // stopLag is one partition of `--stop --dry-run`: what a stop now would
@@ -44,11 +44,11 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 	if err != nil {
 		return err
 	}
-	resp, err := client.request(ctx, &netio.DescribeClusterMirrorsRequest{MirrorNames: []string{opts.mirror}})
+	resp, err := client.request(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{opts.mirror}})
 	if err != nil {
 		return err
 	}
-	r := resp.(*netio.DescribeClusterMirrorsResponse)
+	r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("stop --dry-run: %w", err)
 	}

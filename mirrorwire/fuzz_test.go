@@ -1,6 +1,6 @@
-package netio
+package mirrorwire
 
-// Fuzz target for every mirror message decoder (mirror_messages.go). The
+// Fuzz target for every mirror message decoder (messages.go). The
 // first input byte picks the message kind, the rest is its body. A
 // decoder must not panic; what it accepts must re-encode to bytes that
 // decode to the same message, re-encode to the same bytes, and are no

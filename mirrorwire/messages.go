@@ -1,10 +1,10 @@
-package netio
+package mirrorwire
 
 // The mirror admin messages: the requests and responses of the RPCs in
-// mirror_keys.go, as kmsg.Request and kmsg.Response so that a franz-go
+// keys.go, as kmsg.Request and kmsg.Response so that a franz-go
 // client sends them with client.Request (configured with
-// MirrorClientVersions). Every message is version 0 only and flexible;
-// mirror_codec.go holds the encoding.
+// netio.MirrorClientVersions). Every message is version 0 only and flexible;
+// codec.go holds the encoding.
 //
 // The schemas follow KIP-1279 as the KIP author's prototype branch
 // (github.com/showuon/kafka, clients/src/main/resources/common/message,
@@ -13,7 +13,7 @@ package netio
 // prototype's files changed between revisions (the latest seen is
 // followed). The deviations:
 //
-//   - Keys are private (1000+, mirror_keys.go); upstream has none yet.
+//   - Keys are private (1000+, keys.go); upstream has none yet.
 //   - The five topic-state RPCs (Start, Stop, Pause, Resume, Recover
 //     MirrorTopics) share one request and one response shape, the Go
 //     types MirrorTopicsRequest and MirrorTopicsResponse, whose Change
@@ -50,45 +50,44 @@ package netio
 import (
 	"math"
 
+	"github.com/twmb/franz-go/pkg/kbin"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// mirrorVersion is the version part of every mirror message.
-type mirrorVersion struct {
+// version is the version part of every mirror message.
+type version struct {
 	Version int16
 }
 
-func (*mirrorVersion) MaxVersion() int16          { return mirrorMaxVersion }
-func (v *mirrorVersion) SetVersion(version int16) { v.Version = version }
-func (v *mirrorVersion) GetVersion() int16        { return v.Version }
-func (*mirrorVersion) IsFlexible() bool           { return true }
+func (*version) MaxVersion() int16          { return MaxVersion }
+func (v *version) SetVersion(version int16) { v.Version = version }
+func (v *version) GetVersion() int16        { return v.Version }
+func (*version) IsFlexible() bool           { return true }
 
-// mirrorErrorHead opens every mirror response: throttle time, top-level
+// ErrorHead opens every mirror response: throttle time, top-level
 // error code and message.
-type mirrorErrorHead struct {
+type ErrorHead struct {
 	ThrottleMillis int32
 	ErrorCode      int16
 	ErrorMessage   *string
 }
 
-func (h *mirrorErrorHead) write(w *mirrorWriter) {
-	w.int32(h.ThrottleMillis)
-	w.int16(h.ErrorCode)
-	w.nullableString(h.ErrorMessage)
+func (h *ErrorHead) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt32(dst, h.ThrottleMillis)
+	dst = kbin.AppendInt16(dst, h.ErrorCode)
+	return kbin.AppendCompactNullableString(dst, h.ErrorMessage)
 }
 
-func (w *mirrorWriter) errorHead(h *mirrorErrorHead) { h.write(w) }
-
-func (h *mirrorErrorHead) read(r *mirrorReader) {
-	h.ThrottleMillis = r.int32()
-	h.ErrorCode = r.int16()
+func (h *ErrorHead) read(r *reader) {
+	h.ThrottleMillis = r.Int32()
+	h.ErrorCode = r.Int16()
 	h.ErrorMessage = r.nullableString()
 }
 
 // CreateClusterMirrorRequest creates a mirror from a source cluster
 // config (Kafka's names: bootstrap.servers, ...).
 type CreateClusterMirrorRequest struct {
-	mirrorVersion
+	version
 	MirrorName string
 	Configs    []CreateClusterMirrorConfig
 }
@@ -101,29 +100,27 @@ type CreateClusterMirrorConfig struct {
 
 func (*CreateClusterMirrorRequest) Key() int16 { return CreateClusterMirrorKey }
 func (r *CreateClusterMirrorRequest) Default() {
-	*r = CreateClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	*r = CreateClusterMirrorRequest{version: r.version}
 }
 func (r *CreateClusterMirrorRequest) ResponseKind() kmsg.Response {
-	return &CreateClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
+	return &CreateClusterMirrorResponse{version: r.version}
 }
 
 func (r *CreateClusterMirrorRequest) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.string(r.MirrorName)
-	writeMirrorArray(&w, r.Configs, func(w *mirrorWriter, c *CreateClusterMirrorConfig) {
-		w.string(c.Name)
-		w.nullableString(c.Value)
-		w.noTags()
+	dst = kbin.AppendCompactString(dst, r.MirrorName)
+	dst = appendArray(dst, r.Configs, func(dst []byte, c *CreateClusterMirrorConfig) []byte {
+		dst = kbin.AppendCompactString(dst, c.Name)
+		dst = kbin.AppendCompactNullableString(dst, c.Value)
+		return appendNoTags(dst)
 	})
-	w.noTags()
-	return w.buf
+	return appendNoTags(dst)
 }
 
 func (r *CreateClusterMirrorRequest) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := CreateClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	d := newReader(src)
+	m := CreateClusterMirrorRequest{version: r.version}
 	m.MirrorName = d.string()
-	m.Configs = readMirrorArray(&d, 3, func(d *mirrorReader) CreateClusterMirrorConfig {
+	m.Configs = readArray(&d, 3, func(d *reader) CreateClusterMirrorConfig {
 		c := CreateClusterMirrorConfig{Name: d.string(), Value: d.nullableString()}
 		d.skipTags()
 		return c
@@ -135,29 +132,27 @@ func (r *CreateClusterMirrorRequest) ReadFrom(src []byte) error {
 
 // CreateClusterMirrorResponse answers CreateClusterMirror.
 type CreateClusterMirrorResponse struct {
-	mirrorVersion
-	mirrorErrorHead
+	version
+	ErrorHead
 }
 
 func (*CreateClusterMirrorResponse) Key() int16 { return CreateClusterMirrorKey }
 func (r *CreateClusterMirrorResponse) Default() {
-	*r = CreateClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
+	*r = CreateClusterMirrorResponse{version: r.version}
 }
 func (r *CreateClusterMirrorResponse) RequestKind() kmsg.Request {
-	return &CreateClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	return &CreateClusterMirrorRequest{version: r.version}
 }
 
 func (r *CreateClusterMirrorResponse) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.errorHead(&r.mirrorErrorHead)
-	w.noTags()
-	return w.buf
+	dst = r.ErrorHead.appendTo(dst)
+	return appendNoTags(dst)
 }
 
 func (r *CreateClusterMirrorResponse) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := CreateClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
-	m.mirrorErrorHead.read(&d)
+	d := newReader(src)
+	m := CreateClusterMirrorResponse{version: r.version}
+	m.ErrorHead.read(&d)
 	d.skipTags()
 	*r = m
 	return d.complete()
@@ -165,28 +160,26 @@ func (r *CreateClusterMirrorResponse) ReadFrom(src []byte) error {
 
 // DeleteClusterMirrorRequest deletes a mirror.
 type DeleteClusterMirrorRequest struct {
-	mirrorVersion
+	version
 	MirrorName string
 }
 
 func (*DeleteClusterMirrorRequest) Key() int16 { return DeleteClusterMirrorKey }
 func (r *DeleteClusterMirrorRequest) Default() {
-	*r = DeleteClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	*r = DeleteClusterMirrorRequest{version: r.version}
 }
 func (r *DeleteClusterMirrorRequest) ResponseKind() kmsg.Response {
-	return &DeleteClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
+	return &DeleteClusterMirrorResponse{version: r.version}
 }
 
 func (r *DeleteClusterMirrorRequest) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.string(r.MirrorName)
-	w.noTags()
-	return w.buf
+	dst = kbin.AppendCompactString(dst, r.MirrorName)
+	return appendNoTags(dst)
 }
 
 func (r *DeleteClusterMirrorRequest) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := DeleteClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	d := newReader(src)
+	m := DeleteClusterMirrorRequest{version: r.version}
 	m.MirrorName = d.string()
 	d.skipTags()
 	*r = m
@@ -195,51 +188,30 @@ func (r *DeleteClusterMirrorRequest) ReadFrom(src []byte) error {
 
 // DeleteClusterMirrorResponse answers DeleteClusterMirror.
 type DeleteClusterMirrorResponse struct {
-	mirrorVersion
-	mirrorErrorHead
+	version
+	ErrorHead
 }
 
 func (*DeleteClusterMirrorResponse) Key() int16 { return DeleteClusterMirrorKey }
 func (r *DeleteClusterMirrorResponse) Default() {
-	*r = DeleteClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
+	*r = DeleteClusterMirrorResponse{version: r.version}
 }
 func (r *DeleteClusterMirrorResponse) RequestKind() kmsg.Request {
-	return &DeleteClusterMirrorRequest{mirrorVersion: r.mirrorVersion}
+	return &DeleteClusterMirrorRequest{version: r.version}
 }
 
 func (r *DeleteClusterMirrorResponse) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.errorHead(&r.mirrorErrorHead)
-	w.noTags()
-	return w.buf
+	dst = r.ErrorHead.appendTo(dst)
+	return appendNoTags(dst)
 }
 
 func (r *DeleteClusterMirrorResponse) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := DeleteClusterMirrorResponse{mirrorVersion: r.mirrorVersion}
-	m.mirrorErrorHead.read(&d)
+	d := newReader(src)
+	m := DeleteClusterMirrorResponse{version: r.version}
+	m.ErrorHead.read(&d)
 	d.skipTags()
 	*r = m
 	return d.complete()
-}
-
-// mirrorTopicsKeys maps a topic-state change to its key.
-var mirrorTopicsKeys = map[TopicsChange]int16{
-	StartMirroring:   StartMirrorTopicsKey,
-	StopMirroring:    StopMirrorTopicsKey,
-	PauseMirroring:   PauseMirrorTopicsKey,
-	ResumeMirroring:  ResumeMirrorTopicsKey,
-	RecoverMirroring: RecoverMirrorTopicsKey,
-}
-
-// topicsChangeForKey returns the change a topic-state key asks for, or 0.
-func topicsChangeForKey(key int16) TopicsChange {
-	for change, k := range mirrorTopicsKeys {
-		if k == key {
-			return change
-		}
-	}
-	return 0
 }
 
 // MirrorTopicsRequest is StartMirrorTopics, StopMirrorTopics,
@@ -247,7 +219,7 @@ func topicsChangeForKey(key int16) TopicsChange {
 // says (Change is not on the wire: the key carries it). It selects topics
 // of MirrorName by name and by pattern (TopicSelection).
 type MirrorTopicsRequest struct {
-	mirrorVersion
+	version
 	Change          TopicsChange
 	MirrorName      string
 	Topics          []MirrorTopicsRequestTopic
@@ -262,37 +234,32 @@ type MirrorTopicsRequestTopic struct {
 
 // Key returns the key of the request's Change, or -1 when Change is unset.
 func (r *MirrorTopicsRequest) Key() int16 {
-	if key, ok := mirrorTopicsKeys[r.Change]; ok {
-		return key
-	}
-	return -1
+	return r.Change.Key()
 }
 
 func (r *MirrorTopicsRequest) Default() {
-	*r = MirrorTopicsRequest{mirrorVersion: r.mirrorVersion, Change: r.Change}
+	*r = MirrorTopicsRequest{version: r.version, Change: r.Change}
 }
 func (r *MirrorTopicsRequest) ResponseKind() kmsg.Response {
-	return &MirrorTopicsResponse{mirrorVersion: r.mirrorVersion, Change: r.Change}
+	return &MirrorTopicsResponse{version: r.version, Change: r.Change}
 }
 
 func (r *MirrorTopicsRequest) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.string(r.MirrorName)
-	writeMirrorArray(&w, r.Topics, func(w *mirrorWriter, t *MirrorTopicsRequestTopic) {
-		w.string(t.TopicName)
-		w.noTags()
+	dst = kbin.AppendCompactString(dst, r.MirrorName)
+	dst = appendArray(dst, r.Topics, func(dst []byte, t *MirrorTopicsRequestTopic) []byte {
+		dst = kbin.AppendCompactString(dst, t.TopicName)
+		return appendNoTags(dst)
 	})
-	w.strings(r.IncludePatterns)
-	w.strings(r.ExcludePatterns)
-	w.noTags()
-	return w.buf
+	dst = appendStrings(dst, r.IncludePatterns)
+	dst = appendStrings(dst, r.ExcludePatterns)
+	return appendNoTags(dst)
 }
 
 func (r *MirrorTopicsRequest) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := MirrorTopicsRequest{mirrorVersion: r.mirrorVersion, Change: r.Change}
+	d := newReader(src)
+	m := MirrorTopicsRequest{version: r.version, Change: r.Change}
 	m.MirrorName = d.string()
-	m.Topics = readMirrorArray(&d, 2, func(d *mirrorReader) MirrorTopicsRequestTopic {
+	m.Topics = readArray(&d, 2, func(d *reader) MirrorTopicsRequestTopic {
 		t := MirrorTopicsRequestTopic{TopicName: d.string()}
 		d.skipTags()
 		return t
@@ -307,9 +274,9 @@ func (r *MirrorTopicsRequest) ReadFrom(src []byte) error {
 // MirrorTopicsResponse answers a MirrorTopicsRequest: a top-level error
 // (the mirror) and one result per topic named or matched.
 type MirrorTopicsResponse struct {
-	mirrorVersion
+	version
 	Change TopicsChange
-	mirrorErrorHead
+	ErrorHead
 	Topics []MirrorTopicsResponseTopic
 }
 
@@ -322,35 +289,33 @@ type MirrorTopicsResponseTopic struct {
 
 // Key returns the key of the response's Change, or -1 when Change is unset.
 func (r *MirrorTopicsResponse) Key() int16 {
-	return (&MirrorTopicsRequest{Change: r.Change}).Key()
+	return r.Change.Key()
 }
 
 func (r *MirrorTopicsResponse) Default() {
-	*r = MirrorTopicsResponse{mirrorVersion: r.mirrorVersion, Change: r.Change}
+	*r = MirrorTopicsResponse{version: r.version, Change: r.Change}
 }
 func (r *MirrorTopicsResponse) RequestKind() kmsg.Request {
-	return &MirrorTopicsRequest{mirrorVersion: r.mirrorVersion, Change: r.Change}
+	return &MirrorTopicsRequest{version: r.version, Change: r.Change}
 }
 
 func (r *MirrorTopicsResponse) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.errorHead(&r.mirrorErrorHead)
-	writeMirrorArray(&w, r.Topics, func(w *mirrorWriter, t *MirrorTopicsResponseTopic) {
-		w.string(t.TopicName)
-		w.int16(t.ErrorCode)
-		w.nullableString(t.ErrorMessage)
-		w.noTags()
+	dst = r.ErrorHead.appendTo(dst)
+	dst = appendArray(dst, r.Topics, func(dst []byte, t *MirrorTopicsResponseTopic) []byte {
+		dst = kbin.AppendCompactString(dst, t.TopicName)
+		dst = kbin.AppendInt16(dst, t.ErrorCode)
+		dst = kbin.AppendCompactNullableString(dst, t.ErrorMessage)
+		return appendNoTags(dst)
 	})
-	w.noTags()
-	return w.buf
+	return appendNoTags(dst)
 }
 
 func (r *MirrorTopicsResponse) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := MirrorTopicsResponse{mirrorVersion: r.mirrorVersion, Change: r.Change}
-	m.mirrorErrorHead.read(&d)
-	m.Topics = readMirrorArray(&d, 5, func(d *mirrorReader) MirrorTopicsResponseTopic {
-		t := MirrorTopicsResponseTopic{TopicName: d.string(), ErrorCode: d.int16(), ErrorMessage: d.nullableString()}
+	d := newReader(src)
+	m := MirrorTopicsResponse{version: r.version, Change: r.Change}
+	m.ErrorHead.read(&d)
+	m.Topics = readArray(&d, 5, func(d *reader) MirrorTopicsResponseTopic {
+		t := MirrorTopicsResponseTopic{TopicName: d.string(), ErrorCode: d.Int16(), ErrorMessage: d.nullableString()}
 		d.skipTags()
 		return t
 	})
@@ -361,29 +326,27 @@ func (r *MirrorTopicsResponse) ReadFrom(src []byte) error {
 
 // ListClusterMirrorsRequest lists the mirrors.
 type ListClusterMirrorsRequest struct {
-	mirrorVersion
+	version
 	IncludeTopicNames bool
 }
 
 func (*ListClusterMirrorsRequest) Key() int16 { return ListClusterMirrorsKey }
 func (r *ListClusterMirrorsRequest) Default() {
-	*r = ListClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
+	*r = ListClusterMirrorsRequest{version: r.version}
 }
 func (r *ListClusterMirrorsRequest) ResponseKind() kmsg.Response {
-	return &ListClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
+	return &ListClusterMirrorsResponse{version: r.version}
 }
 
 func (r *ListClusterMirrorsRequest) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.bool(r.IncludeTopicNames)
-	w.noTags()
-	return w.buf
+	dst = kbin.AppendBool(dst, r.IncludeTopicNames)
+	return appendNoTags(dst)
 }
 
 func (r *ListClusterMirrorsRequest) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := ListClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
-	m.IncludeTopicNames = d.bool()
+	d := newReader(src)
+	m := ListClusterMirrorsRequest{version: r.version}
+	m.IncludeTopicNames = d.Bool()
 	d.skipTags()
 	*r = m
 	return d.complete()
@@ -391,8 +354,8 @@ func (r *ListClusterMirrorsRequest) ReadFrom(src []byte) error {
 
 // ListClusterMirrorsResponse answers ListClusterMirrors.
 type ListClusterMirrorsResponse struct {
-	mirrorVersion
-	mirrorErrorHead
+	version
+	ErrorHead
 	Mirrors []ListClusterMirrorsResponseMirror
 }
 
@@ -407,34 +370,32 @@ type ListClusterMirrorsResponseMirror struct {
 
 func (*ListClusterMirrorsResponse) Key() int16 { return ListClusterMirrorsKey }
 func (r *ListClusterMirrorsResponse) Default() {
-	*r = ListClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
+	*r = ListClusterMirrorsResponse{version: r.version}
 }
 func (r *ListClusterMirrorsResponse) RequestKind() kmsg.Request {
-	return &ListClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
+	return &ListClusterMirrorsRequest{version: r.version}
 }
 
 func (r *ListClusterMirrorsResponse) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.errorHead(&r.mirrorErrorHead)
-	writeMirrorArray(&w, r.Mirrors, func(w *mirrorWriter, m *ListClusterMirrorsResponseMirror) {
-		w.string(m.MirrorName)
-		w.string(m.SourceBootstrap)
-		w.string(m.SourceClusterID)
-		w.int32(m.TopicCount)
-		w.nullableStrings(m.TopicNames)
-		w.noTags()
+	dst = r.ErrorHead.appendTo(dst)
+	dst = appendArray(dst, r.Mirrors, func(dst []byte, m *ListClusterMirrorsResponseMirror) []byte {
+		dst = kbin.AppendCompactString(dst, m.MirrorName)
+		dst = kbin.AppendCompactString(dst, m.SourceBootstrap)
+		dst = kbin.AppendCompactString(dst, m.SourceClusterID)
+		dst = kbin.AppendInt32(dst, m.TopicCount)
+		dst = appendNullableStrings(dst, m.TopicNames)
+		return appendNoTags(dst)
 	})
-	w.noTags()
-	return w.buf
+	return appendNoTags(dst)
 }
 
 func (r *ListClusterMirrorsResponse) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := ListClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
-	m.mirrorErrorHead.read(&d)
-	m.Mirrors = readMirrorArray(&d, 9, func(d *mirrorReader) ListClusterMirrorsResponseMirror {
+	d := newReader(src)
+	m := ListClusterMirrorsResponse{version: r.version}
+	m.ErrorHead.read(&d)
+	m.Mirrors = readArray(&d, 9, func(d *reader) ListClusterMirrorsResponseMirror {
 		l := ListClusterMirrorsResponseMirror{MirrorName: d.string(), SourceBootstrap: d.string(), SourceClusterID: d.string()}
-		l.TopicCount = d.int32()
+		l.TopicCount = d.Int32()
 		l.TopicNames = d.nullableStrings()
 		d.skipTags()
 		return l
@@ -444,14 +405,14 @@ func (r *ListClusterMirrorsResponse) ReadFrom(src []byte) error {
 	return d.complete()
 }
 
-// authorizedOperationsUnknown is Kafka's AuthorizedOperations default:
+// AuthorizedOperationsUnknown is Kafka's AuthorizedOperations default:
 // not requested.
-const authorizedOperationsUnknown = math.MinInt32
+const AuthorizedOperationsUnknown = math.MinInt32
 
 // DescribeClusterMirrorsRequest describes mirrors down to their
 // partitions, and answers failback's last-mirror-epoch lookups.
 type DescribeClusterMirrorsRequest struct {
-	mirrorVersion
+	version
 	// MirrorNames are the mirrors to describe: nil for every mirror, an
 	// empty list for none (a request that only looks up epochs).
 	MirrorNames                 []string
@@ -468,54 +429,53 @@ type DescribeClusterMirrorsRequest struct {
 
 // DescribeClusterMirrorsLookup names partitions of a topic by its ID.
 type DescribeClusterMirrorsLookup struct {
-	TopicID    TopicID
+	TopicID    [16]byte
 	Partitions []int32
 }
 
 func (*DescribeClusterMirrorsRequest) Key() int16 { return DescribeClusterMirrorsKey }
 func (r *DescribeClusterMirrorsRequest) Default() {
-	*r = DescribeClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
+	*r = DescribeClusterMirrorsRequest{version: r.version}
 }
 func (r *DescribeClusterMirrorsRequest) ResponseKind() kmsg.Response {
-	return &DescribeClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
+	return &DescribeClusterMirrorsResponse{version: r.version}
 }
 
 func (r *DescribeClusterMirrorsRequest) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.nullableStrings(r.MirrorNames)
-	w.bool(r.IncludeAuthorizedOperations)
-	w.uvarint(countTrue(r.ClusterID != nil, len(r.LastMirrorEpochLookups) > 0, r.FailedOnly))
+	dst = appendNullableStrings(dst, r.MirrorNames)
+	dst = kbin.AppendBool(dst, r.IncludeAuthorizedOperations)
+	dst = kbin.AppendUvarint(dst, countTrue(r.ClusterID != nil, len(r.LastMirrorEpochLookups) > 0, r.FailedOnly))
 	if r.ClusterID != nil {
-		w.tag(0, func(w *mirrorWriter) { w.nullableString(r.ClusterID) })
+		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendCompactNullableString(dst, r.ClusterID) })
 	}
 	if len(r.LastMirrorEpochLookups) > 0 {
-		w.tag(1, func(w *mirrorWriter) {
-			writeMirrorArray(w, r.LastMirrorEpochLookups, func(w *mirrorWriter, l *DescribeClusterMirrorsLookup) {
-				w.uuid(l.TopicID)
-				writeMirrorArray(w, l.Partitions, func(w *mirrorWriter, p *int32) { w.int32(*p) })
-				w.noTags()
+		dst = appendTag(dst, 1, func(dst []byte) []byte {
+			return appendArray(dst, r.LastMirrorEpochLookups, func(dst []byte, l *DescribeClusterMirrorsLookup) []byte {
+				dst = kbin.AppendUuid(dst, l.TopicID)
+				dst = appendArray(dst, l.Partitions, func(dst []byte, p *int32) []byte { return kbin.AppendInt32(dst, *p) })
+				return appendNoTags(dst)
 			})
 		})
 	}
 	if r.FailedOnly {
-		w.tag(2, func(w *mirrorWriter) { w.bool(true) })
+		dst = appendTag(dst, 2, func(dst []byte) []byte { return kbin.AppendBool(dst, true) })
 	}
-	return w.buf
+	return dst
 }
 
 func (r *DescribeClusterMirrorsRequest) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := DescribeClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
+	d := newReader(src)
+	m := DescribeClusterMirrorsRequest{version: r.version}
 	m.MirrorNames = d.nullableStrings()
-	m.IncludeAuthorizedOperations = d.bool()
-	d.tags(func(tag int, v *mirrorReader) bool {
+	m.IncludeAuthorizedOperations = d.Bool()
+	d.tags(func(tag uint32, v *reader) bool {
 		switch tag {
 		case 0:
 			m.ClusterID = v.nullableString()
 		case 1:
-			m.LastMirrorEpochLookups = readMirrorArray(v, 18, readMirrorLookup)
+			m.LastMirrorEpochLookups = readArray(v, 18, readMirrorLookup)
 		case 2:
-			m.FailedOnly = v.bool()
+			m.FailedOnly = v.Bool()
 		default:
 			return false
 		}
@@ -525,16 +485,16 @@ func (r *DescribeClusterMirrorsRequest) ReadFrom(src []byte) error {
 	return d.complete()
 }
 
-func readMirrorLookup(d *mirrorReader) DescribeClusterMirrorsLookup {
-	l := DescribeClusterMirrorsLookup{TopicID: d.uuid()}
-	l.Partitions = readMirrorArray(d, 4, func(d *mirrorReader) int32 { return d.int32() })
+func readMirrorLookup(d *reader) DescribeClusterMirrorsLookup {
+	l := DescribeClusterMirrorsLookup{TopicID: d.Uuid()}
+	l.Partitions = readArray(d, 4, func(d *reader) int32 { return d.Int32() })
 	d.skipTags()
 	return l
 }
 
 // countTrue counts the true conditions (the tagged fields present).
-func countTrue(conditions ...bool) int {
-	n := 0
+func countTrue(conditions ...bool) uint32 {
+	n := uint32(0)
 	for _, c := range conditions {
 		if c {
 			n++
@@ -545,8 +505,8 @@ func countTrue(conditions ...bool) int {
 
 // DescribeClusterMirrorsResponse answers DescribeClusterMirrors.
 type DescribeClusterMirrorsResponse struct {
-	mirrorVersion
-	mirrorErrorHead
+	version
+	ErrorHead
 	Mirrors []DescribeClusterMirrorsMirror
 	// LastMirrorEpochs (tag 0, mirrord's) answers the lookups.
 	LastMirrorEpochs []DescribeClusterMirrorsEpochTopic
@@ -559,7 +519,7 @@ type DescribeClusterMirrorsMirror struct {
 	MirrorName           string
 	SourceBootstrap      *string
 	SourceClusterID      *string
-	AuthorizedOperations int32 // authorizedOperationsUnknown unless asked
+	AuthorizedOperations int32 // AuthorizedOperationsUnknown unless asked
 	Topics               []DescribeClusterMirrorsTopic
 	// SourceUnreachableSinceMillis (tag 0, mirrord's) is when the source
 	// stopped answering, in Unix milliseconds: the first failure of the
@@ -573,7 +533,7 @@ type DescribeClusterMirrorsMirror struct {
 // Default sets AuthorizedOperations to "not requested" and the source
 // reachable.
 func (m *DescribeClusterMirrorsMirror) Default() {
-	*m = DescribeClusterMirrorsMirror{AuthorizedOperations: authorizedOperationsUnknown, SourceUnreachableSinceMillis: -1}
+	*m = DescribeClusterMirrorsMirror{AuthorizedOperations: AuthorizedOperationsUnknown, SourceUnreachableSinceMillis: -1}
 }
 
 // DescribeClusterMirrorsTopic is one topic of a mirror.
@@ -616,7 +576,7 @@ func (p *DescribeClusterMirrorsPartition) Default() {
 
 // DescribeClusterMirrorsEpochTopic answers the lookups of one topic.
 type DescribeClusterMirrorsEpochTopic struct {
-	TopicID    TopicID
+	TopicID    [16]byte
 	Partitions []DescribeClusterMirrorsEpochPartition
 }
 
@@ -631,110 +591,111 @@ type DescribeClusterMirrorsEpochPartition struct {
 
 func (*DescribeClusterMirrorsResponse) Key() int16 { return DescribeClusterMirrorsKey }
 func (r *DescribeClusterMirrorsResponse) Default() {
-	*r = DescribeClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
+	*r = DescribeClusterMirrorsResponse{version: r.version}
 }
 func (r *DescribeClusterMirrorsResponse) RequestKind() kmsg.Request {
-	return &DescribeClusterMirrorsRequest{mirrorVersion: r.mirrorVersion}
+	return &DescribeClusterMirrorsRequest{version: r.version}
 }
 
 func (r *DescribeClusterMirrorsResponse) AppendTo(dst []byte) []byte {
-	w := mirrorWriter{buf: dst}
-	w.errorHead(&r.mirrorErrorHead)
-	writeMirrorArray(&w, r.Mirrors, writeDescribedMirror)
-	w.uvarint(countTrue(len(r.LastMirrorEpochs) > 0))
+	dst = r.ErrorHead.appendTo(dst)
+	dst = appendArray(dst, r.Mirrors, appendDescribedMirror)
+	dst = kbin.AppendUvarint(dst, countTrue(len(r.LastMirrorEpochs) > 0))
 	if len(r.LastMirrorEpochs) > 0 {
-		w.tag(0, func(w *mirrorWriter) {
-			writeMirrorArray(w, r.LastMirrorEpochs, func(w *mirrorWriter, t *DescribeClusterMirrorsEpochTopic) {
-				w.uuid(t.TopicID)
-				writeMirrorArray(w, t.Partitions, func(w *mirrorWriter, p *DescribeClusterMirrorsEpochPartition) {
-					w.int32(p.PartitionIndex)
-					w.int16(p.ErrorCode)
-					w.int32(p.LastMirrorEpoch)
-					w.int64(p.LastMirrorOffset)
-					w.noTags()
+		dst = appendTag(dst, 0, func(dst []byte) []byte {
+			return appendArray(dst, r.LastMirrorEpochs, func(dst []byte, t *DescribeClusterMirrorsEpochTopic) []byte {
+				dst = kbin.AppendUuid(dst, t.TopicID)
+				dst = appendArray(dst, t.Partitions, func(dst []byte, p *DescribeClusterMirrorsEpochPartition) []byte {
+					dst = kbin.AppendInt32(dst, p.PartitionIndex)
+					dst = kbin.AppendInt16(dst, p.ErrorCode)
+					dst = kbin.AppendInt32(dst, p.LastMirrorEpoch)
+					dst = kbin.AppendInt64(dst, p.LastMirrorOffset)
+					return appendNoTags(dst)
 				})
-				w.noTags()
+				return appendNoTags(dst)
 			})
 		})
 	}
-	return w.buf
+	return dst
 }
 
-func writeDescribedMirror(w *mirrorWriter, m *DescribeClusterMirrorsMirror) {
-	w.int16(m.ErrorCode)
-	w.nullableString(m.ErrorMessage)
-	w.string(m.MirrorName)
-	w.nullableString(m.SourceBootstrap)
-	w.nullableString(m.SourceClusterID)
-	w.int32(m.AuthorizedOperations)
-	writeMirrorArray(w, m.Topics, func(w *mirrorWriter, t *DescribeClusterMirrorsTopic) {
-		w.string(t.TopicName)
-		writeMirrorArray(w, t.Partitions, writeDescribedPartition)
-		w.noTags()
+func appendDescribedMirror(dst []byte, m *DescribeClusterMirrorsMirror) []byte {
+	dst = kbin.AppendInt16(dst, m.ErrorCode)
+	dst = kbin.AppendCompactNullableString(dst, m.ErrorMessage)
+	dst = kbin.AppendCompactString(dst, m.MirrorName)
+	dst = kbin.AppendCompactNullableString(dst, m.SourceBootstrap)
+	dst = kbin.AppendCompactNullableString(dst, m.SourceClusterID)
+	dst = kbin.AppendInt32(dst, m.AuthorizedOperations)
+	dst = appendArray(dst, m.Topics, func(dst []byte, t *DescribeClusterMirrorsTopic) []byte {
+		dst = kbin.AppendCompactString(dst, t.TopicName)
+		dst = appendArray(dst, t.Partitions, appendDescribedPartition)
+		return appendNoTags(dst)
 	})
-	w.uvarint(countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil))
+	dst = kbin.AppendUvarint(dst, countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil))
 	if m.SourceUnreachableSinceMillis >= 0 {
-		w.tag(0, func(w *mirrorWriter) { w.int64(m.SourceUnreachableSinceMillis) })
+		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendInt64(dst, m.SourceUnreachableSinceMillis) })
 	}
 	if m.SourceError != nil {
-		w.tag(1, func(w *mirrorWriter) { w.nullableString(m.SourceError) })
+		dst = appendTag(dst, 1, func(dst []byte) []byte { return kbin.AppendCompactNullableString(dst, m.SourceError) })
 	}
+	return dst
 }
 
-func writeDescribedPartition(w *mirrorWriter, p *DescribeClusterMirrorsPartition) {
-	w.int32(p.PartitionIndex)
-	w.string(p.StateValue)
-	w.nullableString(p.ErrorMessage)
-	w.int16(p.RetryAttempt)
-	w.int64(p.SourceOffset)
-	w.int64(p.DestinationOffset)
-	w.int64(p.Lag)
-	w.int32(p.LastMirrorEpoch)
-	w.int64(p.LastMirrorOffset)
-	w.uvarint(countTrue(p.LagMillis >= 0, p.SourceOffsetAgeMillis >= 0, p.LagLowerBound >= 0))
+func appendDescribedPartition(dst []byte, p *DescribeClusterMirrorsPartition) []byte {
+	dst = kbin.AppendInt32(dst, p.PartitionIndex)
+	dst = kbin.AppendCompactString(dst, p.StateValue)
+	dst = kbin.AppendCompactNullableString(dst, p.ErrorMessage)
+	dst = kbin.AppendInt16(dst, p.RetryAttempt)
+	dst = kbin.AppendInt64(dst, p.SourceOffset)
+	dst = kbin.AppendInt64(dst, p.DestinationOffset)
+	dst = kbin.AppendInt64(dst, p.Lag)
+	dst = kbin.AppendInt32(dst, p.LastMirrorEpoch)
+	dst = kbin.AppendInt64(dst, p.LastMirrorOffset)
+	dst = kbin.AppendUvarint(dst, countTrue(p.LagMillis >= 0, p.SourceOffsetAgeMillis >= 0, p.LagLowerBound >= 0))
 	if p.LagMillis >= 0 {
-		w.tag(0, func(w *mirrorWriter) { w.int64(p.LagMillis) })
+		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendInt64(dst, p.LagMillis) })
 	}
 	if p.SourceOffsetAgeMillis >= 0 {
-		w.tag(1, func(w *mirrorWriter) { w.int64(p.SourceOffsetAgeMillis) })
+		dst = appendTag(dst, 1, func(dst []byte) []byte { return kbin.AppendInt64(dst, p.SourceOffsetAgeMillis) })
 	}
 	if p.LagLowerBound >= 0 {
-		w.tag(2, func(w *mirrorWriter) { w.int64(p.LagLowerBound) })
+		dst = appendTag(dst, 2, func(dst []byte) []byte { return kbin.AppendInt64(dst, p.LagLowerBound) })
 	}
+	return dst
 }
 
 func (r *DescribeClusterMirrorsResponse) ReadFrom(src []byte) error {
-	d := mirrorReader{buf: src}
-	m := DescribeClusterMirrorsResponse{mirrorVersion: r.mirrorVersion}
-	m.mirrorErrorHead.read(&d)
-	m.Mirrors = readMirrorArray(&d, 12, readDescribedMirror)
-	d.tags(func(tag int, v *mirrorReader) bool {
+	d := newReader(src)
+	m := DescribeClusterMirrorsResponse{version: r.version}
+	m.ErrorHead.read(&d)
+	m.Mirrors = readArray(&d, 12, readDescribedMirror)
+	d.tags(func(tag uint32, v *reader) bool {
 		if tag != 0 {
 			return false
 		}
-		m.LastMirrorEpochs = readMirrorArray(v, 18, readEpochTopic)
+		m.LastMirrorEpochs = readArray(v, 18, readEpochTopic)
 		return true
 	})
 	*r = m
 	return d.complete()
 }
 
-func readDescribedMirror(d *mirrorReader) DescribeClusterMirrorsMirror {
-	m := DescribeClusterMirrorsMirror{ErrorCode: d.int16(), ErrorMessage: d.nullableString(), MirrorName: d.string()}
+func readDescribedMirror(d *reader) DescribeClusterMirrorsMirror {
+	m := DescribeClusterMirrorsMirror{ErrorCode: d.Int16(), ErrorMessage: d.nullableString(), MirrorName: d.string()}
 	m.SourceBootstrap = d.nullableString()
 	m.SourceClusterID = d.nullableString()
-	m.AuthorizedOperations = d.int32()
-	m.Topics = readMirrorArray(d, 3, func(d *mirrorReader) DescribeClusterMirrorsTopic {
+	m.AuthorizedOperations = d.Int32()
+	m.Topics = readArray(d, 3, func(d *reader) DescribeClusterMirrorsTopic {
 		t := DescribeClusterMirrorsTopic{TopicName: d.string()}
-		t.Partitions = readMirrorArray(d, 45, readDescribedPartition)
+		t.Partitions = readArray(d, 45, readDescribedPartition)
 		d.skipTags()
 		return t
 	})
 	m.SourceUnreachableSinceMillis = -1
-	d.tags(func(tag int, v *mirrorReader) bool {
+	d.tags(func(tag uint32, v *reader) bool {
 		switch tag {
 		case 0:
-			m.SourceUnreachableSinceMillis = max(v.int64(), -1) // below -1 means reachable too
+			m.SourceUnreachableSinceMillis = max(v.Int64(), -1) // below -1 means reachable too
 		case 1:
 			m.SourceError = v.nullableString()
 		default:
@@ -745,23 +706,23 @@ func readDescribedMirror(d *mirrorReader) DescribeClusterMirrorsMirror {
 	return m
 }
 
-func readDescribedPartition(d *mirrorReader) DescribeClusterMirrorsPartition {
-	p := DescribeClusterMirrorsPartition{PartitionIndex: d.int32(), StateValue: d.string(), ErrorMessage: d.nullableString()}
-	p.RetryAttempt = d.int16()
-	p.SourceOffset = d.int64()
-	p.DestinationOffset = d.int64()
-	p.Lag = d.int64()
-	p.LastMirrorEpoch = d.int32()
-	p.LastMirrorOffset = d.int64()
+func readDescribedPartition(d *reader) DescribeClusterMirrorsPartition {
+	p := DescribeClusterMirrorsPartition{PartitionIndex: d.Int32(), StateValue: d.string(), ErrorMessage: d.nullableString()}
+	p.RetryAttempt = d.Int16()
+	p.SourceOffset = d.Int64()
+	p.DestinationOffset = d.Int64()
+	p.Lag = d.Int64()
+	p.LastMirrorEpoch = d.Int32()
+	p.LastMirrorOffset = d.Int64()
 	p.LagMillis, p.SourceOffsetAgeMillis, p.LagLowerBound = -1, -1, -1
-	d.tags(func(tag int, v *mirrorReader) bool {
+	d.tags(func(tag uint32, v *reader) bool {
 		switch tag { // any negative value means unknown
 		case 0:
-			p.LagMillis = max(v.int64(), -1)
+			p.LagMillis = max(v.Int64(), -1)
 		case 1:
-			p.SourceOffsetAgeMillis = max(v.int64(), -1)
+			p.SourceOffsetAgeMillis = max(v.Int64(), -1)
 		case 2:
-			p.LagLowerBound = max(v.int64(), -1)
+			p.LagLowerBound = max(v.Int64(), -1)
 		default:
 			return false
 		}
@@ -770,12 +731,12 @@ func readDescribedPartition(d *mirrorReader) DescribeClusterMirrorsPartition {
 	return p
 }
 
-func readEpochTopic(d *mirrorReader) DescribeClusterMirrorsEpochTopic {
-	t := DescribeClusterMirrorsEpochTopic{TopicID: d.uuid()}
-	t.Partitions = readMirrorArray(d, 19, func(d *mirrorReader) DescribeClusterMirrorsEpochPartition {
-		p := DescribeClusterMirrorsEpochPartition{PartitionIndex: d.int32(), ErrorCode: d.int16()}
-		p.LastMirrorEpoch = d.int32()
-		p.LastMirrorOffset = d.int64()
+func readEpochTopic(d *reader) DescribeClusterMirrorsEpochTopic {
+	t := DescribeClusterMirrorsEpochTopic{TopicID: d.Uuid()}
+	t.Partitions = readArray(d, 19, func(d *reader) DescribeClusterMirrorsEpochPartition {
+		p := DescribeClusterMirrorsEpochPartition{PartitionIndex: d.Int32(), ErrorCode: d.Int16()}
+		p.LastMirrorEpoch = d.Int32()
+		p.LastMirrorOffset = d.Int64()
 		d.skipTags()
 		return p
 	})
@@ -783,9 +744,9 @@ func readEpochTopic(d *mirrorReader) DescribeClusterMirrorsEpochTopic {
 	return t
 }
 
-// newMirrorRequest returns an empty request of a private mirror key, or
+// NewRequest returns an empty request of a private mirror key, or
 // nil for any other key.
-func newMirrorRequest(key int16) kmsg.Request {
+func NewRequest(key int16) kmsg.Request {
 	switch key {
 	case CreateClusterMirrorKey:
 		return &CreateClusterMirrorRequest{}
