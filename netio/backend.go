@@ -3,6 +3,8 @@ package netio
 import (
 	"context"
 	"errors"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // Backend is the node behind the listener. netio knows nothing of how it
@@ -31,8 +33,9 @@ type Backend interface {
 	Transactions() Transactions
 }
 
-// TopicID is a Kafka topic ID.
-type TopicID [16]byte
+// TopicID is recordbatch's TopicID under netio's name, kept for the mirror
+// admin wire files that spell it unqualified.
+type TopicID = rb.TopicID
 
 // ClusterInfo is this node's identity and advertised address.
 type ClusterInfo struct {
