@@ -158,7 +158,7 @@ func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) Mir
 	v := MirrorStateValue{State: MirrorMirroring, Previous: MirrorUnknown, StateEpoch: mp.stateEpoch + 1,
 		SourceLeaderEpoch: rb.NoEpoch, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	if mp.local != nil {
-		v.LeaderEpoch = rb.Epoch(max(mp.local.LeaderEpoch(), 0))
+		v.LeaderEpoch = max(mp.local.LeaderEpoch(), 0)
 	}
 	if previous == "FAILED" {
 		v.Previous = MirrorFailed

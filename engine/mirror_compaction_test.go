@@ -43,7 +43,7 @@ func TestMirrorRestartsBelowSourceLogStart(t *testing.T) {
 	ctx := context.Background()
 	p0, p1 := localPartition(t, sourceNode, "retained", 0), localPartition(t, sourceNode, "retained", 1)
 	deleteTo := midBatchOffsetAfter(t, p0, mirrorEnd)
-	if _, err := p0.DeleteRecords(ctx, int64(deleteTo)); err != nil {
+	if _, err := p0.DeleteRecords(ctx, deleteTo); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := p1.DeleteRecords(ctx, -1); err != nil {

@@ -192,7 +192,7 @@ func (m *mirror) startStop(mp *mirrorPartition) *stopping {
 			source = rb.NoEpoch
 		}
 		record = MirrorStateValue{State: MirrorStopping, Previous: previous, StopStep: StopRemoveFromFetcher,
-			StateEpoch: record.StateEpoch, LeaderEpoch: rb.Epoch(mp.local.LeaderEpoch()), SourceLeaderEpoch: source,
+			StateEpoch: record.StateEpoch, LeaderEpoch: mp.local.LeaderEpoch(), SourceLeaderEpoch: source,
 			NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	}
 	mp.mu.Lock()
@@ -212,7 +212,7 @@ func (m *mirror) runStopStep(s *stopping) {
 		record.LastMirrorEpoch, record.LastMirrorOffset = p.log.LatestEpoch(), p.log.LogEndOffset()
 		record.StopStep = StopBumpLeaderEpoch
 	case StopBumpLeaderEpoch:
-		bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, rb.Epoch(p.LeaderEpoch()))
+		bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, p.LeaderEpoch())
 		record.LeaderEpoch = rb.Epoch(min(int64(bumped)+1, math.MaxInt32))
 		record.StopStep = StopAbortTransactions
 	case StopAbortTransactions:
@@ -339,7 +339,7 @@ func (p *partition) resetMirroredProducers() error {
 	if !p.endsWithPIDReset() {
 		batch := rb.Append(nil, rb.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 			Control: true, Records: []rb.Record{{Key: controlKey(records.ControlMirrorPIDReset), Value: []byte{0, 0, 0, 0, 0, 0}}}})
-		if _, err := p.log.AppendAssign(batch, rb.Epoch(p.LeaderEpoch())); err != nil {
+		if _, err := p.log.AppendAssign(batch, p.LeaderEpoch()); err != nil {
 			return fmt.Errorf("engine: %s: write MIRROR_PID_RESET: %w", p.tp, err)
 		}
 		p.log.SetHighWatermark(p.log.LogEndOffset())

@@ -216,9 +216,9 @@ func TestMirrorMetrics(t *testing.T) {
 		}
 		return ""
 	})
-	pausedEnd := map[int32]int64{}
+	pausedEnd := map[int32]rb.Offset{}
 	for p := range int32(partitions) {
-		pausedEnd[p] = int64(mirrorLocalLog(t, target, "orders", p).LogEndOffset())
+		pausedEnd[p] = mirrorLocalLog(t, target, "orders", p).LogEndOffset()
 	}
 	produceMixed(t, sourceAddr, "orders", partitions, 1)
 	var behind map[int32]float64
@@ -248,7 +248,7 @@ func TestMirrorMetrics(t *testing.T) {
 		return ""
 	})
 	for p := range int32(partitions) {
-		if end := int64(mirrorLocalLog(t, target, "orders", p).LogEndOffset()); end != pausedEnd[p] {
+		if end := mirrorLocalLog(t, target, "orders", p).LogEndOffset(); end != pausedEnd[p] {
 			t.Fatalf("partition %d mirrored while paused: log end %d, was %d", p, end, pausedEnd[p])
 		}
 	}

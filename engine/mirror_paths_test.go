@@ -39,7 +39,7 @@ func waitConverged(t *testing.T, source *kgo.Client, target *Node, targetClient 
 				return false
 			}
 			offsets := local.Offsets()
-			return offsets.LogStartOffset == want[0] && offsets.HighWatermark == want[1]
+			return int64(offsets.LogStartOffset) == want[0] && int64(offsets.HighWatermark) == want[1]
 		})
 	}
 	waitMirrored(t, source, targetClient, topic, partitions)

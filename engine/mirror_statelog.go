@@ -57,7 +57,7 @@ var errMirrorStateInternal = fmt.Errorf("%w: %s is internal: only the node's mir
 type stateLog struct {
 	dir      *logstore.Dir
 	cfg      logstore.Config
-	register func(*logstore.Log, logstore.TopicID) // adds the topic to the node
+	register func(*logstore.Log, rb.TopicID) // adds the topic to the node
 
 	mu      sync.Mutex
 	log     *logstore.Log                       // nil until the first put
@@ -76,7 +76,7 @@ func stateLogTP() logstore.TopicPartition {
 // read does not stop the node: it is skipped, kept raw under
 // quarantine/__mirror_state-0/ in the data directory, and returned in
 // skipped for the caller to report loudly.
-func openStateLog(fs vfs.FS, dataDir string, dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, logstore.TopicID)) (s *stateLog, skipped []error, err error) {
+func openStateLog(fs vfs.FS, dataDir string, dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, rb.TopicID)) (s *stateLog, skipped []error, err error) {
 	cfg.Flush = logstore.FlushEveryAppend
 	s = &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]MirrorStateValue{}}
 	log, _, ok := dir.Get(stateLogTP())
@@ -269,7 +269,7 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 			return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
 		}
 		if seen[e.key] {
-			return fmt.Errorf("engine: %s: %s %s-%d twice in one write", mirrorStateTopic, e.key.Mirror, logstore.TopicID(e.key.TopicID), e.key.Partition)
+			return fmt.Errorf("engine: %s: %s %s-%d twice in one write", mirrorStateTopic, e.key.Mirror, e.key.TopicID, e.key.Partition)
 		}
 		seen[e.key] = true
 	}
@@ -278,11 +278,11 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 	for _, e := range entries {
 		if stored, ok := s.live[e.key]; ok && e.value.StateEpoch <= stored.StateEpoch {
 			return fmt.Errorf("engine: %s: %s %s-%d: state epoch %d fenced by the stored %d", mirrorStateTopic,
-				e.key.Mirror, logstore.TopicID(e.key.TopicID), e.key.Partition, e.value.StateEpoch, stored.StateEpoch)
+				e.key.Mirror, e.key.TopicID, e.key.Partition, e.value.StateEpoch, stored.StateEpoch)
 		}
 	}
 	if s.log == nil {
-		id := logstore.NewTopicID()
+		id := rb.NewTopicID()
 		log, err := s.dir.Create(stateLogTP(), id, s.cfg)
 		if err != nil {
 			return fmt.Errorf("engine: create %s: %w", mirrorStateTopic, err)

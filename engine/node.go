@@ -11,6 +11,7 @@ import (
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -56,13 +57,13 @@ type Node struct {
 	mirrors   map[string]*mirror // bounded by the mirrors an operator created
 
 	mu     sync.RWMutex
-	topics map[string]*topic        // bounded by the partitions on disk
-	byID   map[netio.TopicID]*topic // the same topics, by ID
+	topics map[string]*topic     // bounded by the partitions on disk
+	byID   map[rb.TopicID]*topic // the same topics, by ID
 }
 
 type topic struct {
 	name       string
-	id         netio.TopicID
+	id         rb.TopicID
 	partitions []*partition
 	internal   bool          // __mirror_state: no produce, delete or DeleteRecords
 	limits     produceLimits // its partitions'
@@ -93,7 +94,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[netio.TopicID]*topic{},
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{},
 		metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}}
 	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
 	for _, info := range dir.List() {
@@ -113,7 +114,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			continue
 		}
 		if t == nil {
-			t = &topic{name: info.Topic, id: netio.TopicID(info.TopicID), internal: info.Topic == mirrorStateTopic, limits: nodeProduceLimits(cfg)}
+			t = &topic{name: info.Topic, id: info.TopicID, internal: info.Topic == mirrorStateTopic, limits: nodeProduceLimits(cfg)}
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log, t.limits))
@@ -199,12 +200,12 @@ func (t *topic) info() netio.TopicInfo {
 }
 
 // registerStateTopic adds __mirror_state, created at its first write.
-func (n *Node) registerStateTopic(log *logstore.Log, id logstore.TopicID) {
+func (n *Node) registerStateTopic(log *logstore.Log, id rb.TopicID) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	p := newPartition(stateLogTP(), log, nodeProduceLimits(n.cfg))
 	p.internal = true
-	t := &topic{name: mirrorStateTopic, id: netio.TopicID(id), partitions: []*partition{p}, internal: true}
+	t := &topic{name: mirrorStateTopic, id: id, partitions: []*partition{p}, internal: true}
 	n.topics[t.name], n.byID[t.id] = t, t
 }
 
@@ -217,7 +218,7 @@ func (n *Node) Topic(name string) (netio.TopicInfo, bool) {
 	return netio.TopicInfo{}, false
 }
 
-func (n *Node) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
+func (n *Node) TopicByID(id rb.TopicID) (netio.TopicInfo, bool) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	if t, ok := n.byID[id]; ok {
@@ -277,7 +278,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if other, ok := n.collidingTopic(name); ok {
 		return netio.TopicInfo{}, fmt.Errorf("%w: topic %s collides with existing topic %s ('.' and '_' name the same metrics)", kerr.InvalidTopicException, name, other)
 	}
-	t := &topic{name: name, id: netio.TopicID(logstore.NewTopicID()), limits: limits}
+	t := &topic{name: name, id: rb.NewTopicID(), limits: limits}
 	if validateOnly {
 		info := t.info()
 		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, configs)
@@ -287,7 +288,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 		return netio.TopicInfo{}, err
 	}
 	n.topics[name], n.byID[t.id] = t, t
-	n.log.Info("created topic", "topic", name, "id", logstore.TopicID(t.id).String(), "partitions", partitions)
+	n.log.Info("created topic", "topic", name, "id", t.id.String(), "partitions", partitions)
 	info := t.info()
 	info.Configs = topicConfigEntries(cfg, configs)
 	return info, nil
@@ -313,7 +314,7 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 	for i := int32(len(t.partitions)); i < count; i++ {
 		tps = append(tps, logstore.TopicPartition{Topic: t.name, Partition: i})
 	}
-	logs, err := n.dir.CreateAll(tps, logstore.TopicID(t.id), cfg)
+	logs, err := n.dir.CreateAll(tps, t.id, cfg)
 	if err != nil {
 		return fmt.Errorf("engine: create %d partitions of %s: %w", len(tps), t.name, err)
 	}
@@ -326,7 +327,7 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 // ensureMirrorTopic makes the local topic a mirror writes: created with
 // the source's topic ID and partition count, grown when the source grows.
 // A local topic of that name with another ID is refused.
-func (n *Node) ensureMirrorTopic(_ context.Context, name string, id netio.TopicID, partitions int32) ([]*partition, error) {
+func (n *Node) ensureMirrorTopic(_ context.Context, name string, id rb.TopicID, partitions int32) ([]*partition, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	t, ok := n.topics[name]
@@ -339,10 +340,10 @@ func (n *Node) ensureMirrorTopic(_ context.Context, name string, id netio.TopicI
 		}
 		t = &topic{name: name, id: id, limits: nodeProduceLimits(n.cfg)}
 		n.topics[name], n.byID[id] = t, t
-		n.log.Info("created mirror topic", "topic", name, "id", logstore.TopicID(id).String(), "partitions", partitions)
+		n.log.Info("created mirror topic", "topic", name, "id", id.String(), "partitions", partitions)
 	}
 	if t.id != id {
-		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, logstore.TopicID(t.id), logstore.TopicID(id))
+		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, t.id, id)
 	}
 	if int32(len(t.partitions)) < partitions {
 		if err := n.addPartitions(t, partitions, n.cfg.Log); err != nil {

@@ -69,23 +69,23 @@ func (p *partition) Changed() <-chan struct{} {
 	return p.changed
 }
 
-func (p *partition) LeaderEpoch() int32 {
-	return max(int32(p.log.LatestEpoch()), p.localEpoch.Load(), 0)
+func (p *partition) LeaderEpoch() rb.Epoch {
+	return max(p.log.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
 }
 
 func (p *partition) Offsets() netio.Offsets {
 	start, hw, end := p.log.LogStartOffset(), p.log.HighWatermark(), p.log.LogEndOffset()
-	return netio.Offsets{LogStartOffset: int64(start), HighWatermark: int64(hw), LastStableOffset: int64(p.lastStableOffset(start, hw)), LogEndOffset: int64(end)}
+	return netio.Offsets{LogStartOffset: start, HighWatermark: hw, LastStableOffset: p.lastStableOffset(start, hw), LogEndOffset: end}
 }
 
-func (p *partition) Read(offset int64, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
+func (p *partition) Read(offset rb.Offset, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
 	offsets := p.Offsets()
 	result := netio.ReadResult{Offsets: offsets}
 	limit := offsets.HighWatermark
 	if isolation == netio.ReadCommitted {
 		limit = offsets.LastStableOffset
 	}
-	slice, err := p.log.Read(rb.Offset(offset), int64(maxBytes), rb.Offset(limit), minOneBatch)
+	slice, err := p.log.Read(offset, int64(maxBytes), limit, minOneBatch)
 	if err != nil {
 		return result, readError(err)
 	}
@@ -114,13 +114,12 @@ func readError(err error) error {
 // end offset when it becomes leader, before any record carries it, so a
 // new partition answers epoch 0 with offset 0. Here that entry is implied
 // while no batch carries the leader epoch (see leaderEpochAhead).
-func (p *partition) EndOffsetForEpoch(requested int32) (int32, int64) {
+func (p *partition) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
 	latest, leader, ahead := p.leaderEpochAhead()
-	if !ahead || requested == int32(rb.NoEpoch) || requested > leader || latest >= 0 && requested <= latest {
-		e, o := p.log.EndOffsetForEpoch(rb.Epoch(requested))
-		return int32(e), int64(o)
+	if !ahead || requested == rb.NoEpoch || requested > leader || latest >= 0 && requested <= latest {
+		return p.log.EndOffsetForEpoch(requested)
 	}
-	end := int64(p.log.LogEndOffset())
+	end := p.log.LogEndOffset()
 	if requested == leader || latest < 0 {
 		return requested, end
 	}
@@ -132,15 +131,15 @@ func (p *partition) EndOffsetForEpoch(requested int32) (int32, int64) {
 // log: then it starts at the log end offset. A mirrored partition serves
 // the source's epochs, as the source's follower would: the local epoch it
 // keeps ahead of them only fences, and is never ahead here.
-func (p *partition) leaderEpochAhead() (latest, leader int32, ahead bool) {
-	latest, leader = int32(p.log.LatestEpoch()), p.LeaderEpoch()
+func (p *partition) leaderEpochAhead() (latest, leader rb.Epoch, ahead bool) {
+	latest, leader = p.log.LatestEpoch(), p.LeaderEpoch()
 	return latest, leader, leader > latest && !p.mirrored()
 }
 
 // servedLatestEpoch is the latest epoch of ListOffsets latest: Kafka's
 // leader answers the latest epoch of its cache, which holds its own epoch
 // from when it was elected; a mirror answers the source's latest.
-func (p *partition) servedLatestEpoch() int32 {
+func (p *partition) servedLatestEpoch() rb.Epoch {
 	latest, leader, ahead := p.leaderEpochAhead()
 	if ahead {
 		return leader
@@ -152,7 +151,7 @@ func (p *partition) servedLatestEpoch() int32 {
 // or last stable offset for read_committed), -3 the first record with the
 // largest timestamp, else the first batch whose max timestamp reaches the
 // target (narrowed to the record where the batch can be decoded).
-func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int64, int64, int32, error) {
+func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (rb.Offset, int64, rb.Epoch, error) {
 	offsets := p.Offsets()
 	switch timestamp {
 	case -2, -4: // earliest, earliest-local (no tiered storage here)
@@ -184,7 +183,7 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 	if !ok {
 		return -1, -1, -1, nil
 	}
-	recordOffset, recordTimestamp, epoch, err := p.refineTimestamp(offset, timestamp, rb.Offset(offsets.LogStartOffset))
+	recordOffset, recordTimestamp, epoch, err := p.refineTimestamp(offset, timestamp, offsets.LogStartOffset)
 	if err != nil {
 		return -1, -1, -1, readError(err)
 	}
@@ -194,22 +193,22 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (int6
 // epochAt is the leader epoch of the batch holding offset (the latest
 // epoch for the log end offset; the leader epoch there when no batch
 // carries it yet, see EndOffsetForEpoch), or -1.
-func (p *partition) epochAt(offset int64) int32 {
+func (p *partition) epochAt(offset rb.Offset) rb.Epoch {
 	entries := p.log.Epochs()
-	epoch := int32(-1)
+	epoch := rb.NoEpoch
 	for _, e := range entries {
-		if int64(e.StartOffset) <= offset {
-			epoch = int32(e.Epoch)
+		if e.StartOffset <= offset {
+			epoch = e.Epoch
 		}
 	}
-	if _, leader, ahead := p.leaderEpochAhead(); ahead && offset >= int64(p.log.LogEndOffset()) {
+	if _, leader, ahead := p.leaderEpochAhead(); ahead && offset >= p.log.LogEndOffset() {
 		return leader
 	}
 	return epoch
 }
 
 // DeleteRecords moves the log start offset; -1 means the high watermark.
-func (p *partition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
+func (p *partition) DeleteRecords(_ context.Context, offset rb.Offset) (rb.Offset, error) {
 	if p.internal {
 		return -1, errMirrorStateInternal
 	}
@@ -218,17 +217,17 @@ func (p *partition) DeleteRecords(_ context.Context, offset int64) (int64, error
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	hw := int64(p.log.HighWatermark())
+	hw := p.log.HighWatermark()
 	if offset == -1 {
 		offset = hw
 	}
 	if offset < 0 || offset > hw {
 		return -1, kerr.OffsetOutOfRange
 	}
-	if err := p.log.AdvanceLogStart(rb.Offset(offset)); err != nil {
+	if err := p.log.AdvanceLogStart(offset); err != nil {
 		return -1, err
 	}
 	p.logStartAdvanced()
 	p.notify()
-	return int64(p.log.LogStartOffset()), nil
+	return p.log.LogStartOffset(), nil
 }

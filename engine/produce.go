@@ -57,8 +57,8 @@ func (p *partition) lastStableOffset(start, hw rb.Offset) rb.Offset {
 
 // abortedTransactions lists the aborted transactions overlapping [from,
 // to), for a read_committed fetch (an empty list, not null, as Kafka).
-func (p *partition) abortedTransactions(from, to int64) []netio.AbortedTransaction {
-	found := p.producers.aborted.overlapping(rb.Offset(from), rb.Offset(to), nil)
+func (p *partition) abortedTransactions(from, to rb.Offset) []netio.AbortedTransaction {
+	found := p.producers.aborted.overlapping(from, to, nil)
 	if found == nil {
 		return []netio.AbortedTransaction{}
 	}
@@ -74,21 +74,21 @@ func (p *partition) abortedTransactions(from, to int64) []netio.AbortedTransacti
 // whose matching records all lie below from, answers offset, -1 and the
 // batch's epoch (Kafka would look on in the next batches; only a log start
 // inside a batch can cause it).
-func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.Offset) (int64, int64, int32, error) {
+func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.Offset) (rb.Offset, int64, rb.Epoch, error) {
 	data, err := p.log.BatchBytes(nil, offset)
 	if err != nil {
 		return -1, -1, -1, err
 	}
 	b, err := rb.Parse(data)
 	if err != nil {
-		return int64(offset), -1, p.epochAt(int64(offset)), nil // the batch is there but unreadable: answer the batch
+		return offset, -1, p.epochAt(offset), nil // the batch is there but unreadable: answer the batch
 	}
-	epoch := int32(b.LeaderEpoch())
+	epoch := b.LeaderEpoch()
 	recordOffset, recordTimestamp, found, err := records.FirstAtOrAfter(b, timestamp, from, recordsLimit)
 	if err != nil || !found {
-		return int64(offset), -1, epoch, nil // as above
+		return offset, -1, epoch, nil // as above
 	}
-	return int64(recordOffset), recordTimestamp, epoch, nil
+	return recordOffset, recordTimestamp, epoch, nil
 }
 
 // Produce appends a writable topic's batches, assigning offsets and the
@@ -112,9 +112,9 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 		return netio.ProduceResult{}, err
 	}
 	if duplicate != nil {
-		return netio.ProduceResult{BaseOffset: int64(duplicate.firstOffset), LogAppendTime: -1, LogStartOffset: int64(p.log.LogStartOffset())}, nil
+		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
 	}
-	info, err := p.log.AppendAssign(batches, rb.Epoch(p.LeaderEpoch()))
+	info, err := p.log.AppendAssign(batches, p.LeaderEpoch())
 	if err != nil {
 		return netio.ProduceResult{}, produceError(err)
 	}
@@ -124,7 +124,7 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	staged.commit() // before the high watermark moves: see lastStableOffset
 	p.log.SetHighWatermark(p.log.LogEndOffset())
 	p.notify()
-	return netio.ProduceResult{BaseOffset: int64(info.FirstOffset), LogAppendTime: -1, LogStartOffset: int64(p.log.LogStartOffset())}, nil
+	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
 }
 
 // validateProduce checks what needs no producer state: the batch kinds a
@@ -292,7 +292,7 @@ func (p *partition) writeMarker(producerID int64, epoch int16, commit bool, time
 	if current := p.producers.entry(producerID).epoch; epoch < current {
 		return false, fmt.Errorf("%w: %s: marker for producer %d at epoch %d below its epoch %d", kerr.InvalidProducerEpoch, p.tp, producerID, epoch, current)
 	}
-	info, err := p.log.AppendAssign(markerBatch(producerID, epoch, commit, timestamp), rb.Epoch(p.LeaderEpoch()))
+	info, err := p.log.AppendAssign(markerBatch(producerID, epoch, commit, timestamp), p.LeaderEpoch())
 	if err != nil {
 		return false, fmt.Errorf("engine: %s: write marker: %w", p.tp, err)
 	}

@@ -156,10 +156,10 @@ func TestTopicProduceLimits(t *testing.T) {
 func TestLeaderEpochOfEmptyLog(t *testing.T) {
 	p := testPartition(t)
 	type answer struct {
-		epoch  int32
-		offset int64
+		epoch  rb.Epoch
+		offset rb.Offset
 	}
-	check := func(what string, requested int32, want answer) {
+	check := func(what string, requested rb.Epoch, want answer) {
 		t.Helper()
 		if e, o := p.EndOffsetForEpoch(requested); (answer{e, o}) != want {
 			t.Fatalf("%s: OffsetForLeaderEpoch(%d) = %v, want %v", what, requested, answer{e, o}, want)

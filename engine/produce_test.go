@@ -100,7 +100,7 @@ func TestProducerState(t *testing.T) {
 		sequence   int32
 		records    int
 		want       *kerr.Error
-		wantBase   int64 // when want is nil
+		wantBase   rb.Offset // when want is nil
 		wantEnd    int64
 	}{
 		{"a new producer starts at any sequence", 1, 0, 7, 3, nil, 0, 3},
@@ -147,7 +147,7 @@ func TestProducerStateRetains(t *testing.T) {
 			wantCode(t, "retry of an evicted batch", err, kerr.OutOfOrderSequenceNumber)
 			continue
 		}
-		if err != nil || result.BaseOffset != int64(seq) {
+		if err != nil || result.BaseOffset != rb.Offset(seq) {
 			t.Fatalf("retry of sequence %d: offset %d, %v; want the duplicate's offset %d", seq, result.BaseOffset, err, seq)
 		}
 	}
@@ -213,14 +213,14 @@ func TestProduceValidation(t *testing.T) {
 }
 
 // offsets returns the partition's high watermark and last stable offset.
-func stable(p *partition) (hw, lso int64) {
+func stable(p *partition) (hw, lso rb.Offset) {
 	o := p.Offsets()
 	return o.HighWatermark, o.LastStableOffset
 }
 
 func TestTransactionInPartition(t *testing.T) {
 	p := testPartition(t)
-	mustProduce := func(batch []byte, transactionalID string) int64 {
+	mustProduce := func(batch []byte, transactionalID string) rb.Offset {
 		t.Helper()
 		result, err := produceTo(p, batch, transactionalID)
 		if err != nil {
@@ -259,7 +259,7 @@ func TestTransactionInPartition(t *testing.T) {
 	_, err = produceTo(p, dataBatch(8, 0, 4, 1, true), "tx-a")
 	wantCode(t, "a transactional batch after the marker", err, kerr.InvalidTxnState)
 	for _, q := range []struct {
-		from, to int64
+		from, to rb.Offset
 		want     int
 	}{{0, 2, 0}, {0, 3, 1}, {4, 5, 1}, {7, 8, 1}, {8, 9, 0}} {
 		if got := p.abortedTransactions(q.from, q.to); len(got) != q.want || got == nil {
@@ -325,7 +325,9 @@ func TestListOffsetNarrowsToRecord(t *testing.T) {
 	}
 	const base = 1_700_000_000_000
 	for _, tc := range []struct {
-		timestamp, wantOffset, wantTimestamp int64
+		timestamp     int64
+		wantOffset    rb.Offset
+		wantTimestamp int64
 	}{{base, 0, base}, {base + 15, 2, base + 20}, {base + 30, 3, base + 30}, {base + 31, -1, -1}} {
 		offset, ts, _, err := p.ListOffset(tc.timestamp, netio.ReadUncommitted)
 		if err != nil || offset != tc.wantOffset || ts != tc.wantTimestamp {
@@ -426,14 +428,14 @@ type modelProducer struct {
 	epoch   int16
 	next    int32
 	batches [][]byte // sent, for retries
-	offsets []int64
+	offsets []rb.Offset
 }
 
 func runProducerModel(t *testing.T, seed uint64, steps int) {
 	rng := rand.New(rand.NewPCG(seed, 99))
 	p := testPartition(t)
 	producers := []*modelProducer{{}, {}, {}, {}} // 0, 1 idempotent; 2, 3 transactional
-	openFirst := map[int64]int64{}
+	openFirst := map[int64]rb.Offset{}
 	var aborted []abortedTxn
 	for step := range steps {
 		id := int64(rng.IntN(len(producers)))

@@ -124,7 +124,7 @@ func (c *txnClient) produce(topic string, index int32, n int) (netio.ProduceResu
 	return result, err
 }
 
-func (c *txnClient) mustProduce(topic string, index int32, n int) int64 {
+func (c *txnClient) mustProduce(topic string, index int32, n int) rb.Offset {
 	c.t.Helper()
 	result, err := c.produce(topic, index, n)
 	if err != nil {

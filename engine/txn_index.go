@@ -66,7 +66,7 @@ func (x *abortedIndex) overlapping(from, to rb.Offset, dst []netio.AbortedTransa
 	i := sort.Search(len(x.entries), func(i int) bool { return x.entries[i].lastOffset >= from })
 	for ; i < len(x.entries) && x.entries[i].lastOffset < to+x.spanMax; i++ {
 		if e := x.entries[i]; e.firstOffset < to {
-			dst = append(dst, netio.AbortedTransaction{ProducerID: e.producerID, FirstOffset: int64(e.firstOffset)})
+			dst = append(dst, netio.AbortedTransaction{ProducerID: e.producerID, FirstOffset: e.firstOffset})
 		}
 	}
 	return dst

@@ -3,7 +3,6 @@ package logstore
 import (
 	"bytes"
 	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/vfs"
 )
 
@@ -33,36 +33,10 @@ type TopicPartition struct {
 
 func (tp TopicPartition) String() string { return fmt.Sprintf("%s-%d", tp.Topic, tp.Partition) }
 
-// TopicID is a Kafka topic ID, printed as Kafka prints a Uuid: URL-safe
-// base64 without padding.
-type TopicID [16]byte
-
-func (id TopicID) String() string { return base64.RawURLEncoding.EncodeToString(id[:]) }
-
-// ParseTopicID reads the form String writes.
-func ParseTopicID(s string) (TopicID, error) {
-	var id TopicID
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || len(b) != len(id) {
-		return id, fmt.Errorf("logstore: topic id %q is not 16 bytes of URL-safe base64", s)
-	}
-	copy(id[:], b)
-	return id, nil
-}
-
-// NewTopicID returns a random topic ID (never the zero ID).
-func NewTopicID() TopicID {
-	var id TopicID
-	for id == (TopicID{}) {
-		rand.Read(id[:])
-	}
-	return id
-}
-
 // PartitionInfo describes one partition log of a Dir.
 type PartitionInfo struct {
 	TopicPartition
-	TopicID TopicID
+	TopicID rb.TopicID
 }
 
 type partition struct {
@@ -134,7 +108,7 @@ func (d *Dir) loadMeta() error {
 		return err
 	}
 	if !ok {
-		d.clusterID, d.nodeID = NewTopicID().String(), defaultNodeID
+		d.clusterID, d.nodeID = rb.NewTopicID().String(), defaultNodeID
 		meta := fmt.Appendf(nil, "version=1\ncluster.id=%s\nnode.id=%d\n", d.clusterID, d.nodeID)
 		return WriteFileAtomic(d.fs, d.path, metaPropertiesName, meta)
 	}
@@ -151,7 +125,7 @@ func (d *Dir) loadMeta() error {
 			d.nodeID = int32(n)
 		}
 	}
-	if _, err := ParseTopicID(d.clusterID); err != nil {
+	if _, err := rb.ParseTopicID(d.clusterID); err != nil {
 		return fmt.Errorf("%w: %s: cluster.id %q", ErrCorrupt, name, d.clusterID)
 	}
 	return nil
@@ -211,12 +185,12 @@ func parsePartitionDirName(name string) (TopicPartition, bool) {
 	return TopicPartition{Topic: name[:i], Partition: int32(n)}, true
 }
 
-func decodePartitionMetadata(data []byte) (TopicID, error) {
+func decodePartitionMetadata(data []byte) (rb.TopicID, error) {
 	var encoded string
 	if _, err := fmt.Sscanf(string(data), partitionMetadataFormat, &encoded); err != nil {
-		return TopicID{}, fmt.Errorf("want %q: %w", partitionMetadataFormat, err)
+		return rb.TopicID{}, fmt.Errorf("want %q: %w", partitionMetadataFormat, err)
 	}
-	return ParseTopicID(encoded)
+	return rb.ParseTopicID(encoded)
 }
 
 // ValidateTopicName applies Kafka's rule: 1-249 of [a-zA-Z0-9._-], not "." or "..".
@@ -240,7 +214,7 @@ func (d *Dir) NodeID() int32 { return d.nodeID }
 
 // Create makes an empty partition log with cfg. The partition is durable
 // when Create returns.
-func (d *Dir) Create(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
+func (d *Dir) Create(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, error) {
 	logs, err := d.CreateAll([]TopicPartition{tp}, id, cfg)
 	if err != nil {
 		return nil, err
@@ -256,7 +230,7 @@ const logsAtOnce = 8
 // CreateAll makes empty partition logs of one topic with cfg, durable when
 // it returns, in the order of tps. On an error it removes what it made and
 // returns the errors. A crash before it returns may leave any of them.
-func (d *Dir) CreateAll(tps []TopicPartition, id TopicID, cfg Config) ([]*Log, error) {
+func (d *Dir) CreateAll(tps []TopicPartition, id rb.TopicID, cfg Config) ([]*Log, error) {
 	for _, tp := range tps {
 		if err := ValidateTopicName(tp.Topic); err != nil {
 			return nil, err
@@ -301,7 +275,7 @@ func (d *Dir) CreateAll(tps []TopicPartition, id TopicID, cfg Config) ([]*Log, e
 // empty log, or removes what it made. Open syncs the directory once it
 // made the first segment, which makes the metadata's rename durable too;
 // the data directory's entry for it is CreateAll's to sync.
-func (d *Dir) createOne(tp TopicPartition, id TopicID, cfg Config) (*Log, error) {
+func (d *Dir) createOne(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, error) {
 	full := path.Join(d.path, tp.String())
 	if err := d.fs.MkdirAll(full); err != nil {
 		return nil, err

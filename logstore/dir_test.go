@@ -28,7 +28,7 @@ func closeDir(t *testing.T, d *Dir) {
 	}
 }
 
-func createPartition(t *testing.T, d *Dir, tp TopicPartition, id TopicID) *Log {
+func createPartition(t *testing.T, d *Dir, tp TopicPartition, id rb.TopicID) *Log {
 	t.Helper()
 	log, err := d.Create(tp, id, d.cfg)
 	if err != nil {
@@ -41,7 +41,7 @@ func TestDirMeta(t *testing.T) {
 	eachFS(t, func(t *testing.T, fsys vfs.FS, dirPath string) {
 		d := openDir(t, fsys, dirPath, testConfig())
 		clusterID := d.ClusterID()
-		if id, err := ParseTopicID(clusterID); err != nil || id == (TopicID{}) || len(clusterID) != 22 {
+		if id, err := rb.ParseTopicID(clusterID); err != nil || id == (rb.TopicID{}) || len(clusterID) != 22 {
 			t.Errorf("cluster id %q is not 16 non-zero bytes of base64url: %v", clusterID, err)
 		}
 		if d.NodeID() != 1 {
@@ -55,7 +55,7 @@ func TestDirMeta(t *testing.T) {
 		if err := d.Close(); !errors.Is(err, ErrClosed) {
 			t.Errorf("second close: got %v, want ErrClosed", err)
 		}
-		if _, err := d.Create(TopicPartition{"t", 0}, NewTopicID(), testConfig()); !errors.Is(err, ErrClosed) {
+		if _, err := d.Create(TopicPartition{"t", 0}, rb.NewTopicID(), testConfig()); !errors.Is(err, ErrClosed) {
 			t.Errorf("create on a closed dir: got %v, want ErrClosed", err)
 		}
 		d = openDir(t, fsys, dirPath, testConfig())
@@ -89,12 +89,12 @@ func TestDirTopicNames(t *testing.T) {
 	d := openDir(t, vfs.NewMem(), "/data", testConfig())
 	defer closeDir(t, d)
 	for _, test := range tests {
-		_, err := d.Create(TopicPartition{test.topic, 3}, NewTopicID(), testConfig())
+		_, err := d.Create(TopicPartition{test.topic, 3}, rb.NewTopicID(), testConfig())
 		if test.valid && err != nil || !test.valid && !errors.Is(err, ErrInvalidName) {
 			t.Errorf("create topic %q: got %v, want valid=%v", test.topic, err, test.valid)
 		}
 	}
-	if _, err := d.Create(TopicPartition{"a", -1}, NewTopicID(), testConfig()); err == nil {
+	if _, err := d.Create(TopicPartition{"a", -1}, rb.NewTopicID(), testConfig()); err == nil {
 		t.Errorf("create of a negative partition succeeded")
 	}
 }
@@ -102,17 +102,17 @@ func TestDirTopicNames(t *testing.T) {
 func TestDirPartitions(t *testing.T) {
 	eachFS(t, func(t *testing.T, fsys vfs.FS, dirPath string) {
 		d := openDir(t, fsys, dirPath, testConfig())
-		ids := map[TopicPartition]TopicID{}
+		ids := map[TopicPartition]rb.TopicID{}
 		for _, tp := range []TopicPartition{{"b", 1}, {"a", 10}, {"a", 2}, {"b-1", 0}} {
-			id := NewTopicID()
+			id := rb.NewTopicID()
 			if tp.Topic == "b-1" {
-				id = TopicID{0xfb, 0xff, 0xbf} // '-' and '_' in base64url
+				id = rb.TopicID{0xfb, 0xff, 0xbf} // '-' and '_' in base64url
 			}
 			ids[tp] = id
 			log := createPartition(t, d, tp, id)
 			mustAppend(t, log, testBatch(0, 1, baseTimestamp+int64(tp.Partition)))
 		}
-		if _, err := d.Create(TopicPartition{"a", 2}, NewTopicID(), testConfig()); !errors.Is(err, ErrExists) {
+		if _, err := d.Create(TopicPartition{"a", 2}, rb.NewTopicID(), testConfig()); !errors.Is(err, ErrExists) {
 			t.Errorf("create twice: got %v, want ErrExists", err)
 		}
 		want := []PartitionInfo{{TopicPartition{"a", 2}, ids[TopicPartition{"a", 2}]}, {TopicPartition{"a", 10}, ids[TopicPartition{"a", 10}]},
@@ -150,9 +150,9 @@ func TestDirDelete(t *testing.T) {
 	fsys := vfs.NewMem()
 	d := openDir(t, fsys, "/data", testConfig())
 	keep, gone := TopicPartition{"t", 0}, TopicPartition{"t", 1}
-	keepID := NewTopicID()
+	keepID := rb.NewTopicID()
 	mustAppend(t, createPartition(t, d, keep, keepID), testBatch(0, 1, baseTimestamp))
-	mustAppend(t, createPartition(t, d, gone, NewTopicID()), testBatch(0, 1, baseTimestamp))
+	mustAppend(t, createPartition(t, d, gone, rb.NewTopicID()), testBatch(0, 1, baseTimestamp))
 	if err := d.Delete(gone); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +177,7 @@ func TestDirDelete(t *testing.T) {
 	if got, want := d.List(), []PartitionInfo{{keep, keepID}}; !slices.Equal(got, want) {
 		t.Errorf("list after delete and crash: %v, want %v", got, want)
 	}
-	log := createPartition(t, d, gone, NewTopicID()) // the name is free again
+	log := createPartition(t, d, gone, rb.NewTopicID()) // the name is free again
 	if log.LogEndOffset() != 0 {
 		t.Errorf("recreated partition has log end %d, want 0", log.LogEndOffset())
 	}
@@ -237,7 +237,7 @@ func TestDirFlushInterval(t *testing.T) {
 			d := openDir(t, fsys, "/data", cfg)
 			tp := TopicPartition{"t", 0}
 			batch := testBatch(0, 1, baseTimestamp)
-			mustAppend(t, createPartition(t, d, tp, NewTopicID()), batch)
+			mustAppend(t, createPartition(t, d, tp, rb.NewTopicID()), batch)
 			segment := path.Join("/data", tp.String(), "00000000000000000000.log")
 			if test.durable {
 				deadline := time.Now().Add(10 * time.Second)
@@ -286,7 +286,7 @@ func TestDirCreateAll(t *testing.T) {
 	}
 	mem := vfs.NewMem()
 	d := openDir(t, mem, "/d", testConfig())
-	id := NewTopicID()
+	id := rb.NewTopicID()
 	logs, err := d.CreateAll(tps("all", 20), id, testConfig())
 	if err != nil || len(logs) != 20 {
 		t.Fatalf("CreateAll: %d logs, %v", len(logs), err)

@@ -89,7 +89,7 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 			if err == nil {
 				var result ProduceResult
 				result, err = produceOne(ctx, c.server.backend, t.Name, rp.Partition, rp.Records, req.Version, produce)
-				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = result.BaseOffset, result.LogAppendTime, result.LogStartOffset
+				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = int64(result.BaseOffset), result.LogAppendTime, int64(result.LogStartOffset)
 			}
 			if err != nil {
 				answerProduceError(c, &sp, err)

@@ -46,6 +46,7 @@ import (
 	"sync"
 	"time"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -122,8 +123,8 @@ func (f *fetchReply) addRequestPartitions(req *kmsg.FetchRequest) {
 		for _, rp := range rt.Partitions {
 			f.partitions = append(f.partitions, fetchPartition{
 				topic: topic, topicID: rt.TopicID, partition: rp.Partition,
-				fetchOffset: rp.FetchOffset, currentLeaderEpoch: rp.CurrentLeaderEpoch,
-				lastFetchedEpoch: rp.LastFetchedEpoch, partitionMaxBytes: rp.PartitionMaxBytes,
+				fetchOffset: rb.Offset(rp.FetchOffset), currentLeaderEpoch: rb.Epoch(rp.CurrentLeaderEpoch),
+				lastFetchedEpoch: rb.Epoch(rp.LastFetchedEpoch), partitionMaxBytes: rp.PartitionMaxBytes,
 			})
 		}
 	}
@@ -251,7 +252,7 @@ func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolati
 }
 
 // checkLeaderEpoch fences a request's CurrentLeaderEpoch against ours.
-func checkLeaderEpoch(requested, current int32) error {
+func checkLeaderEpoch(requested, current rb.Epoch) error {
 	switch {
 	case requested < 0:
 		return nil

@@ -30,6 +30,7 @@ package netio
 import (
 	"context"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -83,7 +84,10 @@ func serveListOffsets(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 			case rp.Timestamp < 0 && (!special || req.Version < minVersion):
 				err = kerr.UnsupportedVersion
 			default:
-				sp.Offset, sp.Timestamp, sp.LeaderEpoch, err = listOffset(c.server.backend, req, rt.Topic, rp)
+				var offset rb.Offset
+				var epoch rb.Epoch
+				offset, sp.Timestamp, epoch, err = listOffset(c.server.backend, req, rt.Topic, rp)
+				sp.Offset, sp.LeaderEpoch = int64(offset), int32(epoch)
 			}
 			if err != nil {
 				sp.Offset, sp.Timestamp, sp.LeaderEpoch = -1, -1, -1
@@ -101,12 +105,12 @@ func serveListOffsets(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 
 // listOffset answers one partition: offset, record timestamp and leader
 // epoch, each -1 where there is no answer.
-func listOffset(backend Backend, req *kmsg.ListOffsetsRequest, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (int64, int64, int32, error) {
+func listOffset(backend Backend, req *kmsg.ListOffsetsRequest, topic string, rp kmsg.ListOffsetsRequestTopicPartition) (rb.Offset, int64, rb.Epoch, error) {
 	p, err := backend.Partition(topic, rp.Partition)
 	if err != nil {
 		return -1, -1, -1, err
 	}
-	if err := leaderEpochFence(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
+	if err := leaderEpochFence(rb.Epoch(rp.CurrentLeaderEpoch), p.LeaderEpoch()); err != nil {
 		return -1, -1, -1, err
 	}
 	consumer := req.ReplicaID == consumerReplicaID
@@ -141,7 +145,7 @@ func listOffset(backend Backend, req *kmsg.ListOffsetsRequest, topic string, rp 
 
 // lastFetchableOffset bounds what a timestamp lookup may answer
 // (Partition.fetchOffsetForTimestamp).
-func lastFetchableOffset(offsets Offsets, consumer bool, isolation Isolation) int64 {
+func lastFetchableOffset(offsets Offsets, consumer bool, isolation Isolation) rb.Offset {
 	switch {
 	case !consumer:
 		return offsets.LogEndOffset

@@ -101,7 +101,7 @@ func metadataTopic(c *conn, req *kmsg.MetadataRequest, t TopicInfo) kmsg.Metadat
 		mp.Partition, mp.Leader = i, node
 		mp.Replicas, mp.ISR = []int32{node}, []int32{node}
 		if p, err := c.server.backend.Partition(t.Name, i); err == nil {
-			mp.LeaderEpoch = p.LeaderEpoch()
+			mp.LeaderEpoch = int32(p.LeaderEpoch())
 		} else {
 			mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
 		}

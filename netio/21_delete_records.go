@@ -15,6 +15,7 @@ package netio
 import (
 	"context"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -41,7 +42,9 @@ func serveDeleteRecords(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg
 			case rp.Offset < deleteRecordsToHighWatermark:
 				err = kerr.OffsetOutOfRange
 			default:
-				sp.LowWatermark, err = deleteRecords(ctx, backend, rt.Topic, rp)
+				var lowWatermark rb.Offset
+				lowWatermark, err = deleteRecords(ctx, backend, rt.Topic, rp)
+				sp.LowWatermark = int64(lowWatermark)
 			}
 			if err != nil {
 				sp.LowWatermark = -1
@@ -54,10 +57,10 @@ func serveDeleteRecords(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg
 	return resp, nil
 }
 
-func deleteRecords(ctx context.Context, backend Backend, topic string, rp kmsg.DeleteRecordsRequestTopicPartition) (int64, error) {
+func deleteRecords(ctx context.Context, backend Backend, topic string, rp kmsg.DeleteRecordsRequestTopicPartition) (rb.Offset, error) {
 	p, err := backend.Partition(topic, rp.Partition)
 	if err != nil {
 		return -1, err
 	}
-	return p.DeleteRecords(ctx, rp.Offset)
+	return p.DeleteRecords(ctx, rb.Offset(rp.Offset))
 }

@@ -14,6 +14,7 @@ package netio
 import (
 	"context"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -35,7 +36,7 @@ func serveOffsetForLeaderEpoch(_ context.Context, c *conn, _ RequestHeader, kreq
 			if err != nil {
 				sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
 			} else {
-				sp.LeaderEpoch, sp.EndOffset = endEpoch, endOffset
+				sp.LeaderEpoch, sp.EndOffset = int32(endEpoch), int64(endOffset)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
@@ -44,15 +45,15 @@ func serveOffsetForLeaderEpoch(_ context.Context, c *conn, _ RequestHeader, kreq
 	return resp, nil
 }
 
-func endOffsetForEpoch(backend Backend, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (int32, int64, error) {
+func endOffsetForEpoch(backend Backend, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (rb.Epoch, rb.Offset, error) {
 	p, err := backend.Partition(topic, rp.Partition)
 	if err != nil {
 		return -1, -1, err
 	}
-	if err := leaderEpochFence(rp.CurrentLeaderEpoch, p.LeaderEpoch()); err != nil {
+	if err := leaderEpochFence(rb.Epoch(rp.CurrentLeaderEpoch), p.LeaderEpoch()); err != nil {
 		return -1, -1, err
 	}
-	endEpoch, endOffset := p.EndOffsetForEpoch(rp.LeaderEpoch)
+	endEpoch, endOffset := p.EndOffsetForEpoch(rb.Epoch(rp.LeaderEpoch))
 	if endOffset < 0 {
 		return -1, -1, nil // UNDEFINED_EPOCH and UNDEFINED_EPOCH_OFFSET
 	}
@@ -63,7 +64,7 @@ func endOffsetForEpoch(backend Backend, topic string, rp kmsg.OffsetForLeaderEpo
 // partition's (Partition.checkCurrentLeaderEpoch): a request that does not
 // know the epoch passes; an older one is fenced, a newer one is ahead of
 // this node.
-func leaderEpochFence(requestEpoch, partitionEpoch int32) error {
+func leaderEpochFence(requestEpoch, partitionEpoch rb.Epoch) error {
 	switch {
 	case requestEpoch == unknownLeaderEpoch:
 		return nil

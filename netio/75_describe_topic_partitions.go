@@ -131,7 +131,7 @@ func describeTopic(c *conn, name string, start, limit int32) (kmsg.DescribeTopic
 		sp.Replicas, sp.ISR = []int32{node}, []int32{node}
 		sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
 		if p, err := backend.Partition(name, i); err == nil {
-			sp.LeaderEpoch = p.LeaderEpoch()
+			sp.LeaderEpoch = int32(p.LeaderEpoch())
 		} else {
 			sp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
 		}

@@ -22,7 +22,7 @@ func newOffsetsStub(t *testing.T) (*rawConn, *stubPartition) {
 		epoch:     5,
 		offsets:   Offsets{LogStartOffset: 2, HighWatermark: 10, LastStableOffset: 8, LogEndOffset: 12},
 		epochEnds: map[int32][2]int64{3: {3, 100}, 4: {3, 100}, 5: {5, 150}},
-		listOffset: func(timestamp int64, isolation Isolation) (int64, int64, int32, error) {
+		listOffset: func(timestamp int64, isolation Isolation) (recordbatch.Offset, int64, recordbatch.Epoch, error) {
 			switch timestamp {
 			case -1:
 				if isolation == ReadCommitted {

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -121,31 +122,31 @@ func (b *stubBackend) Transactions() Transactions {
 type stubPartition struct {
 	Partition // nil: the methods below are the only ones used
 
-	epoch      int32
+	epoch      rb.Epoch
 	offsets    Offsets
-	listOffset func(timestamp int64, isolation Isolation) (int64, int64, int32, error)
+	listOffset func(timestamp int64, isolation Isolation) (rb.Offset, int64, rb.Epoch, error)
 	epochEnds  map[int32][2]int64 // requested epoch -> end epoch, end offset
 
 	mu    sync.Mutex
 	asked []string
 }
 
-func (p *stubPartition) LeaderEpoch() int32 { return p.epoch }
-func (p *stubPartition) Offsets() Offsets   { return p.offsets }
+func (p *stubPartition) LeaderEpoch() rb.Epoch { return p.epoch }
+func (p *stubPartition) Offsets() Offsets      { return p.offsets }
 
-func (p *stubPartition) ListOffset(timestamp int64, isolation Isolation) (int64, int64, int32, error) {
+func (p *stubPartition) ListOffset(timestamp int64, isolation Isolation) (rb.Offset, int64, rb.Epoch, error) {
 	p.mu.Lock()
 	p.asked = append(p.asked, fmt.Sprintf("ListOffset(%d, %d)", timestamp, isolation))
 	p.mu.Unlock()
 	return p.listOffset(timestamp, isolation)
 }
 
-func (p *stubPartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+func (p *stubPartition) EndOffsetForEpoch(epoch rb.Epoch) (rb.Epoch, rb.Offset) {
 	p.mu.Lock()
 	p.asked = append(p.asked, fmt.Sprintf("EndOffsetForEpoch(%d)", epoch))
 	p.mu.Unlock()
-	if end, ok := p.epochEnds[epoch]; ok {
-		return int32(end[0]), end[1]
+	if end, ok := p.epochEnds[int32(epoch)]; ok {
+		return rb.Epoch(end[0]), rb.Offset(end[1])
 	}
 	return -1, -1
 }

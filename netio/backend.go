@@ -3,6 +3,8 @@ package netio
 import (
 	"context"
 	"errors"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // Backend is the node behind the listener. netio knows nothing of how it
@@ -31,8 +33,9 @@ type Backend interface {
 	Transactions() Transactions
 }
 
-// TopicID is a Kafka topic ID.
-type TopicID [16]byte
+// TopicID is recordbatch's TopicID under netio's name, kept for the mirror
+// admin wire files that spell it unqualified.
+type TopicID = rb.TopicID
 
 // ClusterInfo is this node's identity and advertised address.
 type ClusterInfo struct {
@@ -69,10 +72,10 @@ const (
 
 // Offsets are a partition's offsets, as Kafka names them.
 type Offsets struct {
-	LogStartOffset   int64
-	HighWatermark    int64
-	LastStableOffset int64
-	LogEndOffset     int64
+	LogStartOffset   rb.Offset
+	HighWatermark    rb.Offset
+	LastStableOffset rb.Offset
+	LogEndOffset     rb.Offset
 }
 
 // Isolation is a Fetch or ListOffsets isolation level.
@@ -85,7 +88,7 @@ const (
 
 // Partition is one partition of a topic on this node.
 type Partition interface {
-	LeaderEpoch() int32
+	LeaderEpoch() rb.Epoch
 	Offsets() Offsets
 	// Produce appends batches (whole v2 batches, as received) and returns
 	// the base offset assigned. Read-only (mirror) partitions answer
@@ -95,7 +98,7 @@ type Partition interface {
 	// the high watermark (ReadUncommitted) or last stable offset
 	// (ReadCommitted). An offset outside [logStart, logEnd] is
 	// kerr.OffsetOutOfRange.
-	Read(offset int64, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error)
+	Read(offset rb.Offset, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error)
 	// Changed returns a channel closed at the next change of anything a
 	// Fetch of the partition answers: its offsets (an append, a high
 	// watermark, last stable offset or log start move, a truncation), its
@@ -107,12 +110,12 @@ type Partition interface {
 	// -2 earliest, -3 max timestamp, else the first record at or after it):
 	// the offset, the record's timestamp (-1 where Kafka gives -1) and
 	// the leader epoch of that offset. Not found: offset -1.
-	ListOffset(timestamp int64, isolation Isolation) (offset, recordTimestamp int64, leaderEpoch int32, err error)
+	ListOffset(timestamp int64, isolation Isolation) (offset rb.Offset, recordTimestamp int64, leaderEpoch rb.Epoch, err error)
 	// EndOffsetForEpoch answers OffsetForLeaderEpoch.
-	EndOffsetForEpoch(epoch int32) (endEpoch int32, endOffset int64)
+	EndOffsetForEpoch(epoch rb.Epoch) (endEpoch rb.Epoch, endOffset rb.Offset)
 	// DeleteRecords moves the log start offset (-1: to the high
 	// watermark) and returns the new low watermark.
-	DeleteRecords(ctx context.Context, offset int64) (int64, error)
+	DeleteRecords(ctx context.Context, offset rb.Offset) (rb.Offset, error)
 }
 
 // ProduceRequest is what a Produce request says about one partition's batches.
@@ -123,9 +126,9 @@ type ProduceRequest struct {
 
 // ProduceResult is the outcome of a Produce for one partition.
 type ProduceResult struct {
-	BaseOffset     int64
+	BaseOffset     rb.Offset
 	LogAppendTime  int64 // -1 unless the topic uses LogAppendTime
-	LogStartOffset int64
+	LogStartOffset rb.Offset
 }
 
 // ReadResult is what Read found.
@@ -155,7 +158,7 @@ type RangeFile interface {
 // AbortedTransaction is an entry of a Fetch response's aborted list.
 type AbortedTransaction struct {
 	ProducerID  int64
-	FirstOffset int64
+	FirstOffset rb.Offset
 }
 
 // Transactions is the producer ID allocator and transaction coordinator.

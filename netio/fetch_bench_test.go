@@ -169,18 +169,18 @@ type filePartition struct {
 	backend *fileBackend
 	file    *os.File
 	mu      sync.Mutex
-	batches []fileBatch // ascending
-	size    int64       // bytes written
-	end     int64       // log end offset
+	batches []fileBatch        // ascending
+	size    int64              // bytes written
+	end     recordbatch.Offset // log end offset
 	changed chan struct{}
 }
 
 type fileBatch struct {
 	position, size int64
-	lastOffset     int64
+	lastOffset     recordbatch.Offset
 }
 
-func (p *filePartition) LeaderEpoch() int32 { return 0 }
+func (p *filePartition) LeaderEpoch() recordbatch.Epoch { return 0 }
 
 func (p *filePartition) Offsets() Offsets {
 	p.mu.Lock()
@@ -196,9 +196,9 @@ func (p *filePartition) Produce(_ context.Context, batches []byte, _ ProduceRequ
 	it := recordbatch.NewIter(batches, true)
 	for it.Next() {
 		b := it.Batch()
-		b.SetBaseOffset(recordbatch.Offset(next))
-		added = append(added, fileBatch{position: p.size + int64(it.Position()), size: int64(len(b)), lastOffset: int64(b.LastOffset())})
-		next = int64(b.NextOffset())
+		b.SetBaseOffset(next)
+		added = append(added, fileBatch{position: p.size + int64(it.Position()), size: int64(len(b)), lastOffset: b.LastOffset()})
+		next = b.NextOffset()
 	}
 	if it.Err() != nil {
 		return ProduceResult{}, kerr.CorruptMessage
@@ -214,7 +214,7 @@ func (p *filePartition) Produce(_ context.Context, batches []byte, _ ProduceRequ
 	return ProduceResult{BaseOffset: base, LogAppendTime: -1}, nil
 }
 
-func (p *filePartition) Read(offset int64, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
+func (p *filePartition) Read(offset recordbatch.Offset, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	offsets := Offsets{HighWatermark: p.end, LastStableOffset: p.end, LogEndOffset: p.end}
@@ -249,7 +249,7 @@ func (p *filePartition) Changed() <-chan struct{} {
 	return p.changed
 }
 
-func (p *filePartition) ListOffset(timestamp int64, _ Isolation) (int64, int64, int32, error) {
+func (p *filePartition) ListOffset(timestamp int64, _ Isolation) (recordbatch.Offset, int64, recordbatch.Epoch, error) {
 	switch timestamp {
 	case -2:
 		return 0, -1, 0, nil
@@ -259,13 +259,13 @@ func (p *filePartition) ListOffset(timestamp int64, _ Isolation) (int64, int64, 
 	return -1, -1, -1, nil
 }
 
-func (p *filePartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+func (p *filePartition) EndOffsetForEpoch(epoch recordbatch.Epoch) (recordbatch.Epoch, recordbatch.Offset) {
 	if epoch != 0 {
 		return -1, -1
 	}
 	return 0, p.Offsets().LogEndOffset
 }
 
-func (p *filePartition) DeleteRecords(context.Context, int64) (int64, error) {
+func (p *filePartition) DeleteRecords(context.Context, recordbatch.Offset) (recordbatch.Offset, error) {
 	return 0, kerr.PolicyViolation
 }

@@ -41,6 +41,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+
+	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // fetchPartition is one partition of a Fetch: what the request (or the
@@ -49,9 +51,9 @@ type fetchPartition struct {
 	topic              string  // "" until resolved from topicID (v13+)
 	topicID            TopicID // zero before v13
 	partition          int32
-	fetchOffset        int64
-	currentLeaderEpoch int32 // -1: not checked
-	lastFetchedEpoch   int32 // -1: not checked (always -1 before v12)
+	fetchOffset        rb.Offset
+	currentLeaderEpoch rb.Epoch // -1: not checked
+	lastFetchedEpoch   rb.Epoch // -1: not checked (always -1 before v12)
 	partitionMaxBytes  int32
 
 	// quiet: an incremental session's partition not read this pass, as
@@ -63,9 +65,9 @@ type fetchPartition struct {
 
 	omit                 bool // an incremental session response leaves it out
 	errorCode            int16
-	highWatermark        int64
-	lastStableOffset     int64
-	logStartOffset       int64
+	highWatermark        rb.Offset
+	lastStableOffset     rb.Offset
+	logStartOffset       rb.Offset
 	abortedTransactions  []AbortedTransaction // nil encodes null
 	preferredReadReplica int32
 	records              FileRange // Length 0 encodes empty (never null)
@@ -76,8 +78,8 @@ type fetchPartition struct {
 
 // fetchEpochEndOffset is an epoch and its end offset; -1, -1 is unset.
 type fetchEpochEndOffset struct {
-	epoch     int32
-	endOffset int64
+	epoch     rb.Epoch
+	endOffset rb.Offset
 }
 
 func (e fetchEpochEndOffset) set() bool { return e.epoch != -1 || e.endOffset != -1 }
@@ -85,7 +87,7 @@ func (e fetchEpochEndOffset) set() bool { return e.epoch != -1 || e.endOffset !=
 // fetchLeader is a partition's leader (KIP-951); -1, -1 is unset.
 type fetchLeader struct {
 	leaderID    int32
-	leaderEpoch int32
+	leaderEpoch rb.Epoch
 }
 
 func (l fetchLeader) set() bool { return l.leaderID != -1 || l.leaderEpoch != -1 }
@@ -230,15 +232,15 @@ func (e *fetchEncoder) partition(f *fetchReply, i int) int64 {
 	p := &f.partitions[i]
 	e.int32(p.partition)
 	e.int16(p.errorCode)
-	e.int64(p.highWatermark)
-	e.int64(p.lastStableOffset)
+	e.int64(int64(p.highWatermark))
+	e.int64(int64(p.lastStableOffset))
 	if f.version >= 5 {
-		e.int64(p.logStartOffset)
+		e.int64(int64(p.logStartOffset))
 	}
 	e.nullableArrayLen(len(p.abortedTransactions), p.abortedTransactions == nil)
 	for _, a := range p.abortedTransactions {
 		e.int64(a.ProducerID)
-		e.int64(a.FirstOffset)
+		e.int64(int64(a.FirstOffset))
 		e.noTags()
 	}
 	if f.version >= 11 {
@@ -269,22 +271,22 @@ func (e *fetchEncoder) partitionTags(p *fetchPartition) {
 	if p.divergingEpoch.set() {
 		e.uvarint(0)
 		e.uvarint(fetchEpochEndOffsetTagBytes)
-		e.int32(p.divergingEpoch.epoch)
-		e.int64(p.divergingEpoch.endOffset)
+		e.int32(int32(p.divergingEpoch.epoch))
+		e.int64(int64(p.divergingEpoch.endOffset))
 		e.noTags()
 	}
 	if p.currentLeader.set() {
 		e.uvarint(1)
 		e.uvarint(fetchLeaderTagBytes)
 		e.int32(p.currentLeader.leaderID)
-		e.int32(p.currentLeader.leaderEpoch)
+		e.int32(int32(p.currentLeader.leaderEpoch))
 		e.noTags()
 	}
 	if p.snapshotID.set() {
 		e.uvarint(2)
 		e.uvarint(fetchSnapshotIDTagBytes)
-		e.int64(p.snapshotID.endOffset)
-		e.int32(p.snapshotID.epoch)
+		e.int64(int64(p.snapshotID.endOffset))
+		e.int32(int32(p.snapshotID.epoch))
 		e.noTags()
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -46,7 +47,7 @@ func fetchEncodeCases(rng *rand.Rand) []fetchEncodeCase {
 		var p fetchPartition
 		p.resetResponse()
 		p.partition = index
-		p.highWatermark, p.lastStableOffset, p.logStartOffset = 100+int64(index), 90+int64(index), int64(index)
+		p.highWatermark, p.lastStableOffset, p.logStartOffset = 100+rb.Offset(index), 90+rb.Offset(index), rb.Offset(index)
 		if mutate != nil {
 			mutate(&p)
 		}
@@ -110,18 +111,18 @@ func fetchEncodeBuild(version int16, cases []fetchEncodeCase, file RangeFile, po
 		}
 		kp := kmsg.NewFetchResponseTopicPartition()
 		kp.Partition, kp.ErrorCode = p.partition, p.errorCode
-		kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = p.highWatermark, p.lastStableOffset, p.logStartOffset
+		kp.HighWatermark, kp.LastStableOffset, kp.LogStartOffset = int64(p.highWatermark), int64(p.lastStableOffset), int64(p.logStartOffset)
 		for _, a := range p.abortedTransactions {
-			kp.AbortedTransactions = append(kp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: a.FirstOffset})
+			kp.AbortedTransactions = append(kp.AbortedTransactions, kmsg.FetchResponseTopicPartitionAbortedTransaction{ProducerID: a.ProducerID, FirstOffset: int64(a.FirstOffset)})
 		}
 		if p.abortedTransactions != nil && kp.AbortedTransactions == nil {
 			kp.AbortedTransactions = []kmsg.FetchResponseTopicPartitionAbortedTransaction{}
 		}
 		kp.PreferredReadReplica = p.preferredReadReplica
 		kp.RecordBatches = append([]byte{}, c.records...)
-		kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = p.divergingEpoch.epoch, p.divergingEpoch.endOffset
-		kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = p.currentLeader.leaderID, p.currentLeader.leaderEpoch
-		kp.SnapshotID.Epoch, kp.SnapshotID.EndOffset = p.snapshotID.epoch, p.snapshotID.endOffset
+		kp.DivergingEpoch.Epoch, kp.DivergingEpoch.EndOffset = int32(p.divergingEpoch.epoch), int64(p.divergingEpoch.endOffset)
+		kp.CurrentLeader.LeaderID, kp.CurrentLeader.LeaderEpoch = p.currentLeader.leaderID, int32(p.currentLeader.leaderEpoch)
+		kp.SnapshotID.Epoch, kp.SnapshotID.EndOffset = int32(p.snapshotID.epoch), int64(p.snapshotID.endOffset)
 		last := &want.Topics[len(want.Topics)-1]
 		last.Partitions = append(last.Partitions, kp)
 	}
@@ -385,7 +386,7 @@ type truncatedPartition struct {
 	released *atomic.Int64
 }
 
-func (p truncatedPartition) Read(offset int64, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error) {
+func (p truncatedPartition) Read(offset rb.Offset, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error) {
 	read, err := p.Partition.Read(offset, maxBytes, isolation, minOneBatch)
 	if err != nil || read.Records.Length == 0 {
 		return read, err

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -46,13 +47,13 @@ func TestFetchLeaderEpochFencing(t *testing.T) {
 // epochPartition answers EndOffsetForEpoch from a scripted epoch history.
 type epochPartition struct {
 	Partition
-	leaderEpoch int32
+	leaderEpoch recordbatch.Epoch
 	starts      []fetchEpochEndOffset // epoch and its start offset, ascending
 }
 
-func (p epochPartition) LeaderEpoch() int32 { return p.leaderEpoch }
+func (p epochPartition) LeaderEpoch() recordbatch.Epoch { return p.leaderEpoch }
 
-func (p epochPartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+func (p epochPartition) EndOffsetForEpoch(epoch recordbatch.Epoch) (recordbatch.Epoch, recordbatch.Offset) {
 	i := sort.Search(len(p.starts), func(i int) bool { return p.starts[i].epoch > epoch })
 	if i == 0 || epoch > p.leaderEpoch {
 		return -1, -1
@@ -92,7 +93,7 @@ func TestFetchDivergingEpoch(t *testing.T) {
 			part := at(0, test.offset)
 			part.lastFetchedEpoch = test.lastFetchedEpoch
 			rp := fetchTestOnly(t, client.fetch(fetchTestRequest(version, info, part)))
-			got := fetchEpochEndOffset{rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset}
+			got := fetchEpochEndOffset{recordbatch.Epoch(rp.DivergingEpoch.Epoch), recordbatch.Offset(rp.DivergingEpoch.EndOffset)}
 			if rp.ErrorCode != test.code || got != test.diverging {
 				t.Fatalf("v%d last fetched epoch %d at %d: error %d, diverging %+v; want %d, %+v",
 					version, test.lastFetchedEpoch, test.offset, rp.ErrorCode, got, test.code, test.diverging)
@@ -208,7 +209,7 @@ func TestFetchMaxBytes(t *testing.T) {
 // abortedPartition answers an aborted transaction to read_committed reads.
 type abortedPartition struct{ Partition }
 
-func (p abortedPartition) Read(offset int64, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error) {
+func (p abortedPartition) Read(offset recordbatch.Offset, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error) {
 	read, err := p.Partition.Read(offset, maxBytes, isolation, minOneBatch)
 	if isolation == ReadCommitted {
 		read.AbortedTransactions = []AbortedTransaction{{ProducerID: 42, FirstOffset: 1}}

@@ -50,6 +50,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -111,13 +112,13 @@ type sessionKey struct {
 // so that the partition is answered again once the error is gone).
 type sessionPartition struct {
 	key                sessionKey
-	fetchOffset        int64
-	currentLeaderEpoch int32
-	lastFetchedEpoch   int32
+	fetchOffset        rb.Offset
+	currentLeaderEpoch rb.Epoch
+	lastFetchedEpoch   rb.Epoch
 	partitionMaxBytes  int32
-	highWatermark      int64
-	lastStableOffset   int64
-	logStartOffset     int64
+	highWatermark      rb.Offset
+	lastStableOffset   rb.Offset
+	logStartOffset     rb.Offset
 	sentRecords        bool // scratch for finish
 	// quiet is the partition's Changed channel when its last read found
 	// nothing to answer and nothing left to read at fetchOffset: until the
@@ -263,7 +264,7 @@ func (session *fetchSession) update(req *kmsg.FetchRequest) int {
 				session.index[key] = sp
 				session.order = append(session.order, sp)
 			}
-			sp.fetchOffset, sp.currentLeaderEpoch, sp.lastFetchedEpoch, sp.partitionMaxBytes = rp.FetchOffset, rp.CurrentLeaderEpoch, rp.LastFetchedEpoch, rp.PartitionMaxBytes
+			sp.fetchOffset, sp.currentLeaderEpoch, sp.lastFetchedEpoch, sp.partitionMaxBytes = rb.Offset(rp.FetchOffset), rb.Epoch(rp.CurrentLeaderEpoch), rb.Epoch(rp.LastFetchedEpoch), rp.PartitionMaxBytes
 			sp.quiet = nil
 		}
 	}

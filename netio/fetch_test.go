@@ -217,7 +217,7 @@ func setLeaderEpoch(t testing.TB, b Backend, topic string, partition, epoch int3
 	}
 	mp := p.(*memPartition)
 	mp.mu.Lock()
-	mp.leaderEpoch = epoch
+	mp.leaderEpoch = recordbatch.Epoch(epoch)
 	mp.mu.Unlock()
 }
 

@@ -31,10 +31,10 @@ type memTopic struct {
 type memPartition struct {
 	mu          sync.Mutex
 	data        []byte
-	positions   []int64 // batch start positions
-	start       int64   // log start offset
-	end         int64   // log end offset
-	leaderEpoch int32
+	positions   []int64            // batch start positions
+	start       recordbatch.Offset // log start offset
+	end         recordbatch.Offset // log end offset
+	leaderEpoch recordbatch.Epoch
 	changed     chan struct{}
 	reads       int // Read calls, for tests of what a fetch reads
 }
@@ -151,7 +151,7 @@ func (memTransactions) AddPartitions(_ context.Context, _ string, _ int64, _ int
 
 func (memTransactions) EndTransaction(context.Context, string, int64, int16, bool) error { return nil }
 
-func (p *memPartition) LeaderEpoch() int32 {
+func (p *memPartition) LeaderEpoch() recordbatch.Epoch {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.leaderEpoch
@@ -170,10 +170,10 @@ func (p *memPartition) Produce(_ context.Context, batches []byte, _ ProduceReque
 	it := recordbatch.NewIter(batches, true)
 	for it.Next() {
 		b := it.Batch()
-		b.SetBaseOffset(recordbatch.Offset(p.end))
-		b.SetLeaderEpoch(recordbatch.Epoch(p.leaderEpoch))
+		b.SetBaseOffset(p.end)
+		b.SetLeaderEpoch(p.leaderEpoch)
 		p.positions = append(p.positions, int64(len(p.data))+int64(it.Position()))
-		p.end = int64(b.NextOffset())
+		p.end = b.NextOffset()
 	}
 	if it.Err() != nil {
 		p.end = base
@@ -185,7 +185,7 @@ func (p *memPartition) Produce(_ context.Context, batches []byte, _ ProduceReque
 	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.start}, nil
 }
 
-func (p *memPartition) Read(offset int64, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
+func (p *memPartition) Read(offset recordbatch.Offset, maxBytes int32, _ Isolation, minOneBatch bool) (ReadResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.reads++
@@ -195,7 +195,7 @@ func (p *memPartition) Read(offset int64, maxBytes int32, _ Isolation, minOneBat
 	}
 	for _, position := range p.positions {
 		b, _ := recordbatch.Parse(p.data[position:])
-		if int64(b.LastOffset()) < offset {
+		if b.LastOffset() < offset {
 			continue
 		}
 		length := min(int64(len(p.data))-position, int64(maxBytes))
@@ -218,7 +218,7 @@ func (p *memPartition) Changed() <-chan struct{} {
 	return p.changed
 }
 
-func (p *memPartition) ListOffset(timestamp int64, _ Isolation) (int64, int64, int32, error) {
+func (p *memPartition) ListOffset(timestamp int64, _ Isolation) (recordbatch.Offset, int64, recordbatch.Epoch, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	switch timestamp {
@@ -230,7 +230,7 @@ func (p *memPartition) ListOffset(timestamp int64, _ Isolation) (int64, int64, i
 	return -1, -1, -1, nil
 }
 
-func (p *memPartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
+func (p *memPartition) EndOffsetForEpoch(epoch recordbatch.Epoch) (recordbatch.Epoch, recordbatch.Offset) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if epoch > p.leaderEpoch {
@@ -239,7 +239,7 @@ func (p *memPartition) EndOffsetForEpoch(epoch int32) (int32, int64) {
 	return p.leaderEpoch, p.end
 }
 
-func (p *memPartition) DeleteRecords(_ context.Context, offset int64) (int64, error) {
+func (p *memPartition) DeleteRecords(_ context.Context, offset recordbatch.Offset) (recordbatch.Offset, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if offset == -1 {

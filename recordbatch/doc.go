@@ -28,4 +28,7 @@
 // of a fetch response); ErrCorrupt means the bytes cannot be a valid batch.
 // Both are tested with errors.Is; the wrapped message names the byte position,
 // the base offset where known, and what was wrong.
+//
+// The package also holds Kafka's log vocabulary that every other package
+// shares, each defined once: Offset, Epoch and TopicID.
 package recordbatch

@@ -52,7 +52,7 @@ func runDemo(args []string) error {
 		return err
 	}
 	defer dir.Close()
-	log, err := dir.Create(logstore.TopicPartition{Topic: "demo", Partition: 0}, logstore.NewTopicID(), logstore.DefaultConfig())
+	log, err := dir.Create(logstore.TopicPartition{Topic: "demo", Partition: 0}, rb.NewTopicID(), logstore.DefaultConfig())
 	if err != nil {
 		return err
 	}

@@ -168,7 +168,7 @@ func (d *mirrorDemo) stoppedPartitions(ctx context.Context) ([]partitionFailover
 		if err != nil {
 			return nil, fmt.Errorf("demo: source partition %s-%d: %w", p.Topic, p.Partition, err)
 		}
-		part := partitionFailover{Topic: p.Topic, Partition: p.Partition, SourceHighWatermark: source.Offsets().HighWatermark,
+		part := partitionFailover{Topic: p.Topic, Partition: p.Partition, SourceHighWatermark: int64(source.Offsets().HighWatermark),
 			LastMirrorOffset: p.LastMirrorOffset, FirstWritten: -1, LastWritten: -1, ComparedOffset: -1}
 		if part.LastMirrorOffset > part.SourceHighWatermark {
 			return nil, fmt.Errorf("demo: %s: last mirror offset %d beyond the source's high watermark %d", part, part.LastMirrorOffset, part.SourceHighWatermark)

@@ -271,10 +271,10 @@ func totalLag(source, target demoNode, topics map[string]int32) int64 {
 			}
 			tp, err := target.node.Partition(name, i)
 			if err != nil {
-				lag += sp.Offsets().HighWatermark
+				lag += int64(sp.Offsets().HighWatermark)
 				continue
 			}
-			lag += max(sp.Offsets().HighWatermark-tp.Offsets().LogEndOffset, 0)
+			lag += int64(max(sp.Offsets().HighWatermark-tp.Offsets().LogEndOffset, 0))
 		}
 	}
 	return lag
