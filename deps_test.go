@@ -5,7 +5,8 @@
 // plus the leaf packages (recordbatch, recordbatch/records, vfs, and
 // mirrorwire, whose only imports outside the standard library are kbin and
 // kmsg). netio knows nothing of
-// logstore, engine or vfs; epoch does no I/O; nothing imports cmd/ or bench/.
+// logstore, engine or vfs; epoch and engine/mirrorstate (the partition
+// state machine) do no I/O; nothing imports cmd/ or bench/.
 package mirrord_test
 
 import (
@@ -28,7 +29,8 @@ var allowed = map[string][]string{
 	"logstore":            {"epoch", "recordbatch", "vfs"},
 	"mirrorwire":          {},
 	"netio":               {"epoch", "recordbatch", "mirrorwire"},
-	"engine":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"engine/mirrorstate":  {"recordbatch"},
+	"engine":              {"engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
@@ -42,12 +44,14 @@ var noIO = map[string][]string{
 	"recordbatch":         {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"recordbatch/records": {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"mirrorwire":          {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+	"engine/mirrorstate":  {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 }
 
 // externalOnly lists, per package, the only packages outside the standard
 // library it may import.
 var externalOnly = map[string][]string{
-	"mirrorwire": {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kmsg"},
+	"mirrorwire":         {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kmsg"},
+	"engine/mirrorstate": {}, // the standard library alone
 }
 
 type goPackage struct {

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -77,7 +78,7 @@ type mirrorPartition struct {
 	sourceHighWatermark atomic.Int64
 	metrics             partitionMetrics
 
-	retry RetryPolicy // the mirror's, for failures
+	retry mirrorstate.RetryPolicy // the mirror's, for failures
 
 	// states persists every state change under (mirror, topicID,
 	// partition); nil in tests that build partitions by hand.
@@ -88,9 +89,9 @@ type mirrorPartition struct {
 	mu         sync.Mutex
 	state      string
 	err        string
-	failures   int16      // retries so far; -1: waits for RecoverMirroring
-	retryAt    time.Time  // when a FAILED partition is fetched again
-	stateEpoch StateEpoch // of the last persisted state
+	failures   int16                  // retries so far; -1: waits for RecoverMirroring
+	retryAt    time.Time              // when a FAILED partition is fetched again
+	stateEpoch mirrorstate.StateEpoch // of the last persisted state
 	// aligned: failback's log alignment ran (or this mirror's record
 	// shows it fetched before); until then the fetchers skip it.
 	aligned bool
@@ -154,19 +155,19 @@ func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
 
 // stateValueLocked is the record of the partition's state under the next
 // state epoch (mp.mu held).
-func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) MirrorStateValue {
-	v := MirrorStateValue{State: MirrorMirroring, Previous: MirrorUnknown, StateEpoch: mp.stateEpoch + 1,
+func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) mirrorstate.Record {
+	v := mirrorstate.Record{State: mirrorstate.Mirroring, Previous: mirrorstate.Unknown, StateEpoch: mp.stateEpoch + 1,
 		SourceLeaderEpoch: rb.NoEpoch, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	if mp.local != nil {
 		v.LeaderEpoch = max(mp.local.LeaderEpoch(), 0)
 	}
 	if previous == "FAILED" {
-		v.Previous = MirrorFailed
+		v.Previous = mirrorstate.Failed
 	}
 	if mp.state == "FAILED" {
-		v.State, v.Previous, v.Error = MirrorFailed, MirrorMirroring, mp.err
-		if len(v.Error) > mirrorErrorTextMax {
-			v.Error = v.Error[:mirrorErrorTextMax]
+		v.State, v.Previous, v.Error = mirrorstate.Failed, mirrorstate.Mirroring, mp.err
+		if len(v.Error) > mirrorstate.ErrorTextMax {
+			v.Error = v.Error[:mirrorstate.ErrorTextMax]
 		}
 		if v.Error == "" {
 			v.Error = "unknown error"
@@ -181,13 +182,13 @@ func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) Mir
 
 // restore sets the partition's state from its __mirror_state record
 // (before the partition is shared).
-func (mp *mirrorPartition) restore(v MirrorStateValue) {
+func (mp *mirrorPartition) restore(v mirrorstate.Record) {
 	mp.stateEpoch = v.StateEpoch
 	// A partition this mirror fetched before (any record but STOPPED:
 	// MIRRORING, FAILED) needs no alignment; a stopped one started again
 	// does (failback).
-	mp.aligned = v.State != MirrorStopped && v.State != MirrorStopping
-	if v.State != MirrorFailed {
+	mp.aligned = v.State != mirrorstate.Stopped && v.State != mirrorstate.Stopping
+	if v.State != mirrorstate.Failed {
 		return // pause is the mirror's
 	}
 	mp.state, mp.err, mp.failures = "FAILED", v.Error, -1
@@ -213,7 +214,7 @@ func (mp *mirrorPartition) fail(err error, retryable bool) {
 	defer mp.persistLocked(previous, 0)
 	mp.failures++
 	// Jitter, so partitions that failed together do not retry together.
-	mp.retryAt = time.Now().Add(mp.retry.backoff(int32(mp.failures), processJitter{}))
+	mp.retryAt = time.Now().Add(mp.retry.Backoff(int32(mp.failures), processJitter{}))
 }
 
 // failOnce fails the partition non-retryably unless it already waits
@@ -320,7 +321,7 @@ func (m *mirror) run(ctx context.Context) {
 		m.health.observe(metadataPath(), err)
 		if err != nil {
 			failures = min(failures+1, reconnectAttemptsMax)
-			backoff := reconnectBackoff.backoff(failures, processJitter{})
+			backoff := reconnectBackoff.Backoff(failures, processJitter{})
 			m.log.Warn("mirror metadata refresh failed", "error", err, "backoff", backoff)
 			timer.Reset(backoff)
 			continue

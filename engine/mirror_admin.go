@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -486,7 +487,7 @@ func (n *Node) markMirrored(m *mirror) {
 		// A stop a crash interrupted stays read-only until it resumes
 		// (resumeStops): its open transactions are the source's.
 		for i, p := range t.partitions {
-			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.id, Partition: int32(i)}); ok && v.State != MirrorStopped {
+			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.id, Partition: int32(i)}); ok && v.State != mirrorstate.Stopped {
 				p.setMirroredBy(m.name)
 			}
 		}

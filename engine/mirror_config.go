@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -71,7 +72,7 @@ type MirrorConfig struct {
 	// ReplicationThrottledRate in bytes per second, >= 1;
 	// math.MaxInt64 is unthrottled.
 	ReplicationThrottledRate int64
-	Retry                    RetryPolicy // valid()
+	Retry                    mirrorstate.RetryPolicy // valid()
 }
 
 // SecurityProtocol is security.protocol.

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -62,7 +63,7 @@ func TestMirrorConfigDefaults(t *testing.T) {
 	}
 	want := MirrorConfig{FetchWaitMax: time.Second, FetchMinBytes: 1, FetchPartitionMaxBytes: 1 << 20,
 		FetchResponseMaxBytes: 10 << 20, RequestTimeout: 30 * time.Second, MetadataRefreshInterval: time.Minute,
-		ReplicationThrottledRate: math.MaxInt64, Retry: RetryPolicy{100 * time.Millisecond, 300 * time.Second, 20}}
+		ReplicationThrottledRate: math.MaxInt64, Retry: mirrorstate.RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 300 * time.Second, MaxAttempts: 20}}
 	if c.FetchWaitMax != want.FetchWaitMax || c.FetchMinBytes != want.FetchMinBytes || c.FetchPartitionMaxBytes != want.FetchPartitionMaxBytes ||
 		c.FetchResponseMaxBytes != want.FetchResponseMaxBytes || c.RequestTimeout != want.RequestTimeout ||
 		c.MetadataRefreshInterval != want.MetadataRefreshInterval || c.ReplicationThrottledRate != want.ReplicationThrottledRate ||

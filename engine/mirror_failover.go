@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -111,7 +112,7 @@ const stopParallelism = 8
 // StopStep is the step to persist and run next.
 type stopping struct {
 	mp     *mirrorPartition
-	record MirrorStateValue
+	record mirrorstate.Record
 	done   bool
 	err    error
 }
@@ -129,7 +130,7 @@ func (m *mirror) stopPartitions(mps []*mirrorPartition) map[string]error {
 			all = append(all, s)
 		}
 	}
-	for step := StopRemoveFromFetcher; step < stopStepCount; step++ {
+	for step := mirrorstate.StopRemoveFromFetcher; step <= mirrorstate.StopResetProducers; step++ {
 		var group []*stopping
 		for _, s := range all {
 			if s.err == nil && !s.done && s.record.StopStep == step {
@@ -145,7 +146,7 @@ func (m *mirror) stopPartitions(mps []*mirrorPartition) map[string]error {
 	var finished []*stopping
 	for _, s := range all {
 		if s.done && s.err == nil {
-			s.record.Previous, s.record.State, s.record.StopStep = MirrorStopping, MirrorStopped, StopNone
+			s.record.Previous, s.record.State, s.record.StopStep = mirrorstate.Stopping, mirrorstate.Stopped, mirrorstate.StopNone
 			finished = append(finished, s)
 		}
 	}
@@ -179,19 +180,19 @@ func (m *mirror) stopPartitions(mps []*mirrorPartition) map[string]error {
 func (m *mirror) startStop(mp *mirrorPartition) *stopping {
 	record, ok := m.node.states.get(mp.stateKey())
 	switch {
-	case ok && record.State == MirrorStopped:
+	case ok && record.State == mirrorstate.Stopped:
 		mp.stopped(record)
 		return nil
-	case !ok || record.State != MirrorStopping:
-		previous := MirrorMirroring
-		if ok && record.State != MirrorMirroring {
+	case !ok || record.State != mirrorstate.Stopping:
+		previous := mirrorstate.Mirroring
+		if ok && record.State != mirrorstate.Mirroring {
 			previous = record.State
 		}
 		source := rb.Epoch(mp.sourceLeaderEpoch.Load())
 		if source < 0 {
 			source = rb.NoEpoch
 		}
-		record = MirrorStateValue{State: MirrorStopping, Previous: previous, StopStep: StopRemoveFromFetcher,
+		record = mirrorstate.Record{State: mirrorstate.Stopping, Previous: previous, StopStep: mirrorstate.StopRemoveFromFetcher,
 			StateEpoch: record.StateEpoch, LeaderEpoch: mp.local.LeaderEpoch(), SourceLeaderEpoch: source,
 			NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 	}
@@ -206,23 +207,23 @@ func (m *mirror) startStop(mp *mirrorPartition) *stopping {
 func (m *mirror) runStopStep(s *stopping) {
 	n, p, record := m.node, s.mp.local, &s.record
 	switch record.StopStep {
-	case StopRemoveFromFetcher:
+	case mirrorstate.StopRemoveFromFetcher:
 		// The fetchers no longer hold the partition (stopTopics, or a
 		// restart that never fetches a stopped topic).
 		record.LastMirrorEpoch, record.LastMirrorOffset = p.log.LatestEpoch(), p.log.LogEndOffset()
-		record.StopStep = StopBumpLeaderEpoch
-	case StopBumpLeaderEpoch:
+		record.StopStep = mirrorstate.StopBumpLeaderEpoch
+	case mirrorstate.StopBumpLeaderEpoch:
 		bumped := max(record.LeaderEpoch, record.SourceLeaderEpoch, record.LastMirrorEpoch, p.LeaderEpoch())
 		record.LeaderEpoch = rb.Epoch(min(int64(bumped)+1, math.MaxInt32))
-		record.StopStep = StopAbortTransactions
-	case StopAbortTransactions:
+		record.StopStep = mirrorstate.StopAbortTransactions
+	case mirrorstate.StopAbortTransactions:
 		p.raiseLocalEpoch(int32(record.LeaderEpoch))
 		if s.err = p.abortOpenTransactions(); s.err != nil {
 			return
 		}
 		n.crashPoint("stop:ABORT_TRANSACTIONS:written")
-		record.StopStep = StopResetProducers
-	case StopResetProducers:
+		record.StopStep = mirrorstate.StopResetProducers
+	case mirrorstate.StopResetProducers:
 		p.raiseLocalEpoch(int32(record.LeaderEpoch))
 		if s.err = p.resetMirroredProducers(); s.err != nil {
 			return
@@ -273,14 +274,14 @@ func runBounded[T any](items []T, limit int, run func(T)) {
 	wg.Wait()
 }
 
-func (mp *mirrorPartition) persistedEpoch() StateEpoch {
+func (mp *mirrorPartition) persistedEpoch() mirrorstate.StateEpoch {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
 	return mp.stateEpoch
 }
 
 // stopped makes the partition writable, as its STOPPED record says.
-func (mp *mirrorPartition) stopped(record MirrorStateValue) {
+func (mp *mirrorPartition) stopped(record mirrorstate.Record) {
 	mp.local.raiseLocalEpoch(int32(record.LeaderEpoch))
 	mp.mu.Lock()
 	mp.state, mp.err, mp.failures = "STOPPED", "", 0
@@ -386,7 +387,7 @@ func (m *mirror) resumeStops() {
 			}
 			mp := m.newStoppedPartition(local.name, local.id, int32(i), p)
 			m.stoppedPartitions[tp] = mp
-			if record.State == MirrorStopped {
+			if record.State == mirrorstate.Stopped {
 				mp.stopped(record)
 				continue
 			}

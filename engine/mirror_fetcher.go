@@ -102,7 +102,7 @@ func (f *fetcher) run(ctx context.Context) {
 			continue
 		}
 		failures = min(failures+1, reconnectAttemptsMax)
-		backoff := reconnectBackoff.backoff(failures, processJitter{})
+		backoff := reconnectBackoff.Backoff(failures, processJitter{})
 		f.log.Info("mirror fetch failed; retrying", "error", err, "backoff", backoff, "failures", failures)
 		f.session = fetchSession{}
 		f.mirror.refreshSoon()

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -307,7 +308,7 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, m := range c.node.MirrorReports() {
-		var states [mirrorStateCount]int
+		var states [mirrorstate.NumStates]int
 		for _, p := range m.Partitions {
 			labels := []string{m.Name, p.Topic, strconv.Itoa(int(p.Partition))}
 			if p.LagRecords >= 0 {
@@ -322,7 +323,7 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			states[mirrorStateIndex(p.State)]++
 		}
 		for s, count := range states {
-			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorStateNames[s])
+			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorstate.State(s).String())
 		}
 		reachable, unreachable := 1.0, 0.0
 		if !m.SourceUnreachableSince.IsZero() {
@@ -333,13 +334,13 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// mirrorStateIndex is the index of a state's name in mirrorStateNames;
-// a name it does not know counts as UNKNOWN.
+// mirrorStateIndex is the index of the state named name; a name it does
+// not know counts as UNKNOWN.
 func mirrorStateIndex(name string) int {
-	for i, s := range mirrorStateNames {
-		if s == name {
-			return i
+	for s := range mirrorstate.NumStates {
+		if s.String() == name {
+			return int(s)
 		}
 	}
-	return int(MirrorUnknown)
+	return int(mirrorstate.Unknown)
 }

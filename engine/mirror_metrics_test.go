@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -138,11 +139,11 @@ func metricsCaughtUp(t *testing.T, n *Node, topic string, partitions int32) stri
 // states at their counts, every other state listed at 0.
 func metricStatesAre(t *testing.T, n *Node, want map[string]float64) string {
 	got := metricByLabel(t, n, "mirrord_mirror_partitions", "state")
-	if len(got) != len(mirrorStateNames) {
-		return fmt.Sprintf("%d states listed, want all %d: %v", len(got), len(mirrorStateNames), got)
+	if len(got) != int(mirrorstate.NumStates) {
+		return fmt.Sprintf("%d states listed, want all %d: %v", len(got), mirrorstate.NumStates, got)
 	}
-	for _, state := range mirrorStateNames {
-		if got[state] != want[state] {
+	for s := range mirrorstate.NumStates {
+		if state := s.String(); got[state] != want[state] {
 			return fmt.Sprintf("partitions per state %v, want %v", got, want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -66,10 +67,10 @@ func (c MirrorConfig) staleAfter() time.Duration {
 
 // reconnectBackoff is how a fetcher, and the metadata refresh, wait after
 // a failed request before the next: 100 ms doubling to 5 s, with the
-// jitter of RetryPolicy. It is not the FAILED retry policy
+// jitter of mirrorstate.RetryPolicy. It is not the FAILED retry policy
 // (mirror.failed.retry.*, up to minutes): a network blip must not keep a
 // mirror away from its source for long.
-var reconnectBackoff = RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
+var reconnectBackoff = mirrorstate.RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second}
 
 // reconnectAttemptsMax caps the attempt count given to
 // reconnectBackoff.backoff: by then the delay is long at its maximum.

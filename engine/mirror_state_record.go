@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -23,9 +24,9 @@ import (
 //
 //	value, version 0 (55 bytes and the error text)
 //	 0 version            int8   0
-//	 1 state              int8   MirrorState, never UNKNOWN
-//	 2 previous state     int8   MirrorState
-//	 3 stop step          int8   StopStep
+//	 1 state              int8   mirrorstate.State, never UNKNOWN
+//	 2 previous state     int8   mirrorstate.State
+//	 3 stop step          int8   mirrorstate.StopStep
 //	 4 retryable          int8   0 or 1
 //	 5 state epoch        int64  >= 1
 //	13 leader epoch       int32  >= 0
@@ -37,8 +38,8 @@ import (
 //	45 truncate to        int64  ULE_RECOVERY's offset; -1 in other states
 //	53 error              int16 length <= 1024, bytes
 //
-// Decoding checks every invariant of PartitionMirror's fields (validate),
-// so a decoded value re-encodes to the same bytes and RestorePartitionMirror can trust
+// Decoding checks every invariant of the machine's fields (mirrorstate.Record.Validate),
+// so a decoded value re-encodes to the same bytes and mirrorstate.Restore can trust
 // it. Errors wrap ErrMirrorStateCorrupt.
 
 // ErrMirrorStateCorrupt marks a __mirror_state record that cannot be
@@ -58,68 +59,13 @@ type MirrorStateKey struct {
 	Partition int32 // >= 0
 }
 
-// MirrorStateValue is a __mirror_state record: PartitionMirror's
-// persisted fields (see their comments for the meanings and invariants).
-type MirrorStateValue struct {
-	State             MirrorState
-	Previous          MirrorState
-	StopStep          StopStep
-	StateEpoch        StateEpoch
-	LeaderEpoch       rb.Epoch
-	SourceLeaderEpoch rb.Epoch
-	RetryCount        int32
-	Retryable         bool
-	NextRetryAtMillis int64 // -1 unless Retryable
-	Error             string
-	LastMirrorEpoch   rb.Epoch
-	LastMirrorOffset  rb.Offset
-	TruncateTo        rb.Offset
-}
-
-func (v MirrorStateValue) String() string {
-	s := fmt.Sprintf("%v (from %v, state epoch %d, leader epoch %d)", v.State, v.Previous, v.StateEpoch, v.LeaderEpoch)
-	if v.StopStep != StopNone {
-		s += " at stop step " + v.StopStep.String()
-	}
-	if v.Error != "" {
-		s += fmt.Sprintf(", %d retries, error %q", v.RetryCount, v.Error)
-	}
-	return s
-}
-
-// validate checks the invariants a persisted value keeps (those of
-// PartitionMirror's field comments).
-func (v MirrorStateValue) validate() error {
-	for _, check := range []struct {
-		ok   bool
-		what string
-	}{
-		{v.State > MirrorUnknown && v.State < mirrorStateCount, "state out of range or UNKNOWN"},
-		{v.Previous >= 0 && v.Previous < mirrorStateCount && v.Previous != v.State, "previous state out of range or the state itself"},
-		{v.State != MirrorFailed || mirrorFailable(v.Previous), "FAILED from a state without an action"},
-		{v.StopStep >= 0 && v.StopStep < stopStepCount, "stop step out of range"},
-		{(v.StopStep != StopNone) == (v.State == MirrorStopping || v.State == MirrorFailed && v.Previous == MirrorStopping), "stop step outside a stop"},
-		{v.StateEpoch >= 1, "state epoch below 1"},
-		{v.LeaderEpoch >= 0 && v.SourceLeaderEpoch >= rb.NoEpoch && v.LastMirrorEpoch >= rb.NoEpoch, "negative epoch"},
-		{v.State != MirrorMirroring || !mirrorEpochsNeedFencing(v.LeaderEpoch, v.SourceLeaderEpoch), "MIRRORING with a leader epoch too close to the source's"},
-		{v.RetryCount >= 0, "negative retry count"},
-		{!v.Retryable || v.State == MirrorFailed, "retryable outside FAILED"},
-		{(v.NextRetryAtMillis >= 0) == v.Retryable && v.NextRetryAtMillis >= -1, "next retry time without a retry"},
-		{len(v.Error) <= mirrorErrorTextMax, "error text too long"},
-		{v.Error != "" || v.State != MirrorFailed && v.RetryCount == 0, "FAILED or retrying without an error"},
-		{v.LastMirrorOffset >= -1, "last mirror offset below -1"},
-		{v.LastMirrorOffset >= 0 || v.State != MirrorStopped && v.StopStep <= StopRemoveFromFetcher, "stopped without a last mirror offset"},
-		{(v.TruncateTo >= 0) == (v.State == MirrorULERecovery) && v.TruncateTo >= -1, "truncation offset outside ULE_RECOVERY"},
-	} {
-		if !check.ok {
-			return fmt.Errorf("%w: %s: %v", ErrMirrorStateCorrupt, check.what, v)
-		}
+// validateMirrorStateValue checks the invariants of the machine's fields
+// (mirrorstate.Record.Validate) on a value read or about to be written.
+func validateMirrorStateValue(v mirrorstate.Record) error {
+	if err := v.Validate(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMirrorStateCorrupt, err)
 	}
 	return nil
-}
-
-func mirrorEpochsNeedFencing(leader, source rb.Epoch) bool {
-	return source != rb.NoEpoch && int64(leader) < int64(source)+mirrorEpochGapMin
 }
 
 func (k MirrorStateKey) validate() error {
@@ -137,8 +83,8 @@ func (k MirrorStateKey) validate() error {
 
 // EncodeMirrorStateRecord encodes a record. Invalid input is a bug and
 // panics (it is checked again when read).
-func EncodeMirrorStateRecord(key MirrorStateKey, value MirrorStateValue) (keyBytes, valueBytes []byte) {
-	if err := errors.Join(key.validate(), value.validate()); err != nil {
+func EncodeMirrorStateRecord(key MirrorStateKey, value mirrorstate.Record) (keyBytes, valueBytes []byte) {
+	if err := errors.Join(key.validate(), validateMirrorStateValue(value)); err != nil {
 		panic(fmt.Sprintf("engine: EncodeMirrorStateRecord: %v", err))
 	}
 	keyBytes = make([]byte, 0, 1+2+len(key.Mirror)+16+4)
@@ -164,10 +110,10 @@ func EncodeMirrorStateRecord(key MirrorStateKey, value MirrorStateValue) (keyByt
 // DecodeMirrorStateRecord decodes a record written by
 // EncodeMirrorStateRecord. A tombstone (nil value) is for
 // DecodeMirrorStateKey alone.
-func DecodeMirrorStateRecord(keyBytes, valueBytes []byte) (MirrorStateKey, MirrorStateValue, error) {
+func DecodeMirrorStateRecord(keyBytes, valueBytes []byte) (MirrorStateKey, mirrorstate.Record, error) {
 	key, err := DecodeMirrorStateKey(keyBytes)
 	if err != nil {
-		return key, MirrorStateValue{}, err
+		return key, mirrorstate.Record{}, err
 	}
 	value, err := decodeMirrorStateValue(valueBytes)
 	return key, value, err
@@ -186,27 +132,27 @@ func DecodeMirrorStateKey(b []byte) (MirrorStateKey, error) {
 	return key, key.validate()
 }
 
-func decodeMirrorStateValue(b []byte) (MirrorStateValue, error) {
+func decodeMirrorStateValue(b []byte) (mirrorstate.Record, error) {
 	r := mirrorStateReader{Reader: kbin.Reader{Src: b}}
 	r.version()
-	v := MirrorStateValue{State: MirrorState(r.Int8()), Previous: MirrorState(r.Int8()), StopStep: StopStep(r.Int8())}
+	v := mirrorstate.Record{State: mirrorstate.State(r.Int8()), Previous: mirrorstate.State(r.Int8()), StopStep: mirrorstate.StopStep(r.Int8())}
 	switch retryable := r.Int8(); retryable {
 	case 0, 1:
 		v.Retryable = retryable == 1
 	default:
 		r.fail(fmt.Sprintf("retryable byte %d", retryable))
 	}
-	v.StateEpoch = StateEpoch(r.Int64())
+	v.StateEpoch = mirrorstate.StateEpoch(r.Int64())
 	v.LeaderEpoch, v.SourceLeaderEpoch = rb.Epoch(r.Int32()), rb.Epoch(r.Int32())
 	v.RetryCount = r.Int32()
 	v.NextRetryAtMillis = r.Int64()
 	v.LastMirrorEpoch, v.LastMirrorOffset = rb.Epoch(r.Int32()), rb.Offset(r.Int64())
 	v.TruncateTo = rb.Offset(r.Int64())
-	v.Error = r.string(mirrorErrorTextMax)
+	v.Error = r.string(mirrorstate.ErrorTextMax)
 	if err := r.finish("value"); err != nil {
-		return MirrorStateValue{}, err
+		return mirrorstate.Record{}, err
 	}
-	return v, v.validate()
+	return v, validateMirrorStateValue(v)
 }
 
 // mirrorStateReader is a kbin.Reader (big-endian fields, a sticky error:

@@ -4,29 +4,31 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/netio"
 )
 
 var testMirrorStateKey = MirrorStateKey{Mirror: "dc-east", TopicID: netio.TopicID{0xde, 0xad, 15: 0xef}, Partition: 3}
 
 // testMirrorStateValues are valid records of several states.
-func testMirrorStateValues() []MirrorStateValue {
-	base := MirrorStateValue{State: MirrorMirroring, Previous: MirrorLogAlignment, StateEpoch: 9, LeaderEpoch: 20,
+func testMirrorStateValues() []mirrorstate.Record {
+	base := mirrorstate.Record{State: mirrorstate.Mirroring, Previous: mirrorstate.LogAlignment, StateEpoch: 9, LeaderEpoch: 20,
 		SourceLeaderEpoch: 10, NextRetryAtMillis: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, TruncateTo: -1}
 	failed := base
-	failed.State, failed.Previous, failed.RetryCount, failed.Retryable = MirrorFailed, MirrorMirroring, 2, true
+	failed.State, failed.Previous, failed.RetryCount, failed.Retryable = mirrorstate.Failed, mirrorstate.Mirroring, 2, true
 	failed.NextRetryAtMillis, failed.Error = 1_700_000_000_123, "connection refused: ü"
 	stopping := base
-	stopping.State, stopping.Previous, stopping.StopStep = MirrorStopping, MirrorMirroring, StopAbortTransactions
+	stopping.State, stopping.Previous, stopping.StopStep = mirrorstate.Stopping, mirrorstate.Mirroring, mirrorstate.StopAbortTransactions
 	stopping.LastMirrorEpoch, stopping.LastMirrorOffset = 10, 4096
 	failedStop := stopping
-	failedStop.State, failedStop.Previous, failedStop.Error = MirrorFailed, MirrorStopping, "gave up after 20 retries: disk full"
+	failedStop.State, failedStop.Previous, failedStop.Error = mirrorstate.Failed, mirrorstate.Stopping, "gave up after 20 retries: disk full"
 	ule := base
-	ule.State, ule.Previous, ule.TruncateTo = MirrorULERecovery, MirrorMirroring, 77
-	return []MirrorStateValue{base, failed, stopping, failedStop, ule}
+	ule.State, ule.Previous, ule.TruncateTo = mirrorstate.ULERecovery, mirrorstate.Mirroring, 77
+	return []mirrorstate.Record{base, failed, stopping, failedStop, ule}
 }
 
 func TestMirrorStateRecordRoundTrip(t *testing.T) {
@@ -81,9 +83,9 @@ func TestMirrorStateRecordCorrupt(t *testing.T) {
 		{"value trailing", key, append(bytes.Clone(value), 0)},
 		{"state UNKNOWN", key, patch(value, 1, 0)},
 		{"state out of range", key, patch(value, 1, 10)},
-		{"previous is state", key, patch(value, 2, byte(MirrorFailed))},
-		{"FAILED from PAUSED", key, patch(value, 2, byte(MirrorPaused))},
-		{"stop step outside a stop", key, patch(value, 3, byte(StopAbortTransactions))},
+		{"previous is state", key, patch(value, 2, byte(mirrorstate.Failed))},
+		{"FAILED from PAUSED", key, patch(value, 2, byte(mirrorstate.Paused))},
+		{"stop step outside a stop", key, patch(value, 3, byte(mirrorstate.StopAbortTransactions))},
 		{"retryable byte", key, patch(value, 4, 2)},
 		{"state epoch 0", key, patch(value, 5, 0, 0, 0, 0, 0, 0, 0, 0)},
 		{"negative leader epoch", key, patch(value, 13, 0xff)},
@@ -100,7 +102,7 @@ func TestMirrorStateRecordCorrupt(t *testing.T) {
 
 func TestMirrorStateRecordEncodeChecks(t *testing.T) {
 	bad := testMirrorStateValues()[0]
-	bad.State = MirrorUnknown
+	bad.State = mirrorstate.Unknown
 	if got := panicText(func() { EncodeMirrorStateRecord(testMirrorStateKey, bad) }); !strings.Contains(got, "EncodeMirrorStateRecord") {
 		t.Fatalf("encoding an UNKNOWN record: panic %q", got)
 	}
@@ -127,8 +129,19 @@ func FuzzMirrorStateRecord(f *testing.F) {
 		if !bytes.Equal(gotKey, keyBytes) || !bytes.Equal(gotValue, valueBytes) {
 			t.Fatalf("re-encoded %x %x, decoded from %x %x", gotKey, gotValue, keyBytes, valueBytes)
 		}
-		if p := RestorePartitionMirror(value, testRetryPolicy, fixedJitter(0.5)); p.Record() != value {
+		if p := mirrorstate.Restore(value, reconnectBackoff, processJitter{}); p.Record() != value {
 			t.Fatalf("restored %v from %v", p.Record(), value)
 		}
 	})
+}
+
+// panicText runs f and returns what it panicked with ("" if it did not).
+func panicText(f func()) (text string) {
+	defer func() {
+		if r := recover(); r != nil {
+			text = fmt.Sprint(r)
+		}
+	}()
+	f()
+	return ""
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
@@ -60,10 +61,10 @@ type stateLog struct {
 	register func(*logstore.Log, rb.TopicID) // adds the topic to the node
 
 	mu      sync.Mutex
-	log     *logstore.Log                       // nil until the first put
-	live    map[MirrorStateKey]MirrorStateValue // bounded by the mirrored partitions
-	records int                                 // records replayed or appended since open
-	scratch []byte                              // the batch being built
+	log     *logstore.Log                         // nil until the first put
+	live    map[MirrorStateKey]mirrorstate.Record // bounded by the mirrored partitions
+	records int                                   // records replayed or appended since open
+	scratch []byte                                // the batch being built
 }
 
 func stateLogTP() logstore.TopicPartition {
@@ -78,7 +79,7 @@ func stateLogTP() logstore.TopicPartition {
 // skipped for the caller to report loudly.
 func openStateLog(fs vfs.FS, dataDir string, dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, rb.TopicID)) (s *stateLog, skipped []error, err error) {
 	cfg.Flush = logstore.FlushEveryAppend
-	s = &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]MirrorStateValue{}}
+	s = &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]mirrorstate.Record{}}
 	log, _, ok := dir.Get(stateLogTP())
 	if !ok {
 		return s, nil, nil
@@ -237,7 +238,7 @@ func (s *stateLog) rewrite() error {
 }
 
 // get returns the stored value of key.
-func (s *stateLog) get(key MirrorStateKey) (MirrorStateValue, bool) {
+func (s *stateLog) get(key MirrorStateKey) (mirrorstate.Record, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	v, ok := s.live[key]
@@ -246,14 +247,14 @@ func (s *stateLog) get(key MirrorStateKey) (MirrorStateValue, bool) {
 
 // put appends value for key and syncs it. A value whose state epoch is
 // not above the stored one is refused (fencing).
-func (s *stateLog) put(key MirrorStateKey, value MirrorStateValue) error {
+func (s *stateLog) put(key MirrorStateKey, value mirrorstate.Record) error {
 	return s.putAll([]stateEntry{{key, value}})
 }
 
 // stateEntry is one record of a putAll.
 type stateEntry struct {
 	key   MirrorStateKey
-	value MirrorStateValue
+	value mirrorstate.Record
 }
 
 // putAll appends the entries in batches of at most stateLogBatchRecords
@@ -265,7 +266,7 @@ type stateEntry struct {
 func (s *stateLog) putAll(entries []stateEntry) error {
 	seen := make(map[MirrorStateKey]bool, len(entries))
 	for _, e := range entries {
-		if err := errors.Join(e.key.validate(), e.value.validate()); err != nil {
+		if err := errors.Join(e.key.validate(), validateMirrorStateValue(e.value)); err != nil {
 			return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
 		}
 		if seen[e.key] {
@@ -331,7 +332,7 @@ func (s *stateLog) stoppedEpochs() map[MirrorStateKey]stoppedLME {
 	defer s.mu.Unlock()
 	out := map[MirrorStateKey]stoppedLME{}
 	for key, v := range s.live {
-		if v.State != MirrorStopped || v.LastMirrorOffset < 0 {
+		if v.State != mirrorstate.Stopped || v.LastMirrorOffset < 0 {
 			continue
 		}
 		k := MirrorStateKey{TopicID: key.TopicID, Partition: key.Partition}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -32,24 +33,24 @@ func testStateKey(mirror string, partition int32) MirrorStateKey {
 	return MirrorStateKey{Mirror: mirror, TopicID: netio.TopicID{1, 2, 3}, Partition: partition}
 }
 
-func mirroringValue(epoch StateEpoch) MirrorStateValue {
-	return MirrorStateValue{State: MirrorMirroring, Previous: MirrorFailed, StateEpoch: epoch, SourceLeaderEpoch: rb.NoEpoch,
+func mirroringValue(epoch mirrorstate.StateEpoch) mirrorstate.Record {
+	return mirrorstate.Record{State: mirrorstate.Mirroring, Previous: mirrorstate.Failed, StateEpoch: epoch, SourceLeaderEpoch: rb.NoEpoch,
 		NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 }
 
-func failedValue(epoch StateEpoch, text string) MirrorStateValue {
-	return MirrorStateValue{State: MirrorFailed, Previous: MirrorMirroring, StateEpoch: epoch, SourceLeaderEpoch: rb.NoEpoch,
+func failedValue(epoch mirrorstate.StateEpoch, text string) mirrorstate.Record {
+	return mirrorstate.Record{State: mirrorstate.Failed, Previous: mirrorstate.Mirroring, StateEpoch: epoch, SourceLeaderEpoch: rb.NoEpoch,
 		RetryCount: 3, Error: text, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
 }
 
-func mustPut(t *testing.T, n *Node, key MirrorStateKey, value MirrorStateValue) {
+func mustPut(t *testing.T, n *Node, key MirrorStateKey, value mirrorstate.Record) {
 	t.Helper()
 	if err := n.states.put(key, value); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func wantState(t *testing.T, n *Node, key MirrorStateKey, want MirrorStateValue) {
+func wantState(t *testing.T, n *Node, key MirrorStateKey, want mirrorstate.Record) {
 	t.Helper()
 	got, ok := n.states.get(key)
 	if !ok || got != want {
@@ -110,7 +111,7 @@ func TestStateLogSurvivesCrash(t *testing.T) {
 	mem := vfs.NewMem()
 	n := openStateTestNode(t, mem, "/data")
 	a, b := testStateKey("m", 0), testStateKey("other", 4)
-	for epoch := StateEpoch(1); epoch <= 5; epoch++ {
+	for epoch := mirrorstate.StateEpoch(1); epoch <= 5; epoch++ {
 		mustPut(t, n, a, failedValue(epoch, "attempt"))
 	}
 	mustPut(t, n, b, mirroringValue(1))
@@ -126,7 +127,7 @@ func TestStateLogFencing(t *testing.T) {
 	defer n.Close()
 	key := testStateKey("m", 0)
 	mustPut(t, n, key, failedValue(2, "first"))
-	for _, stale := range []StateEpoch{1, 2} {
+	for _, stale := range []mirrorstate.StateEpoch{1, 2} {
 		if err := n.states.put(key, mirroringValue(stale)); err == nil || !strings.Contains(err.Error(), "fenced") {
 			t.Fatalf("put at state epoch %d over 2: %v, want fenced", stale, err)
 		}
@@ -141,7 +142,7 @@ func TestStateLogCompactionByRewrite(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
 	n := openStateTestNode(t, vfs.OS, dir)
 	const keys, epochs = 3, 400 // 1200 records, 3 live
-	for epoch := StateEpoch(1); epoch <= epochs; epoch++ {
+	for epoch := mirrorstate.StateEpoch(1); epoch <= epochs; epoch++ {
 		for k := range int32(keys) {
 			mustPut(t, n, testStateKey("m", k), failedValue(epoch, "e"))
 		}
@@ -270,12 +271,12 @@ func failedPartitions(t *testing.T, n *Node) []netio.MirrorPartitionStatus {
 }
 
 // stateHistory reads every __mirror_state record of key, oldest first.
-func stateHistory(t *testing.T, n *Node, key MirrorStateKey) []MirrorStateValue {
+func stateHistory(t *testing.T, n *Node, key MirrorStateKey) []mirrorstate.Record {
 	t.Helper()
 	n.states.mu.Lock()
 	log := n.states.log
 	n.states.mu.Unlock()
-	var out []MirrorStateValue
+	var out []mirrorstate.Record
 	buf, err := log.ReadBytes(nil, log.LogStartOffset(), 1<<30, log.LogEndOffset(), true)
 	if err != nil {
 		t.Fatal(err)
@@ -328,10 +329,10 @@ func TestMirrorFailedStateSurvivesRestart(t *testing.T) {
 		}
 		<-poll.C
 	}
-	persisted := map[int32]MirrorStateValue{}
+	persisted := map[int32]mirrorstate.Record{}
 	for _, p := range failed {
 		v, ok := target.states.get(MirrorStateKey{Mirror: "m", TopicID: info.ID, Partition: p.Partition})
-		if !ok || v.State != MirrorFailed || v.Retryable || v.Error != p.Error || !strings.Contains(v.Error, "was deleted") {
+		if !ok || v.State != mirrorstate.Failed || v.Retryable || v.Error != p.Error || !strings.Contains(v.Error, "was deleted") {
 			t.Fatalf("partition %d: persisted %v (found %v), want FAILED waiting for recover with %q", p.Partition, v, ok, p.Error)
 		}
 		persisted[p.Partition] = v
@@ -367,7 +368,7 @@ func TestMirrorFailedStateSurvivesRestart(t *testing.T) {
 		history := stateHistory(t, target, MirrorStateKey{Mirror: "m", TopicID: info.ID, Partition: partition})
 		recovered := false
 		for _, v := range history {
-			if v.StateEpoch > was.StateEpoch && v.State == MirrorMirroring && v.Previous == MirrorFailed {
+			if v.StateEpoch > was.StateEpoch && v.State == mirrorstate.Mirroring && v.Previous == mirrorstate.Failed {
 				recovered = v.StateEpoch == was.StateEpoch+1
 				break
 			}
@@ -399,7 +400,7 @@ func TestStateLogPutAll(t *testing.T) {
 	const count = stateLogBatchRecords*2 + 7 // three batches
 	var entries []stateEntry
 	for i := range int32(count) {
-		entries = append(entries, stateEntry{testStateKey("many", i), mirroringValue(StateEpoch(i + 1))})
+		entries = append(entries, stateEntry{testStateKey("many", i), mirroringValue(mirrorstate.StateEpoch(i + 1))})
 	}
 	if err := n.states.putAll(entries); err != nil {
 		t.Fatal(err)

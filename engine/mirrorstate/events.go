@@ -1,4 +1,4 @@
-package engine
+package mirrorstate
 
 import (
 	"fmt"
@@ -7,14 +7,14 @@ import (
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
-// The events a PartitionMirror accepts and the actions it asks for (see
-// mirror_state.go for the machine and the contract between it and its
+// The events a Machine accepts and the actions it asks for (see
+// doc.go for the machine and the contract between it and its
 // owner).
 //
 // An event that does not apply to the current state is stale (it answers
 // an action of an earlier state) and Step ignores it: it returns no
 // actions and changes nothing. The table of which event applies where is
-// PartitionMirror.accepts. An event with impossible fields (a negative
+// Machine.accepts. An event with impossible fields (a negative
 // offset, a nil error) is a bug of the owner and panics.
 
 // Event is something that happened to one mirrored partition: a request
@@ -30,7 +30,7 @@ type Event interface {
 type DesiredStateChanged struct{ Desired DesiredState }
 
 // Restarted: the owner (re)created the machine, new or from its persisted
-// record (RestorePartitionMirror), and tells it the topic's desired state. The first
+// record (Restore), and tells it the topic's desired state. The first
 // event of every machine is Restarted or DesiredStateChanged. Reconciles,
 // re-running the current state's action: actions in flight before a crash
 // are lost.
@@ -169,7 +169,7 @@ type Action interface {
 // Persist: append Record to __mirror_state under the partition's key. The
 // writer refuses a record whose StateEpoch is not above the stored one
 // (fencing: a stale owner cannot overwrite a newer state).
-type Persist struct{ Record MirrorStateValue }
+type Persist struct{ Record Record }
 
 // StartAlignment: failback alignment. Ask the source for the last mirror
 // epoch it stored for this partition (DescribeClusterMirrors with

@@ -1,4 +1,4 @@
-package engine
+package mirrorstate
 
 import (
 	"errors"
@@ -26,34 +26,34 @@ var testNow = time.UnixMilli(1_000_000)
 // the state implies: stateEpoch 7, leader epoch 20, source epoch 10; a
 // STOPPING machine is at its first step, ULE_RECOVERY truncates to 42, a
 // FAILED one failed from MIRRORING with a retry at testNow + 100ms.
-func mirrorAt(state MirrorState, desired DesiredState) *PartitionMirror {
-	p := NewPartitionMirror(20, testRetryPolicy, fixedJitter(0.5))
+func mirrorAt(state State, desired DesiredState) *Machine {
+	p := New(20, testRetryPolicy, fixedJitter(0.5))
 	p.desired, p.desiredKnown = desired, true
-	if state == MirrorUnknown {
+	if state == Unknown {
 		return p
 	}
 	p.state, p.stateEpoch, p.sourceLeaderEpoch = state, 7, 10
 	switch state {
-	case MirrorLogAlignment:
-		p.previous = MirrorStopped
-	case MirrorPausing, MirrorEpochFencing, MirrorULERecovery:
-		p.previous = MirrorMirroring
-	case MirrorPaused:
-		p.previous = MirrorPausing
-	case MirrorStopped:
-		p.previous = MirrorStopping
+	case LogAlignment:
+		p.previous = Stopped
+	case Pausing, EpochFencing, ULERecovery:
+		p.previous = Mirroring
+	case Paused:
+		p.previous = Pausing
+	case Stopped:
+		p.previous = Stopping
 	default:
-		p.previous = MirrorLogAlignment
+		p.previous = LogAlignment
 	}
 	switch state {
-	case MirrorULERecovery:
+	case ULERecovery:
 		p.truncateTo = 42
-	case MirrorStopping:
+	case Stopping:
 		p.stopStep = StopRemoveFromFetcher
-	case MirrorStopped:
+	case Stopped:
 		p.lastMirrorEpoch, p.lastMirrorOffset = 19, 100
-	case MirrorFailed:
-		p.previous, p.retryCount, p.errorText = MirrorMirroring, 1, "connection refused"
+	case Failed:
+		p.previous, p.retryCount, p.errorText = Mirroring, 1, "connection refused"
 		p.retryable, p.nextRetryAt = true, testNow.Add(100*time.Millisecond)
 	}
 	return p
@@ -68,7 +68,7 @@ func actionNames(actions []Action) []string {
 }
 
 // stepWant steps p and checks the actions by name.
-func stepWant(t *testing.T, p *PartitionMirror, event Event, want ...string) []Action {
+func stepWant(t *testing.T, p *Machine, event Event, want ...string) []Action {
 	t.Helper()
 	actions := p.Step(event)
 	if got := actionNames(actions); !slices.Equal(got, want) {
@@ -89,24 +89,24 @@ func panicText(f func()) (text string) {
 }
 
 // The table of DESIGN.md, "to <- allowed from", copied by hand.
-var designTransitions = map[MirrorState][]MirrorState{
-	MirrorLogAlignment: {MirrorUnknown, MirrorStopped, MirrorFailed},
-	MirrorEpochFencing: {MirrorMirroring},
-	MirrorULERecovery:  {MirrorMirroring},
-	MirrorPausing:      {MirrorMirroring},
-	MirrorMirroring:    {MirrorLogAlignment, MirrorEpochFencing, MirrorPaused, MirrorULERecovery, MirrorFailed},
-	MirrorPaused:       {MirrorPausing},
-	MirrorStopping: {MirrorLogAlignment, MirrorEpochFencing, MirrorULERecovery, MirrorMirroring,
-		MirrorPausing, MirrorPaused, MirrorFailed}, // any but STOPPED and UNKNOWN (and itself)
-	MirrorStopped: {MirrorStopping},
-	MirrorFailed: {MirrorUnknown, MirrorLogAlignment, MirrorEpochFencing, MirrorULERecovery, MirrorMirroring,
-		MirrorPausing, MirrorPaused, MirrorStopping, MirrorStopped}, // any (but itself)
+var designTransitions = map[State][]State{
+	LogAlignment: {Unknown, Stopped, Failed},
+	EpochFencing: {Mirroring},
+	ULERecovery:  {Mirroring},
+	Pausing:      {Mirroring},
+	Mirroring:    {LogAlignment, EpochFencing, Paused, ULERecovery, Failed},
+	Paused:       {Pausing},
+	Stopping: {LogAlignment, EpochFencing, ULERecovery, Mirroring,
+		Pausing, Paused, Failed}, // any but STOPPED and UNKNOWN (and itself)
+	Stopped: {Stopping},
+	Failed: {Unknown, LogAlignment, EpochFencing, ULERecovery, Mirroring,
+		Pausing, Paused, Stopping, Stopped}, // any (but itself)
 }
 
 func TestMirrorStateTransitions(t *testing.T) {
 	allowed := 0
-	for from := range mirrorStateCount {
-		for to := range mirrorStateCount {
+	for from := range NumStates {
+		for to := range NumStates {
 			want := slices.Contains(designTransitions[to], from)
 			p := mirrorAt(from, DesiredMirroring)
 			epoch := p.stateEpoch
@@ -116,7 +116,7 @@ func TestMirrorStateTransitions(t *testing.T) {
 				t.Errorf("%v -> %v: panicked %q, want allowed", from, to, text)
 			case want && (p.state != to || p.previous != from || p.stateEpoch != epoch+1):
 				t.Errorf("%v -> %v: state %v previous %v epoch %d, want epoch %d", from, to, p.state, p.previous, p.stateEpoch, epoch+1)
-			case !want && !strings.Contains(text, "illegal mirror state transition "+from.String()+" -> "+to.String()):
+			case !want && !strings.Contains(text, "illegal transition "+from.String()+" -> "+to.String()):
 				t.Errorf("%v -> %v: panic %q, want an illegal transition naming both", from, to, text)
 			}
 			if want {
@@ -137,42 +137,42 @@ func TestMirrorStateReconcile(t *testing.T) {
 	)
 	stopping := []string{"Persist(STOPPING:REMOVE_FROM_FETCHER #8)", "StopFetching"}
 	for _, c := range []struct {
-		state   MirrorState
+		state   State
 		desired DesiredState
-		want    MirrorState
+		want    State
 		actions []string // on DesiredStateChanged and on Restarted
 		restart []string // on Restarted, where it differs
 	}{
-		{MirrorUnknown, M, MirrorLogAlignment, []string{"Persist(LOG_ALIGNMENT #1)", "StartAlignment"}, nil},
-		{MirrorUnknown, P, MirrorLogAlignment, []string{"Persist(LOG_ALIGNMENT #1)", "StartAlignment"}, nil},
-		{MirrorUnknown, S, MirrorUnknown, nil, nil},
-		{MirrorLogAlignment, M, MirrorLogAlignment, []string{"StartAlignment"}, nil},
-		{MirrorLogAlignment, P, MirrorLogAlignment, []string{"StartAlignment"}, nil},
-		{MirrorLogAlignment, S, MirrorStopping, stopping, nil},
-		{MirrorEpochFencing, M, MirrorEpochFencing, []string{"StopFetching", "BumpLeaderEpoch(20)"}, nil},
-		{MirrorEpochFencing, P, MirrorEpochFencing, []string{"StopFetching", "BumpLeaderEpoch(20)"}, nil},
-		{MirrorEpochFencing, S, MirrorStopping, stopping, nil},
-		{MirrorULERecovery, M, MirrorULERecovery, []string{"StopFetching", "Truncate(42)"}, nil},
-		{MirrorULERecovery, P, MirrorULERecovery, []string{"StopFetching", "Truncate(42)"}, nil},
-		{MirrorULERecovery, S, MirrorStopping, stopping, nil},
-		{MirrorMirroring, M, MirrorMirroring, []string{"StartFetching"}, nil},
-		{MirrorMirroring, P, MirrorPausing, []string{"Persist(PAUSING #8)", "StopFetching"}, nil},
-		{MirrorMirroring, S, MirrorStopping, stopping, nil},
-		{MirrorPausing, M, MirrorPausing, []string{"StopFetching"}, nil},
-		{MirrorPausing, P, MirrorPausing, []string{"StopFetching"}, nil},
-		{MirrorPausing, S, MirrorStopping, stopping, nil},
-		{MirrorPaused, M, MirrorMirroring, []string{"Persist(MIRRORING #8)", "StartFetching"}, nil},
-		{MirrorPaused, P, MirrorPaused, nil, nil},
-		{MirrorPaused, S, MirrorStopping, stopping, nil},
-		{MirrorStopping, M, MirrorStopping, []string{"StopFetching"}, nil},
-		{MirrorStopping, P, MirrorStopping, []string{"StopFetching"}, nil},
-		{MirrorStopping, S, MirrorStopping, []string{"StopFetching"}, nil},
-		{MirrorStopped, M, MirrorLogAlignment, []string{"Persist(LOG_ALIGNMENT #8)", "StartAlignment"}, nil},
-		{MirrorStopped, P, MirrorLogAlignment, []string{"Persist(LOG_ALIGNMENT #8)", "StartAlignment"}, nil},
-		{MirrorStopped, S, MirrorStopped, nil, nil},
-		{MirrorFailed, M, MirrorFailed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
-		{MirrorFailed, P, MirrorFailed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
-		{MirrorFailed, S, MirrorFailed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
+		{Unknown, M, LogAlignment, []string{"Persist(LOG_ALIGNMENT #1)", "StartAlignment"}, nil},
+		{Unknown, P, LogAlignment, []string{"Persist(LOG_ALIGNMENT #1)", "StartAlignment"}, nil},
+		{Unknown, S, Unknown, nil, nil},
+		{LogAlignment, M, LogAlignment, []string{"StartAlignment"}, nil},
+		{LogAlignment, P, LogAlignment, []string{"StartAlignment"}, nil},
+		{LogAlignment, S, Stopping, stopping, nil},
+		{EpochFencing, M, EpochFencing, []string{"StopFetching", "BumpLeaderEpoch(20)"}, nil},
+		{EpochFencing, P, EpochFencing, []string{"StopFetching", "BumpLeaderEpoch(20)"}, nil},
+		{EpochFencing, S, Stopping, stopping, nil},
+		{ULERecovery, M, ULERecovery, []string{"StopFetching", "Truncate(42)"}, nil},
+		{ULERecovery, P, ULERecovery, []string{"StopFetching", "Truncate(42)"}, nil},
+		{ULERecovery, S, Stopping, stopping, nil},
+		{Mirroring, M, Mirroring, []string{"StartFetching"}, nil},
+		{Mirroring, P, Pausing, []string{"Persist(PAUSING #8)", "StopFetching"}, nil},
+		{Mirroring, S, Stopping, stopping, nil},
+		{Pausing, M, Pausing, []string{"StopFetching"}, nil},
+		{Pausing, P, Pausing, []string{"StopFetching"}, nil},
+		{Pausing, S, Stopping, stopping, nil},
+		{Paused, M, Mirroring, []string{"Persist(MIRRORING #8)", "StartFetching"}, nil},
+		{Paused, P, Paused, nil, nil},
+		{Paused, S, Stopping, stopping, nil},
+		{Stopping, M, Stopping, []string{"StopFetching"}, nil},
+		{Stopping, P, Stopping, []string{"StopFetching"}, nil},
+		{Stopping, S, Stopping, []string{"StopFetching"}, nil},
+		{Stopped, M, LogAlignment, []string{"Persist(LOG_ALIGNMENT #8)", "StartAlignment"}, nil},
+		{Stopped, P, LogAlignment, []string{"Persist(LOG_ALIGNMENT #8)", "StartAlignment"}, nil},
+		{Stopped, S, Stopped, nil, nil},
+		{Failed, M, Failed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
+		{Failed, P, Failed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
+		{Failed, S, Failed, nil, []string{"StopFetching", "ScheduleRetry(1000100)"}},
 	} {
 		for _, restart := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%v/%v/restart=%t", c.state, c.desired, restart), func(t *testing.T) {
@@ -199,14 +199,14 @@ func TestMirrorStateBackoff(t *testing.T) {
 		return min(policy.MaxBackoff, policy.InitialBackoff<<min(attempt-1, 30))
 	}
 	for attempt := int32(1); attempt <= 25; attempt++ {
-		if got := policy.backoff(attempt, fixedJitter(0.5)); got != base(attempt) {
+		if got := policy.Backoff(attempt, fixedJitter(0.5)); got != base(attempt) {
 			t.Errorf("attempt %d without jitter: %v, want %v", attempt, got, base(attempt))
 		}
 	}
-	if got := policy.backoff(1, fixedJitter(0)); got != policy.InitialBackoff {
+	if got := policy.Backoff(1, fixedJitter(0)); got != policy.InitialBackoff {
 		t.Errorf("lowest jitter of the first attempt: %v, want the initial backoff", got)
 	}
-	if got := policy.backoff(25, fixedJitter(0.999)); got != policy.MaxBackoff {
+	if got := policy.Backoff(25, fixedJitter(0.999)); got != policy.MaxBackoff {
 		t.Errorf("highest jitter of a late attempt: %v, want the max backoff", got)
 	}
 	seed := uint64(time.Now().UnixNano())
@@ -215,7 +215,7 @@ func TestMirrorStateBackoff(t *testing.T) {
 	for range 100 {
 		previous := [2]time.Duration{}
 		for attempt := int32(1); attempt <= 25; attempt++ {
-			d := policy.backoff(attempt, jitter)
+			d := policy.Backoff(attempt, jitter)
 			low := max(policy.InitialBackoff, time.Duration(0.8*float64(base(attempt))).Truncate(time.Millisecond))
 			high := min(policy.MaxBackoff, time.Duration(1.2*float64(base(attempt))))
 			if d < low || d > high || d%time.Millisecond != 0 {
@@ -231,14 +231,14 @@ func TestMirrorStateBackoff(t *testing.T) {
 }
 
 func TestMirrorStateMaxAttempts(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
+	p := mirrorAt(Mirroring, DesiredMirroring)
 	p.policy.MaxAttempts = 3
 	now := testNow
 	for attempt := 1; attempt <= 3; attempt++ {
 		wait := testRetryPolicy.InitialBackoff << (attempt - 1)
 		stepWant(t, p, FetchFailed{Err: errTestFetch, Retryable: true, Now: now},
 			fmt.Sprintf("Persist(FAILED #%d)", 6+2*attempt), "StopFetching", fmt.Sprintf("ScheduleRetry(%d)", now.Add(wait).UnixMilli()))
-		if r := p.Record(); r.RetryCount != int32(attempt) || r.Error != "connection refused" || r.Previous != MirrorMirroring {
+		if r := p.Record(); r.RetryCount != int32(attempt) || r.Error != "connection refused" || r.Previous != Mirroring {
 			t.Fatalf("after failure %d: %v", attempt, r)
 		}
 		stepWant(t, p, Tick{Now: now.Add(wait - time.Millisecond)}) // not yet
@@ -257,7 +257,7 @@ func TestMirrorStateMaxAttempts(t *testing.T) {
 }
 
 func TestMirrorStateRetryCountResetsOnSuccess(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
+	p := mirrorAt(Mirroring, DesiredMirroring)
 	stepWant(t, p, FetchFailed{Err: errTestFetch, Retryable: true, Now: testNow}, "Persist(FAILED #8)", "StopFetching", "ScheduleRetry(1000100)")
 	stepWant(t, p, Tick{Now: testNow.Add(time.Second)}, "Persist(MIRRORING #9)", "StartFetching")
 	if r := p.Record(); r.RetryCount != 1 || r.Error == "" {
@@ -271,7 +271,7 @@ func TestMirrorStateRetryCountResetsOnSuccess(t *testing.T) {
 }
 
 func TestMirrorStateNonRetryable(t *testing.T) {
-	p := mirrorAt(MirrorLogAlignment, DesiredMirroring)
+	p := mirrorAt(LogAlignment, DesiredMirroring)
 	stepWant(t, p, AlignmentFailed{Err: errors.New("mirror loop: the source mirrors this topic from us"), Now: testNow},
 		"Persist(FAILED #8)", "StopFetching")
 	stepWant(t, p, Tick{Now: testNow.Add(24 * time.Hour)})
@@ -284,20 +284,20 @@ func TestMirrorStateNonRetryable(t *testing.T) {
 func TestMirrorStateRetryWalksToDesired(t *testing.T) {
 	// Failed while aligning, the user stopped the topic meanwhile: the
 	// retry goes to STOPPING.
-	p := mirrorAt(MirrorLogAlignment, DesiredMirroring)
+	p := mirrorAt(LogAlignment, DesiredMirroring)
 	stepWant(t, p, AlignmentFailed{Err: errTestFetch, Retryable: true, Now: testNow}, "Persist(FAILED #8)", "StopFetching", "ScheduleRetry(1000100)")
 	stepWant(t, p, DesiredStateChanged{Desired: DesiredStopped})
 	stepWant(t, p, Tick{Now: testNow.Add(time.Second)}, "Persist(STOPPING:REMOVE_FROM_FETCHER #9)", "StopFetching")
 	// Failed while mirroring, the user paused meanwhile: MIRRORING, then
 	// PAUSING, in one step.
-	p = mirrorAt(MirrorMirroring, DesiredMirroring)
+	p = mirrorAt(Mirroring, DesiredMirroring)
 	stepWant(t, p, FetchFailed{Err: errTestFetch, Retryable: true, Now: testNow}, "Persist(FAILED #8)", "StopFetching", "ScheduleRetry(1000100)")
 	stepWant(t, p, DesiredStateChanged{Desired: DesiredPaused})
 	stepWant(t, p, Recover{}, "Persist(PAUSING #10)", "StopFetching")
 }
 
 func TestMirrorStateStopSequence(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
+	p := mirrorAt(Mirroring, DesiredMirroring)
 	p.sourceLeaderEpoch = 17 // leader epoch 20
 	var last Persist
 	steps := []struct {
@@ -316,7 +316,7 @@ func TestMirrorStateStopSequence(t *testing.T) {
 		actions := stepWant(t, p, s.event, s.want...)
 		last = actions[0].(Persist)
 		// A crash now: the restored machine asks for the same action.
-		restored := RestorePartitionMirror(last.Record, testRetryPolicy, fixedJitter(0.5))
+		restored := Restore(last.Record, testRetryPolicy, fixedJitter(0.5))
 		stepWant(t, restored, Restarted{Desired: DesiredStopped}, s.want[1:]...)
 		if restored.Record() != p.Record() {
 			t.Fatalf("step %d: restored %v, want %v", i, restored.Record(), p.Record())
@@ -333,7 +333,7 @@ func TestMirrorStateStopSequence(t *testing.T) {
 }
 
 func TestMirrorStateStopStepFailureResumes(t *testing.T) {
-	p := mirrorAt(MirrorStopping, DesiredStopped)
+	p := mirrorAt(Stopping, DesiredStopped)
 	stepWant(t, p, StopStepDone{Step: StopRemoveFromFetcher, LastMirrorEpoch: 9, LastMirrorOffset: 70},
 		"Persist(STOPPING:BUMP_LEADER_EPOCH #8)", "BumpLeaderEpoch(21)")
 	stepWant(t, p, StepFailed{Err: errors.New("disk full"), Retryable: true, Now: testNow},
@@ -347,7 +347,7 @@ func TestMirrorStateStopStepFailureResumes(t *testing.T) {
 }
 
 func TestMirrorStateEpochFencing(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
+	p := mirrorAt(Mirroring, DesiredMirroring)
 	stepWant(t, p, SourceEpochChanged{Epoch: 9})                           // lower: ignored
 	stepWant(t, p, SourceEpochChanged{Epoch: 17}, "Persist(MIRRORING #8)") // gap 3: fine
 	stepWant(t, p, SourceEpochChanged{Epoch: 18}, "Persist(EPOCH_FENCING #9)", "StopFetching", "BumpLeaderEpoch(28)")
@@ -358,7 +358,7 @@ func TestMirrorStateEpochFencing(t *testing.T) {
 }
 
 func TestMirrorStateDivergence(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
+	p := mirrorAt(Mirroring, DesiredMirroring)
 	stepWant(t, p, DivergenceDetected{TruncateTo: 42}, "Persist(ULE_RECOVERY #8)", "StopFetching", "Truncate(42)")
 	stepWant(t, p, DivergenceDetected{TruncateTo: 40}) // stale: not mirroring
 	stepWant(t, p, TruncationDone{}, "Persist(MIRRORING #9)", "StartFetching")
@@ -368,7 +368,7 @@ func TestMirrorStateDivergence(t *testing.T) {
 }
 
 func TestMirrorStatePause(t *testing.T) {
-	p := mirrorAt(MirrorLogAlignment, DesiredPaused)
+	p := mirrorAt(LogAlignment, DesiredPaused)
 	// Aligning while paused: the walk goes on through MIRRORING.
 	stepWant(t, p, AlignmentDone{TruncatedTo: 0}, "Persist(PAUSING #9)", "StopFetching")
 	stepWant(t, p, PauseDone{}, "Persist(PAUSED #10)")
@@ -386,15 +386,15 @@ func TestMirrorStateBadUse(t *testing.T) {
 		f    func()
 		want string
 	}{
-		{"first event", func() { NewPartitionMirror(0, testRetryPolicy, fixedJitter(0)).Step(Tick{Now: testNow}) }, "first event"},
-		{"nil error", func() { mirrorAt(MirrorMirroring, DesiredMirroring).Step(FetchFailed{Now: testNow}) }, "impossible event"},
-		{"negative offset", func() { mirrorAt(MirrorMirroring, DesiredMirroring).Step(DivergenceDetected{TruncateTo: -1}) }, "impossible event"},
-		{"desired", func() { mirrorAt(MirrorMirroring, DesiredMirroring).Step(DesiredStateChanged{Desired: 7}) }, "impossible event"},
-		{"nil event", func() { mirrorAt(MirrorMirroring, DesiredMirroring).Step(nil) }, "impossible event"},
-		{"policy", func() { NewPartitionMirror(0, RetryPolicy{}, fixedJitter(0)) }, "NewPartitionMirror"},
-		{"restore", func() { RestorePartitionMirror(MirrorStateValue{}, testRetryPolicy, fixedJitter(0)) }, "Restore"},
+		{"first event", func() { New(0, testRetryPolicy, fixedJitter(0)).Step(Tick{Now: testNow}) }, "first event"},
+		{"nil error", func() { mirrorAt(Mirroring, DesiredMirroring).Step(FetchFailed{Now: testNow}) }, "impossible event"},
+		{"negative offset", func() { mirrorAt(Mirroring, DesiredMirroring).Step(DivergenceDetected{TruncateTo: -1}) }, "impossible event"},
+		{"desired", func() { mirrorAt(Mirroring, DesiredMirroring).Step(DesiredStateChanged{Desired: 7}) }, "impossible event"},
+		{"nil event", func() { mirrorAt(Mirroring, DesiredMirroring).Step(nil) }, "impossible event"},
+		{"policy", func() { New(0, RetryPolicy{}, fixedJitter(0)) }, "New"},
+		{"restore", func() { Restore(Record{}, testRetryPolicy, fixedJitter(0)) }, "Restore"},
 		{"restarted after restore", func() {
-			RestorePartitionMirror(mirrorAt(MirrorPaused, DesiredPaused).Record(), testRetryPolicy, fixedJitter(0)).Step(DesiredStateChanged{})
+			Restore(mirrorAt(Paused, DesiredPaused).Record(), testRetryPolicy, fixedJitter(0)).Step(DesiredStateChanged{})
 		}, "want Restarted"},
 	} {
 		if got := panicText(c.f); !strings.Contains(got, c.want) {
@@ -404,9 +404,9 @@ func TestMirrorStateBadUse(t *testing.T) {
 }
 
 func TestMirrorStateErrorTextBounded(t *testing.T) {
-	p := mirrorAt(MirrorMirroring, DesiredMirroring)
-	p.Step(FetchFailed{Err: errors.New(strings.Repeat("é", mirrorErrorTextMax)), Now: testNow})
-	if r := p.Record(); len(r.Error) != mirrorErrorTextMax || !strings.HasSuffix(r.Error, "é") {
+	p := mirrorAt(Mirroring, DesiredMirroring)
+	p.Step(FetchFailed{Err: errors.New(strings.Repeat("é", ErrorTextMax)), Now: testNow})
+	if r := p.Record(); len(r.Error) != ErrorTextMax || !strings.HasSuffix(r.Error, "é") {
 		t.Fatalf("error text of %d bytes", len(r.Error))
 	}
 }

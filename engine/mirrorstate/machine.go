@@ -1,4 +1,4 @@
-package engine
+package mirrorstate
 
 import (
 	"fmt"
@@ -9,99 +9,71 @@ import (
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
-// The per-partition mirror state machine of DESIGN.md, as a pure type in
-// the manner of etcd-io/raft: it does no I/O, starts no goroutines, reads
-// no clock and no global random source. Its owner (one goroutine per
-// mirror) feeds it events (mirror_state_events.go) and performs the
-// actions it returns, in order: a Persist first, durable before the rest.
-// Time comes in as data (Tick, and the Now of failure events); retry
-// jitter comes from the RetryJitter the owner passes in.
-//
-//	UNKNOWN, STOPPED --desired MIRRORING/PAUSED--> LOG_ALIGNMENT --AlignmentDone--> MIRRORING
-//	MIRRORING --source epoch within 3 of ours--> EPOCH_FENCING --LeaderEpochBumped--> MIRRORING
-//	MIRRORING --DivergenceDetected-------------> ULE_RECOVERY  --TruncationDone-----> MIRRORING
-//	MIRRORING --desired PAUSED-----------------> PAUSING       --PauseDone----------> PAUSED
-//	PAUSED    --desired MIRRORING--------------> MIRRORING
-//	any but UNKNOWN, STOPPED --desired STOPPED--> STOPPING --StopStepDone x4--> STOPPED
-//	    REMOVE_FROM_FETCHER -> BUMP_LEADER_EPOCH -> ABORT_TRANSACTIONS -> RESET_PRODUCERS
-//	any --failure--> FAILED --retry due, Recover--> STOPPING if the stop was under way or is
-//	    desired, LOG_ALIGNMENT if alignment failed, MIRRORING otherwise
-//
-// After a completion the partition walks on towards the desired state as
-// far as the table allows (AlignmentDone while PAUSED is desired goes
-// through MIRRORING to PAUSING in one step, persisting once). Events that
-// do not apply to the current state are stale and ignored (accepts).
-//
-// Every change of persisted fields is persisted, so a machine restored
-// from the last Persist (RestorePartitionMirror) and told Restarted behaves as the one
-// that crashed would have: the stop sequence, in particular, resumes at
-// the step it was in.
-
-// MirrorState is the state of one mirrored partition.
-type MirrorState int8
+// State is the state of one mirrored partition.
+type State int8
 
 const (
-	MirrorUnknown MirrorState = iota // before the first record
-	MirrorLogAlignment
-	MirrorEpochFencing
-	MirrorULERecovery
-	MirrorMirroring
-	MirrorPausing
-	MirrorPaused
-	MirrorStopping
-	MirrorStopped
-	MirrorFailed
-	mirrorStateCount
+	Unknown State = iota // before the first record
+	LogAlignment
+	EpochFencing
+	ULERecovery
+	Mirroring
+	Pausing
+	Paused
+	Stopping
+	Stopped
+	Failed
+	NumStates
 )
 
-var mirrorStateNames = [mirrorStateCount]string{
+var stateNames = [NumStates]string{
 	"UNKNOWN", "LOG_ALIGNMENT", "EPOCH_FENCING", "ULE_RECOVERY", "MIRRORING",
 	"PAUSING", "PAUSED", "STOPPING", "STOPPED", "FAILED",
 }
 
-func (s MirrorState) String() string {
-	if s < 0 || s >= mirrorStateCount {
-		return fmt.Sprintf("MirrorState(%d)", s)
+func (s State) String() string {
+	if s < 0 || s >= NumStates {
+		return fmt.Sprintf("State(%d)", s)
 	}
-	return mirrorStateNames[s]
+	return stateNames[s]
 }
 
-// mirrorTransitionAllowed is DESIGN.md's table ("to <- allowed from").
+// transitionAllowed is DESIGN.md's table ("to <- allowed from").
 // Staying in a state is not a transition: a state is never entered from
 // itself (so FAILED and STOPPING, allowed from "any", are not entered from
 // FAILED and STOPPING).
-func mirrorTransitionAllowed(from, to MirrorState) bool {
+func transitionAllowed(from, to State) bool {
 	if from == to {
 		return false
 	}
 	switch to {
-	case MirrorLogAlignment:
-		return from == MirrorUnknown || from == MirrorStopped || from == MirrorFailed
-	case MirrorEpochFencing, MirrorULERecovery, MirrorPausing:
-		return from == MirrorMirroring
-	case MirrorMirroring:
+	case LogAlignment:
+		return from == Unknown || from == Stopped || from == Failed
+	case EpochFencing, ULERecovery, Pausing:
+		return from == Mirroring
+	case Mirroring:
 		switch from {
-		case MirrorLogAlignment, MirrorEpochFencing, MirrorPaused, MirrorULERecovery, MirrorFailed:
+		case LogAlignment, EpochFencing, Paused, ULERecovery, Failed:
 			return true
 		}
 		return false
-	case MirrorPaused:
-		return from == MirrorPausing
-	case MirrorStopping:
-		return from != MirrorStopped && from != MirrorUnknown
-	case MirrorStopped:
-		return from == MirrorStopping
-	case MirrorFailed:
+	case Paused:
+		return from == Pausing
+	case Stopping:
+		return from != Stopped && from != Unknown
+	case Stopped:
+		return from == Stopping
+	case Failed:
 		return true
 	}
 	return false
 }
 
-// mirrorFailable: the states with an action in flight that can fail, the
+// failable: the states with an action in flight that can fail, the
 // only possible previous states of FAILED.
-func mirrorFailable(s MirrorState) bool {
+func failable(s State) bool {
 	switch s {
-	case MirrorLogAlignment, MirrorEpochFencing, MirrorULERecovery, MirrorMirroring, MirrorPausing, MirrorStopping:
+	case LogAlignment, EpochFencing, ULERecovery, Mirroring, Pausing, Stopping:
 		return true
 	}
 	return false
@@ -160,16 +132,16 @@ func (s StopStep) String() string {
 type StateEpoch int64
 
 const (
-	// mirrorEpochGapMin and mirrorEpochLead: the local leader epoch stays
-	// at least mirrorEpochGapMin above the source's; when the gap shrinks
-	// below it, EPOCH_FENCING bumps it to source + mirrorEpochLead.
-	mirrorEpochGapMin = 3
-	mirrorEpochLead   = 10
-	// mirrorErrorTextMax bounds the error text kept and persisted, in bytes.
-	mirrorErrorTextMax = 1024
-	// mirrorSettleHopsMax bounds the transitions one event causes after
+	// epochGapMin and epochLead: the local leader epoch stays
+	// at least epochGapMin above the source's; when the gap shrinks
+	// below it, EPOCH_FENCING bumps it to source + epochLead.
+	epochGapMin = 3
+	epochLead   = 10
+	// ErrorTextMax bounds the error text kept and persisted, in bytes.
+	ErrorTextMax = 1024
+	// settleHopsMax bounds the transitions one event causes after
 	// its first: PAUSED -> MIRRORING -> EPOCH_FENCING is the longest walk.
-	mirrorSettleHopsMax = 4
+	settleHopsMax = 4
 )
 
 // RetryPolicy is how FAILED retries: exponential backoff with jitter,
@@ -190,7 +162,7 @@ type RetryJitter interface{ Float64() float64 }
 const retryJitterFraction = 0.2
 
 // backoff is the delay before retry number attempt (1 for the first).
-func (r RetryPolicy) backoff(attempt int32, jitter RetryJitter) time.Duration {
+func (r RetryPolicy) Backoff(attempt int32, jitter RetryJitter) time.Duration {
 	base := r.InitialBackoff
 	for i := int32(1); i < attempt && base < r.MaxBackoff; i++ {
 		base *= 2
@@ -205,20 +177,20 @@ func (r RetryPolicy) valid() bool {
 	return r.InitialBackoff > 0 && r.MaxBackoff >= r.InitialBackoff && r.MaxAttempts >= 0
 }
 
-// PartitionMirror is the mirror state machine of one partition. It is not
+// Machine is the mirror state machine of one partition. It is not
 // safe for concurrent use: its owner alone calls it.
-type PartitionMirror struct {
+type Machine struct {
 	// state changes only through transition, along DESIGN.md's table.
-	state MirrorState
+	state State
 	// previous is the state before the latest transition: != state, or
-	// both UNKNOWN before the first one. In FAILED, mirrorFailable(previous).
-	previous MirrorState
+	// both UNKNOWN before the first one. In FAILED, failable(previous).
+	previous State
 	// desired is the topic's desired state; meaningless until
 	// desiredKnown, which the first event (Restarted or
 	// DesiredStateChanged) sets.
 	desired      DesiredState
 	desiredKnown bool
-	// restored: made by RestorePartitionMirror and not yet told Restarted, which must
+	// restored: made by Restore and not yet told Restarted, which must
 	// come first (it re-runs the actions a crash lost).
 	restored bool
 	// stateEpoch is the StateEpoch of the latest record: +1 on every
@@ -226,7 +198,7 @@ type PartitionMirror struct {
 	// one. Never decreases; 0 only in UNKNOWN.
 	stateEpoch StateEpoch
 	// leaderEpoch is the local partition leader epoch, >= 0, never
-	// decreasing. In MIRRORING it is at least mirrorEpochGapMin above
+	// decreasing. In MIRRORING it is at least epochGapMin above
 	// sourceLeaderEpoch (when known).
 	leaderEpoch rb.Epoch
 	// sourceLeaderEpoch is the highest source leader epoch reported, or
@@ -246,7 +218,7 @@ type PartitionMirror struct {
 	// FAILED; nextRetryAt is non-zero (whole milliseconds) iff retryable.
 	retryable   bool
 	nextRetryAt time.Time
-	// errorText is the latest failure, at most mirrorErrorTextMax bytes:
+	// errorText is the latest failure, at most ErrorTextMax bytes:
 	// non-empty in FAILED and while retryCount > 0; cleared by a success
 	// or Recover.
 	errorText string
@@ -265,26 +237,26 @@ type PartitionMirror struct {
 	dirty       bool
 }
 
-// NewPartitionMirror returns the machine of a partition that has no
+// New returns the machine of a partition that has no
 // record yet: UNKNOWN, at the local partition's leader epoch.
-func NewPartitionMirror(leaderEpoch rb.Epoch, policy RetryPolicy, jitter RetryJitter) *PartitionMirror {
+func New(leaderEpoch rb.Epoch, policy RetryPolicy, jitter RetryJitter) *Machine {
 	if leaderEpoch < 0 || !policy.valid() || jitter == nil {
-		panic(fmt.Sprintf("engine: NewPartitionMirror(%d, %+v, %v)", leaderEpoch, policy, jitter))
+		panic(fmt.Sprintf("mirrorstate: New(%d, %+v, %v)", leaderEpoch, policy, jitter))
 	}
-	return &PartitionMirror{
-		previous: MirrorUnknown, leaderEpoch: leaderEpoch, sourceLeaderEpoch: rb.NoEpoch,
+	return &Machine{
+		previous: Unknown, leaderEpoch: leaderEpoch, sourceLeaderEpoch: rb.NoEpoch,
 		truncateTo: -1, lastMirrorEpoch: rb.NoEpoch, lastMirrorOffset: -1,
 		policy: policy, jitter: jitter,
 	}
 }
 
-// RestorePartitionMirror returns the machine a persisted record describes (one that
+// Restore returns the machine a persisted record describes (one that
 // DecodeMirrorStateRecord accepted). Its first event must be Restarted.
-func RestorePartitionMirror(record MirrorStateValue, policy RetryPolicy, jitter RetryJitter) *PartitionMirror {
-	if err := record.validate(); err != nil {
-		panic(fmt.Sprintf("engine: RestorePartitionMirror: %v", err))
+func Restore(record Record, policy RetryPolicy, jitter RetryJitter) *Machine {
+	if err := record.Validate(); err != nil {
+		panic(fmt.Sprintf("mirrorstate: Restore: %v", err))
 	}
-	p := NewPartitionMirror(record.LeaderEpoch, policy, jitter)
+	p := New(record.LeaderEpoch, policy, jitter)
 	p.state, p.previous, p.stopStep = record.State, record.Previous, record.StopStep
 	p.stateEpoch = record.StateEpoch
 	p.sourceLeaderEpoch = record.SourceLeaderEpoch
@@ -299,15 +271,15 @@ func RestorePartitionMirror(record MirrorStateValue, policy RetryPolicy, jitter 
 }
 
 // State is where the partition is.
-func (p *PartitionMirror) State() MirrorState { return p.state }
+func (p *Machine) State() State { return p.state }
 
 // Desired is the topic's desired state, as last told.
-func (p *PartitionMirror) Desired() DesiredState { return p.desired }
+func (p *Machine) Desired() DesiredState { return p.desired }
 
 // Record is the partition's persisted state, as the latest Persist wrote
 // it (or would write it, in UNKNOWN).
-func (p *PartitionMirror) Record() MirrorStateValue {
-	v := MirrorStateValue{
+func (p *Machine) Record() Record {
+	v := Record{
 		State: p.state, Previous: p.previous, StopStep: p.stopStep, StateEpoch: p.stateEpoch,
 		LeaderEpoch: p.leaderEpoch, SourceLeaderEpoch: p.sourceLeaderEpoch,
 		RetryCount: p.retryCount, Retryable: p.retryable, NextRetryAtMillis: -1, Error: p.errorText,
@@ -320,17 +292,17 @@ func (p *PartitionMirror) Record() MirrorStateValue {
 }
 
 // Step applies one event and returns the actions it calls for, in order.
-func (p *PartitionMirror) Step(event Event) []Action {
-	checkMirrorEvent(event)
+func (p *Machine) Step(event Event) []Action {
+	checkEvent(event)
 	if _, restart := event.(Restarted); p.restored && !restart {
-		panic(fmt.Sprintf("engine: mirror state: first event after RestorePartitionMirror %v, want Restarted", event))
+		panic(fmt.Sprintf("mirrorstate: first event after Restore %v, want Restarted", event))
 	}
 	p.restored = false
 	if !p.desiredKnown {
 		switch event.(type) {
 		case Restarted, DesiredStateChanged:
 		default:
-			panic(fmt.Sprintf("engine: mirror state: first event %v, want Restarted or DesiredStateChanged", event))
+			panic(fmt.Sprintf("mirrorstate: first event %v, want Restarted or DesiredStateChanged", event))
 		}
 		p.desiredKnown = true
 	}
@@ -356,33 +328,33 @@ func (p *PartitionMirror) Step(event Event) []Action {
 
 // accepts says whether event applies to the current state; one that does
 // not is stale and ignored.
-func (p *PartitionMirror) accepts(event Event) bool {
+func (p *Machine) accepts(event Event) bool {
 	switch e := event.(type) {
 	case AlignmentDone, AlignmentFailed:
-		return p.state == MirrorLogAlignment
+		return p.state == LogAlignment
 	case FetchSucceeded, FetchFailed, DivergenceDetected:
-		return p.state == MirrorMirroring
+		return p.state == Mirroring
 	case SourceEpochChanged:
 		// Once the stop has begun (STOPPING, or FAILED within it) the
 		// source no longer matters, and the stop's epoch bump must stay
 		// what it was when its step was persisted.
 		return p.stopStep == StopNone && e.Epoch > p.sourceLeaderEpoch
 	case LeaderEpochBumped:
-		return p.state == MirrorEpochFencing
+		return p.state == EpochFencing
 	case TruncationDone:
-		return p.state == MirrorULERecovery
+		return p.state == ULERecovery
 	case PauseDone:
-		return p.state == MirrorPausing
+		return p.state == Pausing
 	case StopStepDone:
-		return p.state == MirrorStopping && e.Step == p.stopStep
+		return p.state == Stopping && e.Step == p.stopStep
 	case StepFailed:
 		switch p.state {
-		case MirrorEpochFencing, MirrorULERecovery, MirrorPausing, MirrorStopping:
+		case EpochFencing, ULERecovery, Pausing, Stopping:
 			return true
 		}
 		return false
 	case Recover:
-		return p.state == MirrorFailed
+		return p.state == Failed
 	case Tick:
 		return p.retryable && !e.Now.Before(p.nextRetryAt)
 	}
@@ -391,7 +363,7 @@ func (p *PartitionMirror) accepts(event Event) bool {
 
 // apply changes the machine for an accepted event; it reports whether the
 // current state's action must run again without a transition.
-func (p *PartitionMirror) apply(event Event) (rerun bool) {
+func (p *Machine) apply(event Event) (rerun bool) {
 	switch e := event.(type) {
 	case DesiredStateChanged:
 		p.desired = e.Desired
@@ -405,11 +377,11 @@ func (p *PartitionMirror) apply(event Event) (rerun bool) {
 		p.succeeded()
 	case SourceEpochChanged:
 		p.sourceLeaderEpoch = e.Epoch
-		p.dirty = p.state != MirrorUnknown // nothing is persisted before the first transition
+		p.dirty = p.state != Unknown // nothing is persisted before the first transition
 		p.settle()
 	case DivergenceDetected:
 		p.truncateTo = e.TruncateTo
-		p.transition(MirrorULERecovery)
+		p.transition(ULERecovery)
 	case StopStepDone:
 		return p.stopStepDone(e)
 	case AlignmentFailed:
@@ -431,8 +403,8 @@ func (p *PartitionMirror) apply(event Event) (rerun bool) {
 // FAILED stays FAILED (on a restart its retry is scheduled again); the
 // partition walks towards the desired state where the table lets it;
 // otherwise the current state's action runs again.
-func (p *PartitionMirror) reconcile(restart bool) (rerun bool) {
-	if p.state == MirrorFailed {
+func (p *Machine) reconcile(restart bool) (rerun bool) {
+	if p.state == Failed {
 		return restart
 	}
 	return !p.settle()
@@ -440,15 +412,15 @@ func (p *PartitionMirror) reconcile(restart bool) (rerun bool) {
 
 // settle walks towards the desired state as far as the table allows
 // without waiting for an action, and reports whether it moved.
-func (p *PartitionMirror) settle() bool {
-	for hop := range mirrorSettleHopsMax {
+func (p *Machine) settle() bool {
+	for hop := range settleHopsMax {
 		next, ok := p.nextTowardsDesired()
 		if !ok {
 			return hop > 0
 		}
 		p.transition(next)
 	}
-	panic(fmt.Sprintf("engine: mirror state: no rest after %d hops, in %v desiring %v", mirrorSettleHopsMax, p.state, p.desired))
+	panic(fmt.Sprintf("mirrorstate: no rest after %d hops, in %v desiring %v", settleHopsMax, p.state, p.desired))
 }
 
 // nextTowardsDesired is the transition part of the reconcile rule, in its
@@ -458,59 +430,59 @@ func (p *PartitionMirror) settle() bool {
 // Added: MIRRORING whose leader epoch is too close to the source's ->
 // EPOCH_FENCING, so MIRRORING never fetches with a leader epoch the
 // source could reach.
-func (p *PartitionMirror) nextTowardsDesired() (MirrorState, bool) {
+func (p *Machine) nextTowardsDesired() (State, bool) {
 	switch {
-	case p.state == MirrorFailed:
+	case p.state == Failed:
 		return 0, false
 	case p.desired == DesiredStopped:
-		return MirrorStopping, mirrorTransitionAllowed(p.state, MirrorStopping)
-	case p.desired == DesiredPaused && p.state == MirrorMirroring:
-		return MirrorPausing, true
-	case p.desired == DesiredMirroring && p.state == MirrorPaused:
-		return MirrorMirroring, true
-	case p.state == MirrorUnknown || p.state == MirrorStopped:
-		return MirrorLogAlignment, true
-	case p.state == MirrorMirroring && p.needsFencing():
-		return MirrorEpochFencing, true
+		return Stopping, transitionAllowed(p.state, Stopping)
+	case p.desired == DesiredPaused && p.state == Mirroring:
+		return Pausing, true
+	case p.desired == DesiredMirroring && p.state == Paused:
+		return Mirroring, true
+	case p.state == Unknown || p.state == Stopped:
+		return LogAlignment, true
+	case p.state == Mirroring && p.needsFencing():
+		return EpochFencing, true
 	}
 	return 0, false
 }
 
 // needsFencing: the source's leader epoch is known and within
-// mirrorEpochGapMin of ours.
-func (p *PartitionMirror) needsFencing() bool {
-	return p.sourceLeaderEpoch != rb.NoEpoch && int64(p.leaderEpoch) < int64(p.sourceLeaderEpoch)+mirrorEpochGapMin
+// epochGapMin of ours.
+func (p *Machine) needsFencing() bool {
+	return p.sourceLeaderEpoch != rb.NoEpoch && int64(p.leaderEpoch) < int64(p.sourceLeaderEpoch)+epochGapMin
 }
 
 // fencingEpoch is the leader epoch EPOCH_FENCING bumps to.
-func (p *PartitionMirror) fencingEpoch() rb.Epoch {
-	return rb.Epoch(min(int64(p.sourceLeaderEpoch)+mirrorEpochLead, math.MaxInt32))
+func (p *Machine) fencingEpoch() rb.Epoch {
+	return rb.Epoch(min(int64(p.sourceLeaderEpoch)+epochLead, math.MaxInt32))
 }
 
 // stopEpoch is the leader epoch the stop bumps to: above the local, the
 // source and the last mirror epochs.
-func (p *PartitionMirror) stopEpoch() rb.Epoch {
+func (p *Machine) stopEpoch() rb.Epoch {
 	return rb.Epoch(min(int64(max(p.leaderEpoch, p.sourceLeaderEpoch, p.lastMirrorEpoch))+1, math.MaxInt32))
 }
 
 // complete handles the success of the action of LOG_ALIGNMENT,
 // EPOCH_FENCING, ULE_RECOVERY or PAUSING.
-func (p *PartitionMirror) complete(event Event) {
+func (p *Machine) complete(event Event) {
 	p.succeeded()
 	switch e := event.(type) {
 	case LeaderEpochBumped:
 		p.leaderEpoch = max(p.leaderEpoch, e.Epoch)
 	case PauseDone:
-		p.transition(MirrorPaused)
+		p.transition(Paused)
 		p.settle()
 		return
 	}
-	p.transition(MirrorMirroring)
+	p.transition(Mirroring)
 	p.settle()
 }
 
 // succeeded resets the retry count after an action succeeded.
-func (p *PartitionMirror) succeeded() {
+func (p *Machine) succeeded() {
 	if p.retryCount != 0 || p.errorText != "" {
 		p.retryCount, p.errorText = 0, ""
 		p.dirty = true
@@ -518,7 +490,7 @@ func (p *PartitionMirror) succeeded() {
 }
 
 // stopStepDone moves the stop sequence on by one step.
-func (p *PartitionMirror) stopStepDone(e StopStepDone) (rerun bool) {
+func (p *Machine) stopStepDone(e StopStepDone) (rerun bool) {
 	p.succeeded()
 	switch p.stopStep {
 	case StopRemoveFromFetcher:
@@ -530,7 +502,7 @@ func (p *PartitionMirror) stopStepDone(e StopStepDone) (rerun bool) {
 	case StopAbortTransactions:
 		p.stopStep = StopResetProducers
 	case StopResetProducers:
-		p.transition(MirrorStopped)
+		p.transition(Stopped)
 		p.settle()
 		return false
 	}
@@ -540,17 +512,17 @@ func (p *PartitionMirror) stopStepDone(e StopStepDone) (rerun bool) {
 
 // fail enters FAILED, scheduling a retry if the failure is retryable and
 // the attempts are not used up.
-func (p *PartitionMirror) fail(now time.Time, err error, retryable bool) {
+func (p *Machine) fail(now time.Time, err error, retryable bool) {
 	text := err.Error()
 	schedule := retryable && p.retryCount < p.policy.MaxAttempts
 	if retryable && !schedule {
 		text = fmt.Sprintf("gave up after %d retries: %s", p.retryCount, text)
 	}
-	p.transition(MirrorFailed)
+	p.transition(Failed)
 	p.errorText = truncateErrorText(text)
 	if schedule {
 		p.retryCount++
-		delay := p.policy.backoff(p.retryCount, p.jitter)
+		delay := p.policy.Backoff(p.retryCount, p.jitter)
 		p.retryable = true
 		p.nextRetryAt = time.UnixMilli(now.UnixMilli() + delay.Milliseconds())
 	}
@@ -559,34 +531,34 @@ func (p *PartitionMirror) fail(now time.Time, err error, retryable bool) {
 // leaveFailed retries: to STOPPING if the stop was under way or is
 // desired, to LOG_ALIGNMENT if alignment failed, otherwise to MIRRORING
 // (which re-detects divergence and re-fences as needed).
-func (p *PartitionMirror) leaveFailed() {
+func (p *Machine) leaveFailed() {
 	switch {
-	case p.previous == MirrorStopping || p.desired == DesiredStopped:
-		p.transition(MirrorStopping)
-	case p.previous == MirrorLogAlignment:
-		p.transition(MirrorLogAlignment)
+	case p.previous == Stopping || p.desired == DesiredStopped:
+		p.transition(Stopping)
+	case p.previous == LogAlignment:
+		p.transition(LogAlignment)
 	default:
-		p.transition(MirrorMirroring)
+		p.transition(Mirroring)
 	}
 	p.settle()
 }
 
 // transition moves to state to, which DESIGN.md's table must allow: an
 // illegal transition is a bug. It keeps the per-state fields' invariants.
-func (p *PartitionMirror) transition(to MirrorState) {
-	if !mirrorTransitionAllowed(p.state, to) {
-		panic(fmt.Sprintf("engine: illegal mirror state transition %v -> %v", p.state, to))
+func (p *Machine) transition(to State) {
+	if !transitionAllowed(p.state, to) {
+		panic(fmt.Sprintf("mirrorstate: illegal transition %v -> %v", p.state, to))
 	}
 	p.previous, p.state = p.state, to
 	p.stateEpoch++
 	p.transitions++
 	switch {
-	case to == MirrorStopping && p.stopStep == StopNone:
+	case to == Stopping && p.stopStep == StopNone:
 		p.stopStep = StopRemoveFromFetcher
-	case to != MirrorStopping && to != MirrorFailed:
+	case to != Stopping && to != Failed:
 		p.stopStep = StopNone
 	}
-	if to != MirrorULERecovery {
+	if to != ULERecovery {
 		p.truncateTo = -1
 	}
 	p.retryable, p.nextRetryAt = false, time.Time{}
@@ -594,21 +566,21 @@ func (p *PartitionMirror) transition(to MirrorState) {
 
 // appendStateActions appends the actions the current state runs on entry
 // (and again on a restart or reconcile).
-func (p *PartitionMirror) appendStateActions(actions []Action) []Action {
+func (p *Machine) appendStateActions(actions []Action) []Action {
 	switch p.state {
-	case MirrorLogAlignment:
+	case LogAlignment:
 		return append(actions, StartAlignment{})
-	case MirrorEpochFencing:
+	case EpochFencing:
 		return append(actions, StopFetching{}, BumpLeaderEpoch{To: p.fencingEpoch()})
-	case MirrorULERecovery:
+	case ULERecovery:
 		return append(actions, StopFetching{}, Truncate{Offset: p.truncateTo})
-	case MirrorMirroring:
+	case Mirroring:
 		return append(actions, StartFetching{})
-	case MirrorPausing:
+	case Pausing:
 		return append(actions, StopFetching{})
-	case MirrorStopping:
+	case Stopping:
 		return append(actions, p.stopStepAction())
-	case MirrorFailed:
+	case Failed:
 		actions = append(actions, StopFetching{})
 		if p.retryable {
 			actions = append(actions, ScheduleRetry{At: p.nextRetryAt})
@@ -617,7 +589,7 @@ func (p *PartitionMirror) appendStateActions(actions []Action) []Action {
 	return actions // UNKNOWN, PAUSED, STOPPED: nothing to do
 }
 
-func (p *PartitionMirror) stopStepAction() Action {
+func (p *Machine) stopStepAction() Action {
 	switch p.stopStep {
 	case StopRemoveFromFetcher:
 		return StopFetching{}
@@ -628,27 +600,27 @@ func (p *PartitionMirror) stopStepAction() Action {
 	case StopResetProducers:
 		return WriteMirrorPIDReset{}
 	}
-	panic(fmt.Sprintf("engine: mirror state: STOPPING at step %v", p.stopStep))
+	panic(fmt.Sprintf("mirrorstate: STOPPING at step %v", p.stopStep))
 }
 
 // checkInvariants panics if a field comment's invariant does not hold.
-func (p *PartitionMirror) checkInvariants() {
+func (p *Machine) checkInvariants() {
 	if next, ok := p.nextTowardsDesired(); ok {
-		panic(fmt.Sprintf("engine: mirror state: at rest in %v desiring %v, but %v is due", p.state, p.desired, next))
+		panic(fmt.Sprintf("mirrorstate: at rest in %v desiring %v, but %v is due", p.state, p.desired, next))
 	}
-	if p.state == MirrorUnknown {
+	if p.state == Unknown {
 		if p.stateEpoch != 0 || p.retryCount != 0 || p.stopStep != StopNone || p.errorText != "" {
-			panic(fmt.Sprintf("engine: mirror state: UNKNOWN with %+v", p.Record()))
+			panic(fmt.Sprintf("mirrorstate: UNKNOWN with %+v", p.Record()))
 		}
 		return
 	}
-	if err := p.Record().validate(); err != nil {
-		panic(fmt.Sprintf("engine: mirror state invariant: %v", err))
+	if err := p.Record().Validate(); err != nil {
+		panic(fmt.Sprintf("mirrorstate: invariant: %v", err))
 	}
 }
 
-// checkMirrorEvent panics on an event no correct owner sends.
-func checkMirrorEvent(event Event) {
+// checkEvent panics on an event no correct owner sends.
+func checkEvent(event Event) {
 	bad := false
 	switch e := event.(type) {
 	case DesiredStateChanged:
@@ -673,17 +645,17 @@ func checkMirrorEvent(event Event) {
 		bad = true
 	}
 	if bad {
-		panic(fmt.Sprintf("engine: mirror state: impossible event %v", event))
+		panic(fmt.Sprintf("mirrorstate: impossible event %v", event))
 	}
 }
 
-// truncateErrorText cuts text to mirrorErrorTextMax bytes on a rune
+// truncateErrorText cuts text to ErrorTextMax bytes on a rune
 // boundary.
 func truncateErrorText(text string) string {
-	if len(text) <= mirrorErrorTextMax {
+	if len(text) <= ErrorTextMax {
 		return text
 	}
-	cut := mirrorErrorTextMax
+	cut := ErrorTextMax
 	for cut > 0 && !utf8.RuneStart(text[cut]) {
 		cut--
 	}

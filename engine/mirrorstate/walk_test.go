@@ -1,4 +1,4 @@
-package engine
+package mirrorstate
 
 import (
 	"errors"
@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
@@ -36,9 +35,9 @@ type mirrorWalk struct {
 	rand   *rand.Rand
 	policy RetryPolicy
 	now    time.Time
-	p      *PartitionMirror
+	p      *Machine
 	// last is the latest Persist's record, or nil before the first.
-	last *MirrorStateValue
+	last *Record
 	// bumpTo is the latest BumpLeaderEpoch asked for.
 	bumpTo rb.Epoch
 	// history is the latest events, for the failure message; at most
@@ -46,18 +45,16 @@ type mirrorWalk struct {
 	history []string
 	steps   int
 	// visited counts the steps that ended in each state.
-	visited [mirrorStateCount]int
+	visited [NumStates]int
 }
 
 const mirrorWalkHistory = 12
-
-var mirrorWalkKey = MirrorStateKey{Mirror: "walk", TopicID: netio.TopicID{1, 2, 3}, Partition: 7}
 
 func newMirrorWalk(t *testing.T, seed uint64) *mirrorWalk {
 	r := rand.New(rand.NewPCG(seed, 0))
 	policy := RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: 5 * time.Second, MaxAttempts: int32(r.IntN(6))}
 	w := &mirrorWalk{t: t, seed: seed, rand: r, policy: policy, now: testNow}
-	w.p = NewPartitionMirror(rb.Epoch(r.IntN(5)), policy, rand.New(rand.NewPCG(seed, 1)))
+	w.p = New(rb.Epoch(r.IntN(5)), policy, rand.New(rand.NewPCG(seed, 1)))
 	return w
 }
 
@@ -71,8 +68,8 @@ func (w *mirrorWalk) run(steps int) {
 		w.step(w.randomEvent())
 	}
 	for state, n := range w.visited {
-		if n == 0 && MirrorState(state) != MirrorUnknown {
-			w.fatalf("the walk never reached %v: %v", MirrorState(state), w.visited)
+		if n == 0 && State(state) != Unknown {
+			w.fatalf("the walk never reached %v: %v", State(state), w.visited)
 		}
 	}
 }
@@ -84,7 +81,7 @@ func (w *mirrorWalk) fatalf(format string, args ...any) {
 }
 
 // stepOn steps p, turning a panic into a test failure.
-func (w *mirrorWalk) stepOn(p *PartitionMirror, event Event) (actions []Action) {
+func (w *mirrorWalk) stepOn(p *Machine, event Event) (actions []Action) {
 	w.t.Helper()
 	defer func() {
 		if r := recover(); r != nil {
@@ -110,7 +107,7 @@ func (w *mirrorWalk) step(event Event) []Action {
 	return actions
 }
 
-func (w *mirrorWalk) check(event Event, before MirrorStateValue, accepted bool, actions []Action) {
+func (w *mirrorWalk) check(event Event, before Record, accepted bool, actions []Action) {
 	w.t.Helper()
 	p, after := w.p, w.p.Record()
 	if !accepted && (len(actions) != 0 || after != before) {
@@ -126,7 +123,7 @@ func (w *mirrorWalk) check(event Event, before MirrorStateValue, accepted bool, 
 	if persisted {
 		w.checkPersist(actions[0].(Persist))
 	}
-	if after.State != MirrorUnknown && (w.last == nil || *w.last != after) {
+	if after.State != Unknown && (w.last == nil || *w.last != after) {
 		w.fatalf("the machine is not what was persisted last: %v", w.last)
 	}
 	if accepted && mirrorSuccessEvent(event) && (after.RetryCount != 0 || after.Error != "") {
@@ -135,7 +132,7 @@ func (w *mirrorWalk) check(event Event, before MirrorStateValue, accepted bool, 
 	if after.RetryCount > w.policy.MaxAttempts {
 		w.fatalf("retry count %d above %d", after.RetryCount, w.policy.MaxAttempts)
 	}
-	if after.State == MirrorStopped && before.State != MirrorStopped &&
+	if after.State == Stopped && before.State != Stopped &&
 		(p.leaderEpoch <= p.sourceLeaderEpoch || p.leaderEpoch <= p.lastMirrorEpoch || p.lastMirrorOffset < 0) {
 		w.fatalf("stopped without bumping the leader epoch above the source and the last mirror epoch")
 	}
@@ -149,10 +146,8 @@ func (w *mirrorWalk) checkPersist(a Persist) {
 	if a.Record != w.p.Record() {
 		w.fatalf("persisted %v, the machine is %v", a.Record, w.p.Record())
 	}
-	key, value := EncodeMirrorStateRecord(mirrorWalkKey, a.Record)
-	gotKey, gotValue, err := DecodeMirrorStateRecord(key, value)
-	if err != nil || gotKey != mirrorWalkKey || gotValue != a.Record {
-		w.fatalf("record round trip: %v %v %v", gotKey, gotValue, err)
+	if err := a.Record.Validate(); err != nil {
+		w.fatalf("persisted a record the __mirror_state codec refuses: %v", err)
 	}
 	record := a.Record
 	w.last = &record
@@ -167,13 +162,13 @@ func (w *mirrorWalk) checkAction(a Action) {
 	case Persist:
 		ok = false // only first
 	case StartAlignment:
-		ok = p.state == MirrorLogAlignment
+		ok = p.state == LogAlignment
 	case StartFetching:
-		ok = p.state == MirrorMirroring
+		ok = p.state == Mirroring
 	case Truncate:
-		ok = p.state == MirrorULERecovery && a.Offset == p.truncateTo
+		ok = p.state == ULERecovery && a.Offset == p.truncateTo
 	case BumpLeaderEpoch:
-		ok = p.state == MirrorEpochFencing && a.To == p.sourceLeaderEpoch+mirrorEpochLead ||
+		ok = p.state == EpochFencing && a.To == p.sourceLeaderEpoch+epochLead ||
 			p.stopStep == StopBumpLeaderEpoch && a.To > p.leaderEpoch
 		w.bumpTo = a.To
 	case WriteAbortMarkers:
@@ -181,7 +176,7 @@ func (w *mirrorWalk) checkAction(a Action) {
 	case WriteMirrorPIDReset:
 		ok = p.stopStep == StopResetProducers
 	case ScheduleRetry:
-		ok = p.state == MirrorFailed && p.retryable && a.At.Equal(p.nextRetryAt)
+		ok = p.state == Failed && p.retryable && a.At.Equal(p.nextRetryAt)
 	}
 	if !ok {
 		w.fatalf("action %v in %v", a, p.Record())
@@ -203,7 +198,7 @@ func (w *mirrorWalk) crash() {
 	w.t.Helper()
 	seed := w.rand.Uint64()
 	w.p.jitter = rand.New(rand.NewPCG(seed, 2))
-	twin := RestorePartitionMirror(*w.last, w.policy, rand.New(rand.NewPCG(seed, 2)))
+	twin := Restore(*w.last, w.policy, rand.New(rand.NewPCG(seed, 2)))
 	w.history = append(w.history, "-- crash --")
 	event := Event(Restarted{Desired: w.p.desired})
 	for range 20 {
