@@ -42,7 +42,7 @@
 // (mirror_statelog.go), an internal log replayed at open, whose unreadable
 // batches are quarantined rather than stopping the node.
 //
-// Not built yet: the pure per-partition state machine (mirror_state*.go)
+// Not built yet: the pure per-partition state machine (engine/mirrorstate)
 // is tested on its own but does not drive the fetchers (the live states
 // are strings in mirrorPartition); consumer group offset sync; topic
 // config and ACL sync; ULE_RECOVERY.
