@@ -73,8 +73,9 @@ func (f *fetcher) run(ctx context.Context) {
 	for ctx.Err() == nil {
 		select {
 		case set := <-f.assign:
+			// Every metadata refresh hands the set over again; selectReady
+			// starts a new full session only when it changed.
 			f.partitions = set
-			f.session = fetchSession{} // a new set: a new full session
 		default:
 		}
 		if wait, idle := f.selectReady(time.Now()); idle {
@@ -86,7 +87,7 @@ func (f *fetcher) run(ctx context.Context) {
 				timer.Stop()
 				return
 			case set := <-f.assign:
-				f.partitions, f.session = set, fetchSession{}
+				f.partitions = set
 			case <-timer.C:
 			}
 			timer.Stop()
