@@ -28,8 +28,8 @@ var diffTopicID = [16]byte{0xd1, 0xff}
 // honouredTopicConfigs are the topic configs mirrord honours and lists in
 // CreateTopics answers (engine/topic_configs.go).
 var honouredTopicConfigs = []string{"cleanup.policy", "compression.type", "flush.messages", "flush.ms",
-	"index.interval.bytes", "message.timestamp.type", "retention.bytes", "retention.ms", "segment.bytes",
-	"segment.index.bytes", "segment.ms"}
+	"index.interval.bytes", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
+	"message.timestamp.type", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.ms"}
 
 // normaliseResponse makes the fields that legitimately differ equal.
 func normaliseResponse(resp kmsg.Response) {

@@ -281,7 +281,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	t := &topic{name: name, id: rb.NewTopicID(), limits: limits}
 	if validateOnly {
 		info := t.info()
-		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, configs)
+		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, limits, configs)
 		return info, nil
 	}
 	if err := n.addPartitions(t, partitions, cfg); err != nil {
@@ -290,7 +290,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	n.topics[name], n.byID[t.id] = t, t
 	n.log.Info("created topic", "topic", name, "id", t.id.String(), "partitions", partitions)
 	info := t.info()
-	info.Configs = topicConfigEntries(cfg, configs)
+	info.Configs = topicConfigEntries(cfg, limits, configs)
 	return info, nil
 }
 

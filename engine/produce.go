@@ -163,7 +163,7 @@ const invalidTimestampMessage = "One or more records have been rejected due to i
 // errors carry the log start offset, as Kafka's do.
 func (p *partition) validateRecords(b rb.Batch) error {
 	refused := func(err error) error {
-		return &netio.RecordsError{Err: err, LogStartOffset: int64(p.log.LogStartOffset())}
+		return &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
 	}
 	count := b.RecordCount()
 	switch {
@@ -191,7 +191,7 @@ func (p *partition) validateRecords(b rb.Batch) error {
 	case len(timestamps) > 0:
 		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: engine: %s: %d records with timestamps out of range, the first: %s",
 			kerr.InvalidTimestamp, p.tp, len(timestamps), timestamps[0].Message),
-			LogStartOffset: int64(p.log.LogStartOffset()), Message: invalidTimestampMessage}
+			LogStartOffset: p.log.LogStartOffset(), Message: invalidTimestampMessage}
 		for _, t := range timestamps {
 			rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: t.Index, Message: t.Message})
 		}

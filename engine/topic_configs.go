@@ -10,13 +10,13 @@ import (
 )
 
 // topicConfigEntries lists the effective value of every topic config
-// this node honours (the ones topicConfig applies, plus the policies it
-// allows only one value of), sorted by name: the value cfg holds, from
-// the topic when set names it, else the node's default. Configs accepted
-// but not honoured (min.insync.replicas, max.message.bytes,
-// unclean.leader.election.enable) are not listed: their value would claim
-// a behaviour this node does not have.
-func topicConfigEntries(cfg logstore.Config, set map[string]string) []netio.TopicConfig {
+// this node honours (the ones topicConfig applies to the log, the Produce
+// limits, plus the policies it allows only one value of), sorted by name:
+// the value cfg or limits holds, from the topic when set names it, else
+// the node's default. Configs accepted but not honoured
+// (min.insync.replicas, unclean.leader.election.enable) are not listed:
+// their value would claim a behaviour this node does not have.
+func topicConfigEntries(cfg logstore.Config, limits produceLimits, set map[string]string) []netio.TopicConfig {
 	unlimited := strconv.FormatInt(math.MaxInt64, 10)
 	millisOr := func(d time.Duration, zero string) string {
 		if d == 0 {
@@ -41,6 +41,9 @@ func topicConfigEntries(cfg logstore.Config, set map[string]string) []netio.Topi
 		{Name: "flush.messages", Value: flushMessages},
 		{Name: "flush.ms", Value: flushMillis},
 		{Name: "index.interval.bytes", Value: strconv.FormatInt(cfg.IndexIntervalBytes, 10)},
+		{Name: "max.message.bytes", Value: strconv.FormatInt(limits.maxMessageBytes, 10)},
+		{Name: "message.timestamp.after.max.ms", Value: strconv.FormatInt(limits.timestampAfterMax, 10)},
+		{Name: "message.timestamp.before.max.ms", Value: strconv.FormatInt(limits.timestampBeforeMax, 10)},
 		{Name: "message.timestamp.type", Value: "CreateTime"},
 		{Name: "retention.bytes", Value: retentionBytes},
 		{Name: "retention.ms", Value: millisOr(cfg.RetentionAge, "-1")},

@@ -46,7 +46,7 @@ import (
 // index in the batch and why.
 type RecordsError struct {
 	Err            error // wraps the kerr error
-	LogStartOffset int64
+	LogStartOffset rb.Offset
 	Records        []RecordError
 	// Message is the partition's ErrorMessage when Kafka has words for
 	// it; "" means Err's text.
@@ -119,7 +119,7 @@ func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err err
 	}
 	var refused *RecordsError
 	if errors.As(err, &refused) {
-		sp.LogStartOffset = refused.LogStartOffset
+		sp.LogStartOffset = int64(refused.LogStartOffset)
 		for _, r := range refused.Records {
 			record := kmsg.NewProduceResponseTopicPartitionErrorRecord()
 			record.RelativeOffset = r.BatchIndex

@@ -1,7 +1,9 @@
 package records_test
 
 import (
+	"math"
 	"testing"
+	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
@@ -69,6 +71,17 @@ func TestValidateAllocs(t *testing.T) {
 		})
 		if allocs != 0 {
 			t.Errorf("%s: %.1f allocations per Validate, want 0", names[i], allocs)
+		}
+		// Produce's path: with timestamps checked, a valid batch allocates
+		// nothing either.
+		check := records.TimestampCheck{Now: time.Now().UnixMilli(), BeforeMax: math.MaxInt64, AfterMax: math.MaxInt64}
+		allocs = testing.AllocsPerRun(20, func() {
+			if refused, err := records.ValidateProduce(batch, 0, &check, nil); err != nil || len(refused) > 0 {
+				t.Fatalf("%s: %v %v", names[i], refused, err)
+			}
+		})
+		if allocs != 0 {
+			t.Errorf("%s: %.1f allocations per ValidateProduce, want 0", names[i], allocs)
 		}
 	}
 	control := controlBatch(controlKey(0, 1), 1)
