@@ -54,7 +54,7 @@ func (m *mirror) probeSource(ctx context.Context) error {
 		backoff *= 2
 	}
 	if err != nil {
-		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %s", kerr.InvalidConfig, m.name, bootstrap, m.diagnoseSource(err))
+		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %s", kerr.InvalidConfig, m.name, bootstrap, m.diagnoseSource(ctx, err))
 	}
 	// Mirroring keys topics by ID and truncates on DivergingEpoch: the
 	// source must answer Metadata v10+ (topic IDs, Kafka 2.8) and, for
@@ -69,10 +69,12 @@ func (m *mirror) probeSource(ctx context.Context) error {
 // the first bootstrap server itself and, for SSL and SASL_SSL, shakes
 // hands, so that a refused connection, a timeout, a name that does not
 // resolve and a TLS failure are named as such (the client's own error is
-// often only its deadline).
-func (m *mirror) diagnoseSource(clientErr error) string {
+// often only its deadline). It runs after the probe's own deadline may
+// have passed, so it keeps ctx's values but not its deadline, and takes
+// at most sourceDiagnoseWait.
+func (m *mirror) diagnoseSource(ctx context.Context, clientErr error) string {
 	address := m.config.BootstrapServers[0]
-	ctx, cancel := context.WithTimeout(context.Background(), sourceDiagnoseWait)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), sourceDiagnoseWait)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", address)
 	if err != nil {
