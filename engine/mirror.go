@@ -21,12 +21,14 @@ import (
 )
 
 // mirror copies the topics it selects from one source cluster. One
-// controller goroutine refreshes the source's metadata (every
+// controller goroutine, the owner of the partitions' state machines
+// (mirror_owner.go), refreshes the source's metadata (every
 // mirror.metadata.refresh.interval.ms, or sooner when a fetcher asks),
 // creates the local topics with the source's topic IDs and partition
-// counts, and hands each source broker's fetcher the partitions it leads.
-// The mirror owns the controller and the fetchers and waits for them in
-// stop.
+// counts, steps the machines and performs their actions, and hands each
+// source broker's fetcher the partitions it leads that their machines
+// want fetched. The mirror owns the controller and the fetchers and waits
+// for them in stop.
 type mirror struct {
 	node    *Node
 	name    string
@@ -37,26 +39,35 @@ type mirror struct {
 	metrics *mirrorMetrics
 	health  sourceHealth // the source's reachability (mirror_source.go)
 
-	refresh chan struct{} // capacity 1: a pending refresh request
-	cancel  context.CancelFunc
-	done    chan struct{}
+	refresh  chan struct{} // capacity 1: a pending refresh request
+	inbox    *inbox        // events for the owner
+	requests chan ownerRequest
+	cancel   context.CancelFunc
+	done     chan struct{}
 
-	// aligning serializes log alignment (run without mu, since it asks the
-	// source) with stops. Lock order: the node's mirrorsMu, aligning, mu.
-	aligning sync.Mutex
+	// The owner's own fields (its goroutine alone uses them, but
+	// fetchers, which it changes under mu).
+	fetchers        map[int32]*fetcherRun
+	fetchedLeaders  map[*mirrorPartition]int32 // the source leader of each partition, as the metadata said
+	fetchSetChanged bool                       // a machine started or stopped fetching
+	nextRetry       time.Time                  // the earliest ScheduleRetry or halt retry; zero: none
+	halted          error                      // a Persist failed: nothing runs until reload
+	haltCount       int32                      // halts in a row, for the backoff
 
-	mu         sync.Mutex
-	include    []*regexp.Regexp                             // start patterns
-	exclude    []*regexp.Regexp                             // start exclusions
-	names      map[string]bool                              // topics started by name
-	paused     map[string]bool                              // topics whose desired state is PAUSED
-	stopped    map[string]bool                              // topics whose desired state is STOPPED (failed over)
-	partitions map[logstore.TopicPartition]*mirrorPartition // bounded by the source's partitions
-	// stoppedPartitions are the partitions of stopped topics, STOPPING or
-	// STOPPED: no fetcher holds them (bounded as partitions).
-	stoppedPartitions map[logstore.TopicPartition]*mirrorPartition
-	fetchers          map[int32]*fetcherRun
-	sourceClusterID   string
+	// adminMu serializes the admin calls that change the selection.
+	adminMu sync.Mutex
+
+	mu      sync.Mutex
+	include []*regexp.Regexp // start patterns
+	exclude []*regexp.Regexp // start exclusions
+	names   map[string]bool  // topics started by name
+	paused  map[string]bool  // topics whose desired state is PAUSED
+	stopped map[string]bool  // topics whose desired state is STOPPED (failed over)
+	// partitions are every partition the mirror has a machine for, in any
+	// state, STOPPED included; only the owner adds to it (bounded by the
+	// source's partitions).
+	partitions      map[logstore.TopicPartition]*mirrorPartition
+	sourceClusterID string
 }
 
 type fetcherRun struct {
@@ -65,8 +76,8 @@ type fetcherRun struct {
 	done    chan struct{}
 }
 
-// mirrorPartition is one mirrored partition: the local partition and what
-// the source says of it.
+// mirrorPartition is one mirrored partition: the local partition, what
+// the source says of it, and its state machine.
 type mirrorPartition struct {
 	topic     string
 	topicID   [16]byte
@@ -78,182 +89,71 @@ type mirrorPartition struct {
 	sourceHighWatermark atomic.Int64
 	metrics             partitionMetrics
 
-	retry mirrorstate.RetryPolicy // the mirror's, for failures
-
-	// states persists every state change under (mirror, topicID,
-	// partition); nil in tests that build partitions by hand.
-	states *stateLog
 	mirror string
-	log    *slog.Logger
 
-	mu         sync.Mutex
-	state      string
-	err        string
-	failures   int16                  // retries so far; -1: waits for RecoverMirroring
-	retryAt    time.Time              // when a FAILED partition is fetched again
-	stateEpoch mirrorstate.StateEpoch // of the last persisted state
-	// aligned: failback's log alignment ran (or this mirror's record
-	// shows it fetched before); until then the fetchers skip it.
-	aligned bool
-	// lastMirrorEpoch and lastMirrorOffset: the stop's last mirror
-	// epoch, once STOPPED (rb.NoEpoch and -1 before).
-	lastMirrorEpoch  rb.Epoch
-	lastMirrorOffset rb.Offset
-}
+	// machine is the partition's state (the owner's alone); restored: it
+	// was made from a record and awaits Restarted.
+	machine  *mirrorstate.Machine
+	restored bool
 
-// mirrored runs after every mirrored append: it persists a change only,
-// back to MIRRORING after a failure.
-func (mp *mirrorPartition) mirrored(_ logstore.AppendInfo) {
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	if mp.state == "MIRRORING" && mp.err == "" && mp.failures == 0 {
-		return
-	}
-	previous := mp.state
-	mp.state, mp.err, mp.failures = "MIRRORING", "", 0
-	mp.persistLocked(previous, 0)
-}
+	// The fetch gate. fetching: a machine's StartFetching let the
+	// fetcher take the partition. The fetcher holds gate while it applies
+	// an answer and drops the answer if fetching is off, so when
+	// stopFetching returns nothing of a fetch runs or writes any more.
+	gate     sync.Mutex
+	fetching atomic.Bool
+	// fetcher is the fetcher whose requests hold the partition (nil:
+	// none); a fetcher given the partition waits until the one before lets
+	// go, so two never fetch it at once.
+	fetcher atomic.Pointer[fetcher]
+	// reported is the highest source leader epoch posted to the owner
+	// from fetched batches; reportSuccess: post FetchSucceeded after the
+	// next good answer (the machine counts retries).
+	reported      atomic.Int32
+	reportSuccess atomic.Bool
 
-// recover clears a failure (RecoverMirroring) and persists MIRRORING, or,
-// for a partition not aligned yet, lets alignment run again.
-func (mp *mirrorPartition) recover() {
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	if !mp.aligned { // alignment runs again (it persists MIRRORING when done)
-		mp.state, mp.err, mp.failures = "LOG_ALIGNMENT", "", 0
-		return
-	}
-	previous := mp.state
-	changed := mp.state != "MIRRORING" || mp.err != "" || mp.failures != 0
-	mp.state, mp.err, mp.failures = "MIRRORING", "", 0
-	if changed {
-		mp.persistLocked(previous, 0)
-	}
+	mu     sync.Mutex
+	view   mirrorstate.Record // the machine's record, as last published
+	halted string             // the mirror's halt, shown as the error
 }
 
 func (mp *mirrorPartition) stateKey() MirrorStateKey {
 	return MirrorStateKey{Mirror: mp.mirror, TopicID: mp.topicID, Partition: mp.partition}
 }
 
-// persistLocked writes the partition's state to __mirror_state with the
-// next state epoch (mp.mu held). attempts is the retry count of a
-// partition that now waits for recover. A refused or failed write is
-// logged: the partition goes on with its state in memory.
-func (mp *mirrorPartition) persistLocked(previous string, attempts int32) {
-	if mp.states == nil {
-		return
-	}
-	v := mp.stateValueLocked(previous, attempts)
-	if err := mp.states.put(mp.stateKey(), v); err != nil {
-		if mp.log != nil {
-			mp.log.Warn("cannot persist the partition state", "topic", mp.topic, "partition", mp.partition, "state", mp.state, "error", err)
-		}
-		return
-	}
-	mp.stateEpoch = v.StateEpoch
-}
-
-// stateValueLocked is the record of the partition's state under the next
-// state epoch (mp.mu held).
-func (mp *mirrorPartition) stateValueLocked(previous string, attempts int32) mirrorstate.Record {
-	v := mirrorstate.Record{State: mirrorstate.Mirroring, Previous: mirrorstate.Unknown, StateEpoch: mp.stateEpoch + 1,
-		SourceLeaderEpoch: rb.NoEpoch, NextRetryAtMillis: -1, LastMirrorEpoch: rb.NoEpoch, LastMirrorOffset: -1, TruncateTo: -1}
-	if mp.local != nil {
-		v.LeaderEpoch = max(mp.local.LeaderEpoch(), 0)
-	}
-	if previous == "FAILED" {
-		v.Previous = mirrorstate.Failed
-	}
-	if mp.state == "FAILED" {
-		v.State, v.Previous, v.Error = mirrorstate.Failed, mirrorstate.Mirroring, mp.err
-		if len(v.Error) > mirrorstate.ErrorTextMax {
-			v.Error = v.Error[:mirrorstate.ErrorTextMax]
-		}
-		if v.Error == "" {
-			v.Error = "unknown error"
-		}
-		v.RetryCount = attempts
-		if mp.failures >= 0 {
-			v.RetryCount, v.Retryable, v.NextRetryAtMillis = int32(mp.failures), true, max(mp.retryAt.UnixMilli(), 0)
-		}
-	}
-	return v
-}
-
-// restore sets the partition's state from its __mirror_state record
-// (before the partition is shared).
-func (mp *mirrorPartition) restore(v mirrorstate.Record) {
-	mp.stateEpoch = v.StateEpoch
-	// A partition this mirror fetched before (any record but STOPPED:
-	// MIRRORING, FAILED) needs no alignment; a stopped one started again
-	// does (failback).
-	mp.aligned = v.State != mirrorstate.Stopped && v.State != mirrorstate.Stopping
-	if v.State != mirrorstate.Failed {
-		return // pause is the mirror's
-	}
-	mp.state, mp.err, mp.failures = "FAILED", v.Error, -1
-	if v.Retryable {
-		mp.failures = int16(min(v.RetryCount, 1<<15-1))
-		mp.retryAt = time.UnixMilli(v.NextRetryAtMillis)
-	}
-}
-
-// fail records a partition failure; the fetcher retries on its next round
-// (retryable) or the partition waits for recover.
-func (mp *mirrorPartition) fail(err error, retryable bool) {
+// status is the partition's state as last published: its record, and
+// the error to show (the mirror's halt wins).
+func (mp *mirrorPartition) status() (mirrorstate.Record, string) {
 	mp.mu.Lock()
 	defer mp.mu.Unlock()
-	previous := mp.state
-	mp.state, mp.err = "FAILED", err.Error()
-	if !retryable || mp.failures < 0 || int32(mp.failures) >= mp.retry.MaxAttempts {
-		attempts := int32(max(mp.failures, 0))
-		mp.failures = -1 // waits for RecoverMirroring
-		mp.persistLocked(previous, attempts)
-		return
+	if mp.halted != "" {
+		return mp.view, mp.halted
 	}
-	defer mp.persistLocked(previous, 0)
-	mp.failures++
-	// Jitter, so partitions that failed together do not retry together.
-	mp.retryAt = time.Now().Add(mp.retry.Backoff(int32(mp.failures), processJitter{}))
+	return mp.view, mp.view.Error
 }
 
-// failOnce fails the partition non-retryably unless it already waits
-// for recover (the first cause is kept).
-func (mp *mirrorPartition) failOnce(err error) {
-	mp.mu.Lock()
-	waiting := mp.state == "FAILED" && mp.failures < 0
-	mp.mu.Unlock()
-	if !waiting {
-		mp.fail(err, false)
+// retryCount is the wire's retry count: the retries so far, or -1 for a
+// FAILED partition that waits for --recover.
+func retryCount(v mirrorstate.Record) int16 {
+	if v.State == mirrorstate.Failed && !v.Retryable {
+		return -1
 	}
+	return int16(min(v.RetryCount, 1<<15-1))
 }
 
-// ready reports whether the partition may be fetched now, and if not,
-// when it may (zero: not until it is recovered).
-func (mp *mirrorPartition) ready(now time.Time) (bool, time.Time) {
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	switch {
-	case !mp.aligned:
-		return false, time.Time{} // the controller aligns it first
-	case mp.state != "FAILED":
-		return true, time.Time{}
-	case mp.failures < 0:
-		return false, time.Time{}
-	}
-	return !now.Before(mp.retryAt), mp.retryAt
+// startFetching lets the fetcher take the partition (from its log end
+// offset); the next good answer reports FetchSucceeded.
+func (mp *mirrorPartition) startFetching() {
+	mp.reportSuccess.Store(true)
+	mp.fetching.Store(true)
 }
 
-func (mp *mirrorPartition) isAligned() bool {
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	return mp.aligned
-}
-
-func (mp *mirrorPartition) status() (string, string, int16) {
-	mp.mu.Lock()
-	defer mp.mu.Unlock()
-	return mp.state, mp.err, mp.failures
+// stopFetching takes the partition from its fetcher and returns once no
+// answer of it is being applied; it reports whether it was fetched.
+func (mp *mirrorPartition) stopFetching() bool {
+	mp.gate.Lock()
+	defer mp.gate.Unlock()
+	return mp.fetching.Swap(false)
 }
 
 func startMirror(n *Node, name string, props map[string]string) (*mirror, error) {
@@ -271,20 +171,29 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
 	m := &mirror{node: n, name: name, props: props, config: config, client: client,
-		log: n.log.With("mirror", name), metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1), done: make(chan struct{}),
+		log: n.log.With("mirror", name), metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1),
+		inbox: newInbox(), requests: make(chan ownerRequest), done: make(chan struct{}),
 		names: map[string]bool{}, paused: map[string]bool{}, stopped: map[string]bool{},
-		partitions: map[logstore.TopicPartition]*mirrorPartition{}, stoppedPartitions: map[logstore.TopicPartition]*mirrorPartition{},
-		fetchers: map[int32]*fetcherRun{}}
+		partitions: map[logstore.TopicPartition]*mirrorPartition{}, fetchers: map[int32]*fetcherRun{}}
+	return m, nil
+}
+
+// start restores the machines of the partitions __mirror_state holds
+// (so their states show at once) and starts the mirror's controller,
+// which restarts them first.
+func (m *mirror) start() {
+	restored := m.restorePartitions()
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel = cancel
-	go m.run(ctx)
-	return m, nil
+	go m.run(ctx, restored)
 }
 
 // stop ends the controller and every fetcher and closes the source client.
 func (m *mirror) stop() {
-	m.cancel()
-	<-m.done
+	if m.cancel != nil { // started
+		m.cancel()
+		<-m.done
+	}
 	m.client.Close()
 }
 
@@ -295,7 +204,10 @@ func (m *mirror) refreshSoon() {
 	}
 }
 
-func (m *mirror) run(ctx context.Context) {
+// run is the owner: it refreshes metadata, steps the machines with the
+// events of the inbox, the admin requests and the retry timer, and keeps
+// the fetchers in line with the machines.
+func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 	defer close(m.done)
 	defer m.stopFetchers()
 	prober := make(chan struct{})
@@ -304,30 +216,58 @@ func (m *mirror) run(ctx context.Context) {
 		m.probeHighWatermarks(ctx)
 	}()
 	defer func() { <-prober }()
-	timer := time.NewTimer(0)
-	defer timer.Stop()
+	m.step(ctx, restored)
+	metadata := time.NewTimer(0)
+	defer metadata.Stop()
+	retry := time.NewTimer(time.Hour)
+	defer retry.Stop()
 	var failures int32 // metadata refreshes failed in a row
 	for {
+		refresh := false
 		select {
 		case <-ctx.Done():
 			return
-		case <-timer.C:
+		case <-metadata.C:
+			refresh = true
 		case <-m.refresh:
+			refresh = true
+		case <-m.inbox.wake:
+		case req := <-m.requests:
+			req.run(ctx)
+			close(req.done)
+		case now := <-retry.C:
+			if m.halted != nil {
+				m.reload(ctx)
+			} else {
+				m.tick(ctx, now)
+			}
 		}
-		err := m.reconcile(ctx)
-		if ctx.Err() != nil {
-			return
+		if refresh && m.halted == nil {
+			err := m.reconcile(ctx)
+			if ctx.Err() != nil {
+				return
+			}
+			m.health.observe(metadataPath(), err)
+			if err != nil {
+				failures = min(failures+1, reconnectAttemptsMax)
+				backoff := reconnectBackoff.Backoff(failures, processJitter{})
+				m.log.Warn("mirror metadata refresh failed", "error", err, "backoff", backoff)
+				metadata.Reset(backoff)
+			} else {
+				failures = 0
+				metadata.Reset(m.config.MetadataRefreshInterval)
+			}
 		}
-		m.health.observe(metadataPath(), err)
-		if err != nil {
-			failures = min(failures+1, reconnectAttemptsMax)
-			backoff := reconnectBackoff.Backoff(failures, processJitter{})
-			m.log.Warn("mirror metadata refresh failed", "error", err, "backoff", backoff)
-			timer.Reset(backoff)
-			continue
+		if m.halted == nil {
+			m.step(ctx, m.inbox.take())
 		}
-		failures = 0
-		timer.Reset(m.config.MetadataRefreshInterval)
+		if m.fetchSetChanged {
+			m.fetchSetChanged = false
+			m.assignFetchers()
+		}
+		if !m.nextRetry.IsZero() {
+			retry.Reset(max(time.Until(m.nextRetry), 0))
+		}
 	}
 }
 
@@ -355,8 +295,9 @@ func (m *mirror) selects(topic string) bool {
 	return false
 }
 
-// reconcile reads the source's metadata and brings local topics,
-// partitions and fetchers in line with it.
+// reconcile reads the source's metadata, brings local topics and
+// partitions in line with it, and tells the machines what it learned:
+// new partitions, source leader epochs, source topics gone.
 func (m *mirror) reconcile(ctx context.Context) error {
 	req := kmsg.NewPtrMetadataRequest()
 	kresp, err := m.client.Request(ctx, req)
@@ -364,12 +305,12 @@ func (m *mirror) reconcile(ctx context.Context) error {
 		return err
 	}
 	resp := kresp.(*kmsg.MetadataResponse)
+	var events []partitionEvent
 	m.mu.Lock()
-	defer m.mu.Unlock()
 	if resp.ClusterID != nil {
 		m.sourceClusterID = *resp.ClusterID
 	}
-	byBroker := map[int32][]*mirrorPartition{}
+	leaders := map[*mirrorPartition]int32{}
 	present := map[string][16]byte{} // the source's topics and their IDs
 	for _, t := range resp.Topics {
 		if t.Topic != nil && t.ErrorCode == 0 {
@@ -385,10 +326,14 @@ func (m *mirror) reconcile(ctx context.Context) error {
 			m.log.Warn("cannot mirror topic: the source reports no topic ID (Kafka 3.1 or later is needed)", "topic", *t.Topic)
 			continue
 		}
-		if err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions))); err != nil {
+		added, err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions)))
+		if err != nil {
 			m.log.Warn("cannot mirror topic", "topic", *t.Topic, "error", err)
-			m.failTopic(*t.Topic, err)
+			events = append(events, m.failTopic(*t.Topic, err)...)
 			continue
+		}
+		for _, mp := range added {
+			events = append(events, partitionEvent{mp, nil}) // its first event, below
 		}
 		for _, p := range t.Partitions {
 			mp := m.partitions[logstore.TopicPartition{Topic: *t.Topic, Partition: p.Partition}]
@@ -397,144 +342,145 @@ func (m *mirror) reconcile(ctx context.Context) error {
 			}
 			mp.sourceLeader.Store(p.Leader)
 			mp.sourceLeaderEpoch.Store(p.LeaderEpoch)
-			if mp.local.keepEpochAhead(p.LeaderEpoch) {
-				mp.local.wake()
-			}
-			if !m.paused[*t.Topic] {
-				byBroker[p.Leader] = append(byBroker[p.Leader], mp)
+			leaders[mp] = p.Leader
+			if p.LeaderEpoch >= 0 {
+				events = append(events, partitionEvent{mp, mirrorstate.SourceEpochChanged{Epoch: rb.Epoch(p.LeaderEpoch)}})
 			}
 		}
 	}
-	m.checkSourceTopics(present)
-	var unaligned []*mirrorPartition
-	for _, set := range byBroker {
-		for _, mp := range set {
-			if !mp.isAligned() {
-				unaligned = append(unaligned, mp)
-			}
+	events = append(events, m.checkSourceTopics(present)...)
+	m.mu.Unlock()
+	for i, e := range events {
+		if e.event == nil {
+			events[i].event = m.firstEvent(e.mp)
 		}
 	}
-	if len(unaligned) > 0 {
-		// Alignment asks the source, which may at that moment be asking
-		// this node (two mirrors started towards each other): m.mu is not
-		// held across the request, so this node's answers never wait on
-		// it. The fetchers then take only the partitions still mirrored.
-		sourceClusterID := m.sourceClusterID
-		m.mu.Unlock()
-		m.aligning.Lock()
-		m.alignPartitions(ctx, unaligned, sourceClusterID)
-		m.aligning.Unlock()
-		m.mu.Lock()
-		byBroker = m.stillMirrored(byBroker)
+	if !samePartitionLeaders(leaders, m.fetchedLeaders) {
+		m.fetchedLeaders, m.fetchSetChanged = leaders, true
 	}
-	m.assignFetchers(byBroker)
+	m.step(ctx, events)
 	return nil
 }
 
-// stillMirrored drops from byBroker the partitions no longer in
-// m.partitions (stopped while m.mu was released; m.mu held).
-func (m *mirror) stillMirrored(byBroker map[int32][]*mirrorPartition) map[int32][]*mirrorPartition {
-	out := make(map[int32][]*mirrorPartition, len(byBroker))
-	for broker, set := range byBroker {
-		for _, mp := range set {
-			if m.partitions[logstore.TopicPartition{Topic: mp.topic, Partition: mp.partition}] == mp {
-				out[broker] = append(out[broker], mp)
-			}
-		}
-	}
-	return out
-}
-
-// checkSourceTopics fails, waiting for recover, the partitions whose
-// source topic is gone or was recreated under another topic ID: mirroring
-// a different topic into the same log would mix two histories (m.mu held).
-func (m *mirror) checkSourceTopics(present map[string][16]byte) {
+// checkSourceTopics fails, waiting for recover, the mirrored partitions
+// whose source topic is gone or was recreated under another topic ID:
+// mirroring a different topic into the same log would mix two histories
+// (m.mu held).
+func (m *mirror) checkSourceTopics(present map[string][16]byte) []partitionEvent {
+	var events []partitionEvent
 	for tp, mp := range m.partitions {
+		if m.stopped[tp.Topic] {
+			continue
+		}
 		switch id, ok := present[tp.Topic]; {
 		case !ok:
-			mp.failOnce(fmt.Errorf("the source topic %s was deleted", tp.Topic))
+			events = append(events, failEvent(mp, fmt.Errorf("the source topic %s was deleted", tp.Topic)))
 		case id != mp.topicID:
-			mp.failOnce(fmt.Errorf("the source topic %s was recreated with another topic ID", tp.Topic))
+			events = append(events, failEvent(mp, fmt.Errorf("the source topic %s was recreated with another topic ID", tp.Topic)))
 		}
 	}
+	return events
 }
 
-// failTopic fails the mirrored partitions of topic, waiting for recover.
-func (m *mirror) failTopic(topic string, err error) {
+// failTopic fails the mirrored partitions of topic, waiting for recover
+// (m.mu held).
+func (m *mirror) failTopic(topic string, err error) []partitionEvent {
+	var events []partitionEvent
 	for tp, mp := range m.partitions {
 		if tp.Topic == topic {
-			mp.failOnce(err)
+			events = append(events, failEvent(mp, err))
 		}
 	}
+	return events
+}
+
+// failEvent fails a MIRRORING partition for good: it waits for --recover
+// (a machine in another state ignores it).
+func failEvent(mp *mirrorPartition, err error) partitionEvent {
+	return partitionEvent{mp, mirrorstate.FetchFailed{Err: err, Retryable: false, Now: time.Now()}}
 }
 
 // ensureTopic creates the local mirror topic (source topic ID, partition
-// count) or grows it, and registers its partitions (m.mu held).
-func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, partitions int32) error {
+// count) or grows it, and registers its partitions, returning those new
+// to the mirror (m.mu held).
+func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, partitions int32) ([]*mirrorPartition, error) {
 	local, err := m.node.ensureMirrorTopic(ctx, name, netio.TopicID(id), partitions)
 	if err != nil {
-		return err
+		return nil, err
 	}
+	var added []*mirrorPartition
 	for i, p := range local {
 		tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
 		if m.partitions[tp] == nil {
-			m.partitions[tp] = m.newPartition(name, id, int32(i), p)
+			mp := m.newPartition(name, id, int32(i), p)
+			m.partitions[tp] = mp
+			added = append(added, mp)
 		}
 	}
-	return nil
+	return added, nil
 }
 
-// newPartition makes a mirrored partition, in the state __mirror_state
-// holds for it if any (a FAILED partition stays FAILED across a restart).
+// newPartition makes a mirrored partition with its machine, restored from
+// the record __mirror_state holds for it if any (a FAILED partition stays
+// FAILED across a restart, a stop resumes at its step).
 func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
 	p.setMirroredBy(m.name)
-	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, state: "LOG_ALIGNMENT", retry: m.config.Retry,
-		states: m.node.states, mirror: m.name, log: m.log, lastMirrorEpoch: rb.NoEpoch, lastMirrorOffset: -1}
-	if v, ok := m.node.states.get(mp.stateKey()); ok {
-		mp.restore(v)
-	}
-	if mp.aligned && mp.state == "LOG_ALIGNMENT" {
-		mp.state = "MIRRORING"
-	}
+	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, mirror: m.name}
+	mp.reported.Store(-1)
 	mp.sourceHighWatermark.Store(-1)
 	mp.sourceLeader.Store(-1) // until the source's metadata names one
+	mp.sourceLeaderEpoch.Store(-1)
 	mp.metrics.joined = time.Now()
+	m.newMachine(mp)
 	return mp
 }
 
-// restorePartitions registers, at load, the selected local partitions
-// that __mirror_state holds a state for, so their state (FAILED waiting
-// for recover, say) shows before the first metadata refresh (m.mu held).
-func (m *mirror) restorePartitions() {
-	type local struct {
-		name       string
-		id         [16]byte
-		partitions []*partition
-	}
-	var locals []local
-	m.node.mu.RLock()
-	for name, t := range m.node.topics {
-		if !t.internal && m.selects(name) {
-			locals = append(locals, local{name, t.id, append([]*partition(nil), t.partitions...)})
+// restorePartitions gives a machine, at start, to every local partition
+// __mirror_state holds a record of this mirror for, selected or stopped,
+// and returns the events that restart them: its state (FAILED waiting
+// for recover, say) shows before the first metadata refresh, and a stop
+// a crash interrupted resumes at its step.
+func (m *mirror) restorePartitions() []partitionEvent {
+	var events []partitionEvent
+	m.mu.Lock()
+	for _, l := range m.node.topicsSnapshot() {
+		if !m.selects(l.name) && !m.stopped[l.name] {
+			continue
 		}
-	}
-	m.node.mu.RUnlock()
-	for _, l := range locals {
 		for i, p := range l.partitions {
 			tp := logstore.TopicPartition{Topic: l.name, Partition: int32(i)}
 			if m.partitions[tp] != nil {
 				continue
 			}
 			if _, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: l.id, Partition: int32(i)}); ok {
-				m.partitions[tp] = m.newPartition(l.name, l.id, int32(i), p)
+				mp := m.newPartition(l.name, l.id, int32(i), p)
+				m.partitions[tp] = mp
+				events = append(events, partitionEvent{mp, nil})
 			}
 		}
 	}
+	m.mu.Unlock()
+	for i := range events {
+		events[i].event = m.firstEvent(events[i].mp)
+	}
+	if len(events) > 0 {
+		m.log.Info("restored mirror partition states", "partitions", len(events))
+	}
+	return events
 }
 
 // assignFetchers starts, updates and stops fetchers so each source broker
-// fetches exactly the partitions it leads (m.mu held).
-func (m *mirror) assignFetchers(byBroker map[int32][]*mirrorPartition) {
+// fetches exactly the partitions it leads whose machines fetch (the
+// owner's; m.mu guards the fetchers for readers).
+func (m *mirror) assignFetchers() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	byBroker := map[int32][]*mirrorPartition{}
+	for mp, leader := range m.fetchedLeaders {
+		if mp.fetching.Load() {
+			byBroker[leader] = append(byBroker[leader], mp)
+		}
+	}
 	for broker, run := range m.fetchers {
 		if _, ok := byBroker[broker]; !ok {
 			run.cancel()
@@ -543,12 +489,7 @@ func (m *mirror) assignFetchers(byBroker map[int32][]*mirrorPartition) {
 		}
 	}
 	for broker, set := range byBroker {
-		sort.Slice(set, func(i, j int) bool {
-			if set[i].topic != set[j].topic {
-				return set[i].topic < set[j].topic
-			}
-			return set[i].partition < set[j].partition
-		})
+		sort.Slice(set, func(i, j int) bool { return set[i].less(set[j]) })
 		run := m.fetchers[broker]
 		if run == nil {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -563,6 +504,24 @@ func (m *mirror) assignFetchers(byBroker map[int32][]*mirrorPartition) {
 	}
 }
 
+func (mp *mirrorPartition) less(other *mirrorPartition) bool {
+	return mp.topic < other.topic || mp.topic == other.topic && mp.partition < other.partition
+}
+
+// samePartitionLeaders: a and b name the same partitions with the same
+// source leaders.
+func samePartitionLeaders(a, b map[*mirrorPartition]int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for mp, leader := range a {
+		if other, ok := b[mp]; !ok || other != leader {
+			return false
+		}
+	}
+	return true
+}
+
 func (m *mirror) stopFetchers() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -571,32 +530,6 @@ func (m *mirror) stopFetchers() {
 		<-run.done
 		delete(m.fetchers, broker)
 	}
-}
-
-// realign answers OFFSET_OUT_OF_RANGE: below the source's log start the
-// local log restarts there; past the source's end it is cut to it.
-func (m *mirror) realign(ctx context.Context, mp *mirrorPartition) error {
-	start, err := m.sourceOffset(ctx, mp, -2)
-	if err != nil {
-		return err
-	}
-	end, err := m.sourceOffset(ctx, mp, -1)
-	if err != nil {
-		return err
-	}
-	leo := int64(mp.local.log.LogEndOffset())
-	switch {
-	case leo < start:
-		m.log.Info("source log start passed the local log end: restarting there", "topic", mp.topic, "partition", mp.partition, "source_start", start, "local_end", leo)
-		return mp.local.restartAt(start)
-	case leo > end:
-		_, err := mp.local.truncateTo(rb.Offset(end), 0)
-		return err
-	}
-	// Inside the source's range and still out of range: the source did
-	// not accept our last fetched epoch. Back off (the caller fails the
-	// partition) rather than ask again at once.
-	return fmt.Errorf("offset %d is inside the source's range [%d, %d] but the source answered OFFSET_OUT_OF_RANGE", leo, start, end)
 }
 
 func (m *mirror) sourceOffset(ctx context.Context, mp *mirrorPartition, timestamp int64) (int64, error) {

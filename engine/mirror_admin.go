@@ -64,6 +64,7 @@ func (a *mirrorAdmin) CreateMirror(ctx context.Context, name string, config map[
 		m.stop()
 		return err
 	}
+	m.start()
 	n.mirrors[name] = m
 	n.log.Info("created mirror", "mirror", name, "source", config["bootstrap.servers"])
 	return nil
@@ -78,9 +79,9 @@ func (a *mirrorAdmin) DeleteMirror(_ context.Context, name string) error {
 		return fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
 	}
 	m.mu.Lock()
-	active := len(m.partitions)
-	for _, mp := range m.stoppedPartitions {
-		if state, _, _ := mp.status(); state != "STOPPED" {
+	active := 0
+	for _, mp := range m.partitions {
+		if record, _ := mp.status(); record.State != mirrorstate.Stopped {
 			active++
 		}
 	}
@@ -96,8 +97,8 @@ func (a *mirrorAdmin) DeleteMirror(_ context.Context, name string) error {
 func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
 	n := a.node()
 	n.mirrorsMu.Lock()
-	defer n.mirrorsMu.Unlock()
 	m, ok := n.mirrors[name]
+	n.mirrorsMu.Unlock() // not held while the mirror's owner works: a source may ask this node meanwhile
 	if !ok {
 		return nil, fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
 	}
@@ -109,6 +110,8 @@ func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, ch
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", kerr.InvalidRegularExpression, err)
 	}
+	m.adminMu.Lock() // one change of the mirror's selection at a time
+	defer m.adminMu.Unlock()
 	if change == netio.StopMirroring {
 		m.mu.Lock()
 		matched, unknown := m.withPartitions(m.matching(topics.Names, include, exclude))
@@ -116,21 +119,37 @@ func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, ch
 		if len(matched) == 0 {
 			return unknown, nil
 		}
-		return append(m.stopTopics(matched), unknown...), nil
+		return append(m.stopTopics(ctx, matched), unknown...), nil
 	}
-	results := m.change(change, topics.Names, include, exclude)
+	matched := m.change(change, topics.Names, include, exclude)
 	if err := n.saveMirror(m); err != nil {
 		return nil, err
 	}
-	m.refreshSoon()
+	var event mirrorstate.Event
+	switch change {
+	case netio.StartMirroring, netio.ResumeMirroring:
+		event = mirrorstate.DesiredStateChanged{Desired: mirrorstate.DesiredMirroring}
+	case netio.PauseMirroring:
+		event = mirrorstate.DesiredStateChanged{Desired: mirrorstate.DesiredPaused}
+	case netio.RecoverMirroring:
+		event = mirrorstate.Recover{}
+	}
+	if err := m.do(ctx, func(ctx context.Context) { m.step(ctx, m.topicEvents(matched, event)) }); err != nil {
+		return nil, err
+	}
+	m.refreshSoon() // partitions new to the mirror come with the metadata
+	results := make([]netio.TopicResult, 0, len(matched))
+	for _, t := range matched {
+		results = append(results, netio.TopicResult{Topic: t})
+	}
 	return results, nil
 }
 
-// change applies a topic-state change to the mirror's selection.
-func (m *mirror) change(change netio.TopicsChange, names []string, include, exclude []*regexp.Regexp) []netio.TopicResult {
+// change applies a topic-state change to the mirror's selection and
+// returns the topics it names or matches.
+func (m *mirror) change(change netio.TopicsChange, names []string, include, exclude []*regexp.Regexp) []string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var results []netio.TopicResult
 	matched := m.matching(names, include, exclude)
 	switch change {
 	case netio.StartMirroring:
@@ -142,27 +161,13 @@ func (m *mirror) change(change netio.TopicsChange, names []string, include, excl
 		matched = m.matching(names, include, exclude)
 		for _, t := range matched { // a stopped topic mirrors again, after alignment (failback)
 			delete(m.stopped, t)
-			for tp := range m.stoppedPartitions {
-				if tp.Topic == t {
-					delete(m.stoppedPartitions, tp)
-				}
-			}
 		}
 	case netio.PauseMirroring, netio.ResumeMirroring:
 		for _, t := range matched {
 			m.paused[t] = change == netio.PauseMirroring
 		}
-	case netio.RecoverMirroring:
-		for tp, mp := range m.partitions {
-			if containsString(matched, tp.Topic) {
-				mp.recover() // persists MIRRORING
-			}
-		}
 	}
-	for _, t := range matched {
-		results = append(results, netio.TopicResult{Topic: t})
-	}
-	return results
+	return matched
 }
 
 // matching lists the topics a selection names or matches among the
@@ -172,12 +177,10 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 	for _, t := range names {
 		set[t] = true
 	}
-	for _, partitions := range []map[logstore.TopicPartition]*mirrorPartition{m.partitions, m.stoppedPartitions} {
-		for tp := range partitions {
-			for _, re := range include {
-				if re.MatchString(tp.Topic) {
-					set[tp.Topic] = true
-				}
+	for tp := range m.partitions {
+		for _, re := range include {
+			if re.MatchString(tp.Topic) {
+				set[tp.Topic] = true
 			}
 		}
 	}
@@ -201,10 +204,8 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 // (m.mu held).
 func (m *mirror) withPartitions(topics []string) ([]string, []netio.TopicResult) {
 	held := map[string]bool{}
-	for _, partitions := range []map[logstore.TopicPartition]*mirrorPartition{m.partitions, m.stoppedPartitions} {
-		for tp := range partitions {
-			held[tp.Topic] = true
-		}
+	for tp := range m.partitions {
+		held[tp.Topic] = true
 	}
 	var known []string
 	var unknown []netio.TopicResult
@@ -238,9 +239,6 @@ func (a *mirrorAdmin) ListMirrors(context.Context) ([]netio.MirrorListing, error
 		listing := netio.MirrorListing{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
 		topics := map[string]bool{}
 		for tp := range m.partitions {
-			topics[tp.Topic] = true
-		}
-		for tp := range m.stoppedPartitions {
 			topics[tp.Topic] = true
 		}
 		m.mu.Unlock()
@@ -283,36 +281,26 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	d.SourceUnreachableSince, d.SourceError = m.health.status()
 	now, staleAfter := time.Now(), m.config.staleAfter()
 	for tp, mp := range m.partitions {
-		_, errText, failures := mp.status()
-		state := m.shownState(mp)
-		if failedOnly && state != "FAILED" {
+		record, errText := mp.status()
+		if failedOnly && record.State != mirrorstate.Failed && errText == "" {
 			continue
 		}
-		report := mp.report(state, now, staleAfter)
-		lagTime := report.Lag
-		if report.LagRecords < 0 {
-			lagTime = -1
+		status := netio.MirrorPartitionStatus{Topic: tp.Topic, Partition: tp.Partition, State: record.State.String(), Error: errText,
+			RetryCount: retryCount(record), LastMirrorEpoch: -1, LastMirrorOffset: -1}
+		if record.State == mirrorstate.Stopping || record.State == mirrorstate.Stopped {
+			status.SourceHighWatermark, status.SourceHighWatermarkAge, status.LagTime = -1, -1, -1
+			status.LogEndOffset = int64(mp.local.log.LogEndOffset())
+			status.LastMirrorEpoch, status.LastMirrorOffset = int32(record.LastMirrorEpoch), int64(record.LastMirrorOffset)
+		} else {
+			report := mp.report(record.State.String(), now, staleAfter)
+			status.LagTime = report.Lag
+			if report.LagRecords < 0 {
+				status.LagTime = -1
+			}
+			status.SourceHighWatermark, status.SourceHighWatermarkAge = report.SourceHighWatermark, report.SourceHighWatermarkAge
+			status.Stale, status.LogEndOffset = report.LagLowerBound, report.LogEndOffset
 		}
-		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
-			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText, RetryCount: failures,
-			SourceHighWatermark: report.SourceHighWatermark, SourceHighWatermarkAge: report.SourceHighWatermarkAge,
-			Stale: report.LagLowerBound, LogEndOffset: report.LogEndOffset,
-			LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: lagTime,
-		})
-	}
-	for tp, mp := range m.stoppedPartitions {
-		state, errText, _ := mp.status()
-		if failedOnly && errText == "" {
-			continue
-		}
-		mp.mu.Lock()
-		lmeEpoch, lmeOffset := mp.lastMirrorEpoch, mp.lastMirrorOffset
-		mp.mu.Unlock()
-		d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{
-			Topic: tp.Topic, Partition: tp.Partition, State: state, Error: errText,
-			SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: int64(mp.local.log.LogEndOffset()),
-			LastMirrorEpoch: int32(lmeEpoch), LastMirrorOffset: int64(lmeOffset), LagTime: -1,
-		})
+		d.Partitions = append(d.Partitions, status)
 	}
 	sort.Slice(d.Partitions, func(i, j int) bool {
 		a, b := d.Partitions[i], d.Partitions[j]
@@ -461,10 +449,8 @@ func (n *Node) loadMirrors() error {
 		m.mu.Lock()
 		m.restoreSelection(record)
 		n.markMirrored(m)
-		m.restorePartitions()
-		m.resumeStops()
 		m.mu.Unlock()
-		m.refreshSoon()
+		m.start() // restores its partitions' machines first (a stop a crash interrupted resumes)
 		n.mirrors[record.Name] = m
 	}
 	return nil

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/mirrorwire"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -47,71 +49,39 @@ type lastMirrorEpochAnswer struct {
 	loop   bool
 }
 
-// alignPartitions aligns the partitions not aligned yet, skipping those
-// that wait for recover. Failures fail the partition. m.mu is not held:
-// it reads no field m.mu guards (sourceClusterID comes in).
-func (m *mirror) alignPartitions(ctx context.Context, mps []*mirrorPartition, sourceClusterID string) {
-	var pending []*mirrorPartition
-	for _, mp := range mps {
-		if state, _, failures := mp.status(); !(state == "FAILED" && failures < 0) {
-			pending = append(pending, mp)
-		}
+// align performs StartAlignment for the partitions of a round: one
+// lookup for all of them, then each truncation; it returns each one's
+// AlignmentDone or AlignmentFailed.
+func (m *mirror) align(ctx context.Context, mps []*mirrorPartition) []partitionEvent {
+	events := make([]partitionEvent, 0, len(mps))
+	failed := func(mp *mirrorPartition, err error, retryable bool) {
+		events = append(events, partitionEvent{mp, mirrorstate.AlignmentFailed{Err: err, Retryable: retryable, Now: time.Now()}})
 	}
-	if len(pending) == 0 {
-		return
-	}
-	answers, err := m.lookUpLastMirrorEpochs(ctx, pending)
+	answers, err := m.lookUpLastMirrorEpochs(ctx, mps)
 	if err != nil {
-		for _, mp := range pending {
-			mp.fail(fmt.Errorf("log alignment: %w", err), true)
+		for _, mp := range mps {
+			failed(mp, fmt.Errorf("log alignment: %w", err), true)
 		}
-		return
+		return events
 	}
-	var aligned []*mirrorPartition
-	for _, mp := range pending {
+	m.mu.Lock()
+	sourceClusterID := m.sourceClusterID
+	m.mu.Unlock()
+	for _, mp := range mps {
 		answer := answers[mp]
 		if answer.loop {
-			mp.fail(fmt.Errorf("mirror loop: the source cluster %s still mirrors %s-%d from this cluster %s; stop that mirror's topic on the source first, then --recover",
+			failed(mp, fmt.Errorf("mirror loop: the source cluster %s still mirrors %s-%d from this cluster %s; stop that mirror's topic on the source first, then --recover",
 				sourceClusterID, mp.topic, mp.partition, m.node.cluster.ClusterID), false)
 			continue
 		}
-		if err := m.alignPartition(mp, answer); err != nil {
-			mp.fail(fmt.Errorf("log alignment: %w", err), true)
+		point, err := m.alignPartition(mp, answer)
+		if err != nil {
+			failed(mp, fmt.Errorf("log alignment: %w", err), true)
 			continue
 		}
-		aligned = append(aligned, mp)
+		events = append(events, partitionEvent{mp, mirrorstate.AlignmentDone{TruncatedTo: point}})
 	}
-	m.persistAligned(aligned)
-}
-
-// persistAligned records the aligned partitions as MIRRORING in one group
-// commit (a new mirror of many partitions pays one sync, not one each),
-// and lets the fetchers take them. A failed write fails them, retryably:
-// alignment runs again.
-func (m *mirror) persistAligned(mps []*mirrorPartition) {
-	if len(mps) == 0 {
-		return
-	}
-	m.node.crashPoint("align:PERSIST")
-	entries := make([]stateEntry, 0, len(mps))
-	for _, mp := range mps {
-		mp.mu.Lock()
-		previous := mp.state
-		mp.state, mp.err, mp.failures = "MIRRORING", "", 0
-		entries = append(entries, stateEntry{mp.stateKey(), mp.stateValueLocked(previous, 0)})
-		mp.mu.Unlock()
-	}
-	if err := m.node.states.putAll(entries); err != nil {
-		for _, mp := range mps {
-			mp.fail(fmt.Errorf("log alignment: %w", err), true)
-		}
-		return
-	}
-	for i, mp := range mps {
-		mp.mu.Lock()
-		mp.stateEpoch, mp.aligned = entries[i].value.StateEpoch, true
-		mp.mu.Unlock()
-	}
+	return events
 }
 
 // lookUpLastMirrorEpochs asks the source for the stored last mirror
@@ -188,28 +158,40 @@ func (m *mirror) sourceServesMirrorRPCs(ctx context.Context) (bool, error) {
 }
 
 // alignPartition truncates the local log to where it agrees with the
-// source and keeps what it removes in a file; persistAligned then lets it
-// be fetched.
-func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswer) error {
+// source, keeping what it removes in a file, and returns the point.
+func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswer) (rb.Offset, error) {
 	p := mp.local
-	end := p.log.LogEndOffset()
 	point := rb.Offset(0)
 	if answer.epoch != rb.NoEpoch && answer.offset >= 0 {
 		point = p.log.TruncationPointForLastMirrorEpoch(answer.epoch, answer.offset)
 	}
-	m.node.crashPoint("align:TRUNCATE")
-	if point < end {
-		file, err := m.keepTruncated(mp, point, end)
-		if err != nil {
-			return err
-		}
-		m.log.Warn("failback alignment truncates the local log; the removed batches are kept", "topic", mp.topic, "partition", mp.partition,
-			"from", point, "to", end, "last_mirror_epoch", answer.epoch, "last_mirror_offset", answer.offset, "file", file)
-		if err := p.alignTo(point); err != nil {
-			return err
-		}
+	return point, m.truncateKeeping(mp, point, "failback alignment truncates the local log; the removed batches are kept",
+		"last_mirror_epoch", answer.epoch, "last_mirror_offset", answer.offset)
+}
+
+// recoverUnclean is ULE_RECOVERY's Truncate: the source elected a leader
+// that lacks records the mirror copied; the local log is cut to where it
+// agrees with the new leader, the removed batches kept.
+func (m *mirror) recoverUnclean(mp *mirrorPartition, offset rb.Offset) error {
+	if err := m.truncateKeeping(mp, offset, "unclean leader election on the source: truncating to the new leader's log; the removed batches are kept"); err != nil {
+		return fmt.Errorf("engine: %s-%d: truncate to %d after the source's unclean leader election: %w", mp.topic, mp.partition, offset, err)
 	}
 	return nil
+}
+
+// truncateKeeping truncates the local log to point, first copying what it
+// removes to the truncated folder and logging why with attrs.
+func (m *mirror) truncateKeeping(mp *mirrorPartition, point rb.Offset, why string, attrs ...any) error {
+	end := mp.local.log.LogEndOffset()
+	if point >= end {
+		return nil
+	}
+	file, err := m.keepTruncated(mp, point, end)
+	if err != nil {
+		return err
+	}
+	m.log.Warn(why, append([]any{"topic", mp.topic, "partition", mp.partition, "from", point, "to", end, "file", file}, attrs...)...)
+	return mp.local.alignTo(point)
 }
 
 // keepTruncated copies the batches of [from, to) to a file in the data

@@ -73,6 +73,12 @@ type MirrorConfig struct {
 	// math.MaxInt64 is unthrottled.
 	ReplicationThrottledRate int64
 	Retry                    mirrorstate.RetryPolicy // valid()
+	// SupportUncleanLeaderElection is
+	// mirror.support.unclean.leader.election: a source that lost records
+	// the mirror copied (an unclean leader election) is followed, the
+	// mirror truncating to the new leader's log (ULE_RECOVERY), instead of
+	// failing the partition until --recover.
+	SupportUncleanLeaderElection bool
 }
 
 // SecurityProtocol is security.protocol.
@@ -230,6 +236,16 @@ var mirrorConfigKeys = []mirrorConfigKey{
 	mirrorMillisKey("mirror.failed.retry.initial.backoff.ms", "100", 1, func(c *MirrorConfig) *time.Duration { return &c.Retry.InitialBackoff }),
 	mirrorMillisKey("mirror.failed.retry.max.backoff.ms", "300000", 1, func(c *MirrorConfig) *time.Duration { return &c.Retry.MaxBackoff }),
 	mirrorInt32Key("mirror.failed.retry.max.attempts", "20", 0, func(c *MirrorConfig) *int32 { return &c.Retry.MaxAttempts }),
+	{name: "mirror.support.unclean.leader.election", defaultValue: "false",
+		parse: func(c *MirrorConfig, value string) error {
+			switch strings.ToLower(value) { // as Kafka's ConfigDef BOOLEAN
+			case "true", "false":
+				c.SupportUncleanLeaderElection = strings.EqualFold(value, "true")
+				return nil
+			}
+			return errors.New("want true or false")
+		},
+		format: func(c *MirrorConfig) string { return strconv.FormatBool(c.SupportUncleanLeaderElection) }},
 }
 
 // ParseMirrorConfig parses a mirror's properties over the defaults.

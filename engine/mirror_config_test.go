@@ -42,6 +42,7 @@ var designMirrorDefaults = map[string]string{
 	"mirror.failed.retry.initial.backoff.ms": "100",
 	"mirror.failed.retry.max.backoff.ms":     "300000",
 	"mirror.failed.retry.max.attempts":       "20",
+	"mirror.support.unclean.leader.election": "false",
 }
 
 func minimalMirrorProps() map[string]string {
@@ -133,6 +134,9 @@ func TestMirrorConfigKeys(t *testing.T) {
 		{"mirror.failed.retry.max.attempts", "0", "0"},
 		{"mirror.failed.retry.max.attempts", "-1", "!"},
 		{"mirror.failed.retry.max.attempts", "", "!"},
+		{"mirror.support.unclean.leader.election", "TRUE", "true"},
+		{"mirror.support.unclean.leader.election", "false", "false"},
+		{"mirror.support.unclean.leader.election", "yes", "!"},
 	}
 	good, bad := map[string]bool{}, map[string]bool{}
 	for _, c := range rows {

@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -40,7 +41,19 @@ import (
 //	source  epoch 0 [0,Y0)  epoch 4 [Y0,Y)
 //	fetch (X+k, 3) -> DivergingEpoch{0, Y0} -> Divergence: (X, done)
 //	fetch (X, 0) -> records from X
+//
+// That is ULE_RECOVERY, with mirror.support.unclean.leader.election. Without
+// it the partitions go FAILED waiting for --recover, with an error naming
+// the setting, and nothing is truncated.
 func TestMirrorDivergingEpoch(t *testing.T) {
+	for _, support := range []bool{true, false} {
+		t.Run(fmt.Sprintf("mirror.support.unclean.leader.election=%t", support), func(t *testing.T) {
+			testMirrorDivergingEpoch(t, support)
+		})
+	}
+}
+
+func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 	const seed = 1279
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
@@ -54,7 +67,9 @@ func TestMirrorDivergingEpoch(t *testing.T) {
 	produceBatches(t, sourceAddr, "events", 0, rng, 4)
 	produceBatches(t, sourceAddr, "events", 1, rng, 4)
 	target, targetAddr := startNode(t, filepath.Join(t.TempDir(), "target"))
-	mirrorTopic(t, target, sourceAddr, "events")
+	config := mirrorConfig(sourceAddr)
+	config["mirror.support.unclean.leader.election"] = fmt.Sprint(supportULE)
+	mirrorTopicWith(t, target, config, "events")
 	targetClient := newClient(t, targetAddr)
 	waitConverged(t, source, target, targetClient, "events", 2)
 
@@ -91,6 +106,11 @@ func TestMirrorDivergingEpoch(t *testing.T) {
 	moveLeader(1, 4)
 	produceBatches(t, sourceAddr, "events", 1, rng, 1)
 	leader := newDivergingLeader(t, source, "events", 2)
+	for p := range int32(2) { // a fetch sent to another broker gets kfake's NOT_LEADER, as from Kafka
+		h := leader.history[p]
+		h.leader = cluster.LeaderFor("events", p)
+		leader.history[p] = h
+	}
 	if got, want := leader.history[0].cache.Entries(), []epoch.Entry{{Epoch: 0, StartOffset: 0}, {Epoch: 3, StartOffset: a}, {Epoch: 6, StartOffset: e}}; !slices.Equal(got, want) {
 		t.Fatalf("source partition 0 epochs %v, the scenario wants %v", got, want)
 	}
@@ -114,13 +134,29 @@ func TestMirrorDivergingEpoch(t *testing.T) {
 	}
 
 	cluster.ControlKey(int16(kmsg.Fetch), func(req kmsg.Request) (kmsg.Response, error, bool) {
-		resp, handled := leader.answer(req.(*kmsg.FetchRequest))
+		resp, handled := leader.answer(req.(*kmsg.FetchRequest), cluster.CurrentNode())
 		if handled {
 			cluster.KeepControl()
 		}
 		return resp, nil, handled
 	})
 	setMirroring(t, target, netio.ResumeMirroring, "events")
+	if !supportULE {
+		var failed []netio.MirrorPartitionStatus
+		waitUntil(t, "both partitions to fail", func() bool {
+			failed = failedPartitions(t, target)
+			return len(failed) == 2
+		})
+		for _, p := range failed {
+			if p.State != "FAILED" || p.RetryCount != -1 || !strings.Contains(p.Error, "mirror.support.unclean.leader.election") {
+				t.Errorf("partition %d: %s, retry count %d, error %q; want FAILED waiting for recover, naming the setting", p.Partition, p.State, p.RetryCount, p.Error)
+			}
+		}
+		if got0, got1 := local0.log.LogEndOffset(), local1.log.LogEndOffset(); got0 != c || got1 != xk {
+			t.Errorf("log ends %d and %d, want %d and %d: nothing truncated", got0, got1, c, xk)
+		}
+		return
+	}
 	waitUntil(t, "the source to serve both partitions", func() bool {
 		leader.mu.Lock()
 		defer leader.mu.Unlock()
@@ -171,6 +207,7 @@ type sourceHistory struct {
 	cache        *epoch.Cache
 	logEndOffset rb.Offset
 	leaderEpoch  int32
+	leader       int32 // the broker that leads it
 }
 
 // divergingLeader checks a mirror's fetches against the source's epoch
@@ -207,7 +244,7 @@ func newDivergingLeader(t *testing.T, source *kgo.Client, topic string, partitio
 
 // answer returns a Fetch response for the partitions of req it answers
 // itself, or false when kfake is to answer all of them.
-func (l *divergingLeader) answer(req *kmsg.FetchRequest) (*kmsg.FetchResponse, bool) {
+func (l *divergingLeader) answer(req *kmsg.FetchRequest, broker int32) (*kmsg.FetchResponse, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	resp := req.ResponseKind().(*kmsg.FetchResponse)
@@ -219,8 +256,8 @@ func (l *divergingLeader) answer(req *kmsg.FetchRequest) (*kmsg.FetchResponse, b
 		st.Topic, st.TopicID = l.topic, l.topicID
 		for _, rp := range rt.Partitions {
 			h, ok := l.history[rp.Partition]
-			if !ok || rp.LastFetchedEpoch < 0 || rp.CurrentLeaderEpoch != h.leaderEpoch {
-				continue // kfake answers: a reader, or a fenced or unknown epoch
+			if !ok || rp.LastFetchedEpoch < 0 || rp.CurrentLeaderEpoch != h.leaderEpoch || broker != h.leader {
+				continue // kfake answers: a reader, a fenced or unknown epoch, or not the leader
 			}
 			at := fetchPosition{rb.Offset(rp.FetchOffset), rb.Epoch(rp.LastFetchedEpoch)}
 			endEpoch, endOffset := h.cache.EndOffsetFor(at.lastFetchedEpoch, h.logEndOffset)

@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -69,28 +71,30 @@ func (f *fetcher) setPartitions(partitions []*mirrorPartition) {
 func (f *fetcher) run(ctx context.Context) {
 	defer f.mirror.metrics.fetcherStopped(f)
 	defer f.mirror.health.forget(fetchPath(f.broker))
+	defer f.take(nil)
 	var failures int32 // in a row
 	for ctx.Err() == nil {
 		select {
 		case set := <-f.assign:
 			// Every metadata refresh hands the set over again; selectReady
 			// starts a new full session only when it changed.
-			f.partitions = set
+			f.take(set)
 		default:
 		}
-		if wait, idle := f.selectReady(time.Now()); idle {
-			// Nothing to fetch now: a new set, a partition's retry time,
-			// or a recheck for recovered partitions.
-			timer := time.NewTimer(wait)
+		if idle, handover := f.selectReady(); idle {
+			// Nothing to fetch until the owner hands a new set, or until
+			// the fetcher that had a partition before lets go of it.
+			var recheck <-chan time.Time
+			if handover {
+				recheck = time.After(handoverRecheck)
+			}
 			select {
 			case <-ctx.Done():
-				timer.Stop()
 				return
 			case set := <-f.assign:
-				f.partitions = set
-			case <-timer.C:
+				f.take(set)
+			case <-recheck:
 			}
-			timer.Stop()
 			continue
 		}
 		err := f.fetchOnce(ctx)
@@ -117,31 +121,47 @@ func (f *fetcher) run(ctx context.Context) {
 	}
 }
 
-// recheckFailed bounds how long a fetcher whose partitions all wait for
-// recover sleeps before looking again.
-const recheckFailed = time.Second
-
-// selectReady picks the partitions to fetch this round into f.ready,
-// skipping FAILED ones until their retry time. A change of the set starts
-// a new full fetch session. idle means none is ready; wait is then how
-// long to wait before looking again.
-func (f *fetcher) selectReady(now time.Time) (wait time.Duration, idle bool) {
-	ready := f.ready[:0]
-	wait = recheckFailed
+// take makes set the fetcher's partitions, letting go of those it had
+// and no longer has: another fetcher may fetch them now (the source
+// leader moved).
+func (f *fetcher) take(set []*mirrorPartition) {
 	for _, mp := range f.partitions {
-		ok, at := mp.ready(now)
-		if ok {
-			ready = append(ready, mp)
-		} else if !at.IsZero() {
-			wait = min(wait, at.Sub(now))
+		if !slices.Contains(set, mp) {
+			mp.fetcher.CompareAndSwap(f, nil)
 		}
+	}
+	f.partitions = set
+}
+
+// handoverRecheck is how often an idle fetcher looks whether a partition
+// handed to it is free of the fetcher it came from (which lets go between
+// two fetches).
+const handoverRecheck = 20 * time.Millisecond
+
+// selectReady picks the partitions to fetch this round into f.ready: those
+// whose machines fetch them (a failure or a divergence stops a partition
+// at once, before its machine hears of it) and that no other fetcher
+// holds: a partition is in one fetcher's requests at a time. A change of
+// the set starts a new full fetch session. idle means none is ready;
+// handover, that some wait for another fetcher to let go.
+func (f *fetcher) selectReady() (idle, handover bool) {
+	ready := f.ready[:0]
+	for _, mp := range f.partitions {
+		if !mp.fetching.Load() {
+			continue
+		}
+		if !mp.fetcher.CompareAndSwap(nil, f) && mp.fetcher.Load() != f {
+			handover = true
+			continue
+		}
+		ready = append(ready, mp)
 	}
 	if !samePartitions(ready, f.fetched) {
 		f.session = fetchSession{}
 		f.fetched = append(f.fetched[:0], ready...)
 	}
 	f.ready = ready
-	return max(wait, time.Millisecond), len(ready) == 0
+	return len(ready) == 0, handover
 }
 
 func samePartitions(a, b []*mirrorPartition) bool {
@@ -313,8 +333,15 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 // its whole batches, follow a divergence or the source's log start, or
 // note the error. The high watermark of an answer without error is
 // learned, dated sent, once its batches are in (an error answer's, -1
-// from Kafka, is not: the last one known keeps its date).
+// from Kafka, is not: the last one known keeps its date). It holds the
+// partition's gate, and drops the answer of a partition no longer
+// fetched.
 func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition, sent time.Time) {
+	mp.gate.Lock()
+	defer mp.gate.Unlock()
+	if !mp.fetching.Load() {
+		return
+	}
 	if err := kerr.ErrorForCode(rp.ErrorCode); err != nil {
 		f.partitionError(ctx, mp, err)
 		return
@@ -327,21 +354,33 @@ func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.Fetch
 		return
 	}
 	if err := mp.local.followSourceStart(rp.LogStartOffset); err != nil {
-		mp.fail(fmt.Errorf("follow the source log start %d: %w", rp.LogStartOffset, err), true)
+		f.fail(mp, fmt.Errorf("follow the source log start %d: %w", rp.LogStartOffset, err), true)
 		return
 	}
-	whole := wholeBatches(rp.RecordBatches)
-	if len(whole) == 0 {
-		return
+	if whole := wholeBatches(rp.RecordBatches); len(whole) > 0 {
+		info, err := mp.local.appendMirrored(whole)
+		if err != nil {
+			f.fail(mp, err, true)
+			f.mirror.refreshSoon()
+			return
+		}
+		f.mirror.metrics.observeAppend(mp, info)
+		if latest := int32(mp.local.log.LatestEpoch()); latest > mp.reported.Load() {
+			// Batches of a source epoch the metadata has not shown yet:
+			// the machine keeps the local epoch ahead of it.
+			mp.reported.Store(latest)
+			f.mirror.inbox.post(mp, mirrorstate.SourceEpochChanged{Epoch: rb.Epoch(latest)})
+		}
 	}
-	info, err := mp.local.appendMirrored(whole)
-	if err != nil {
-		mp.fail(err, true)
-		f.mirror.refreshSoon()
-		return
+	if mp.reportSuccess.CompareAndSwap(true, false) {
+		f.mirror.inbox.post(mp, mirrorstate.FetchSucceeded{})
 	}
-	f.mirror.metrics.observeAppend(mp, info) // before mirrored, which may persist a state change
-	mp.mirrored(info)
+}
+
+// fail stops fetching mp and tells its machine (mp.gate held).
+func (f *fetcher) fail(mp *mirrorPartition, err error, retryable bool) {
+	mp.fetching.Store(false)
+	f.mirror.inbox.post(mp, mirrorstate.FetchFailed{Err: err, Retryable: retryable, Now: time.Now()})
 }
 
 // wholeBatches cuts a trailing partial batch (a fetch stops at a byte
@@ -353,28 +392,79 @@ func wholeBatches(buf []byte) []byte {
 	return buf[:it.Consumed()]
 }
 
+// diverged handles a DivergingEpoch: the source no longer holds records
+// the mirror copied (a mirror reads only below the source's high
+// watermark, so only an unclean leader election on the source takes them
+// away). With mirror.support.unclean.leader.election the machine goes
+// ULE_RECOVERY and truncates to where the logs agree; without it the
+// partition fails until --recover (mp.gate held).
 func (f *fetcher) diverged(mp *mirrorPartition, epoch int32, endOffset int64) {
 	offset, done := mp.local.divergence(epoch, endOffset)
-	f.log.Info("source diverged: truncating", "topic", mp.topic, "partition", mp.partition,
+	f.log.Warn("the source diverged from the mirrored log", "topic", mp.topic, "partition", mp.partition,
 		"source_epoch", epoch, "source_end_offset", endOffset, "truncate_to", offset, "done", done)
-	if _, err := mp.local.truncateTo(offset, 0); err != nil {
-		mp.fail(fmt.Errorf("truncate to %d after divergence: %w", offset, err), true)
-	}
+	f.uncleanElection(mp, offset, fmt.Sprintf("the source's epoch %d ends at offset %d", epoch, endOffset))
 }
 
+// uncleanElection reports that the local log must be cut to offset to
+// follow the source (mp.gate held).
+func (f *fetcher) uncleanElection(mp *mirrorPartition, offset rb.Offset, why string) {
+	if !f.mirror.config.SupportUncleanLeaderElection {
+		f.fail(mp, fmt.Errorf("%w: the source lost records this mirror copied (%s; the local log would be cut to %d): "+
+			"set mirror.support.unclean.leader.election=true to truncate and follow the new source leader, then --recover",
+			errUncleanElection, why, offset), false)
+		return
+	}
+	mp.fetching.Store(false)
+	f.mirror.inbox.post(mp, mirrorstate.DivergenceDetected{TruncateTo: offset})
+}
+
+// errUncleanElection marks the failure of a partition whose source lost
+// records it mirrored, while the mirror does not follow unclean leader
+// elections.
+var errUncleanElection = errors.New("unclean leader election on the source")
+
 // partitionError handles a partition's fetch error: leadership moves and
-// unknown epochs refresh metadata; out of range realigns with the source.
+// unknown epochs refresh metadata; out of range realigns with the source
+// (mp.gate held).
 func (f *fetcher) partitionError(ctx context.Context, mp *mirrorPartition, err error) {
 	switch {
 	case errors.Is(err, kerr.OffsetOutOfRange):
-		if err := f.mirror.realign(ctx, mp); err != nil {
-			mp.fail(fmt.Errorf("realign after OFFSET_OUT_OF_RANGE: %w", err), true)
-		}
+		f.realign(ctx, mp)
 	case errors.Is(err, kerr.NotLeaderForPartition), errors.Is(err, kerr.FencedLeaderEpoch),
 		errors.Is(err, kerr.UnknownLeaderEpoch), errors.Is(err, kerr.UnknownTopicID),
 		errors.Is(err, kerr.UnknownTopicOrPartition), errors.Is(err, kerr.LeaderNotAvailable):
 		f.mirror.refreshSoon()
 	default:
-		mp.fail(fmt.Errorf("fetch: %w", err), kgo.IsRetryableBrokerErr(err) || kerr.IsRetriable(err))
+		f.fail(mp, fmt.Errorf("fetch: %w", err), kgo.IsRetryableBrokerErr(err) || kerr.IsRetriable(err))
+	}
+}
+
+// realign answers OFFSET_OUT_OF_RANGE: below the source's log start the
+// local log restarts there; past the source's end the source lost records
+// the mirror copied, as after a divergence (mp.gate held).
+func (f *fetcher) realign(ctx context.Context, mp *mirrorPartition) {
+	m := f.mirror
+	start, err := m.sourceOffset(ctx, mp, -2)
+	if err == nil {
+		var end int64
+		if end, err = m.sourceOffset(ctx, mp, -1); err == nil {
+			leo := int64(mp.local.log.LogEndOffset())
+			switch {
+			case leo < start:
+				m.log.Info("source log start passed the local log end: restarting there", "topic", mp.topic, "partition", mp.partition, "source_start", start, "local_end", leo)
+				err = mp.local.restartAt(start)
+			case leo > end:
+				f.uncleanElection(mp, rb.Offset(end), fmt.Sprintf("the source's log ends at %d, the mirror's at %d", end, leo))
+				return
+			default:
+				// Inside the source's range and still out of range: the
+				// source did not accept our last fetched epoch. Back off
+				// rather than ask again at once.
+				err = fmt.Errorf("offset %d is inside the source's range [%d, %d] but the source answered OFFSET_OUT_OF_RANGE", leo, start, end)
+			}
+		}
+	}
+	if err != nil {
+		f.fail(mp, fmt.Errorf("realign after OFFSET_OUT_OF_RANGE: %w", err), true)
 	}
 }

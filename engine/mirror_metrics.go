@@ -214,23 +214,14 @@ func (m *mirror) report() MirrorReport {
 	r.SourceUnreachableSince, r.SourceError = m.health.status()
 	now := time.Now()
 	for _, mp := range m.partitions {
-		r.Partitions = append(r.Partitions, mp.report(m.shownState(mp), now, r.StaleAfter))
+		record, _ := mp.status()
+		r.Partitions = append(r.Partitions, mp.report(record.State.String(), now, r.StaleAfter))
 	}
 	sort.Slice(r.Partitions, func(i, j int) bool {
 		a, b := r.Partitions[i], r.Partitions[j]
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
 	return r
-}
-
-// shownState is the state describe reports: PAUSED for the partitions of
-// a paused topic unless FAILED (m.mu held).
-func (m *mirror) shownState(mp *mirrorPartition) string {
-	state, _, _ := mp.status()
-	if m.paused[mp.topic] && state != "FAILED" {
-		return "PAUSED"
-	}
-	return state
 }
 
 // report is the partition's state, lag and counters at now; a source

@@ -57,8 +57,9 @@ func (p *partition) refuseIfMirrored(action string) error {
 // a bad set), then brings the producer state, open transactions and
 // aborted index along from the batches, as when the log is loaded. The
 // high watermark follows the log end: the source served only what was
-// below its own high watermark. The local leader epoch stays ahead of the
-// source's epochs.
+// below its own high watermark. (The local leader epoch is kept ahead of
+// the source's epochs by the partition's mirror state machine:
+// EPOCH_FENCING.)
 func (p *partition) appendMirrored(batches []byte) (logstore.AppendInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -80,7 +81,6 @@ func (p *partition) appendMirrored(batches []byte) (logstore.AppendInfo, error) 
 		p.logStartAdvanced()
 	}
 	p.log.SetHighWatermark(p.log.LogEndOffset())
-	p.keepEpochAhead(int32(p.log.LatestEpoch()))
 	p.notify()
 	return info, nil
 }
@@ -120,25 +120,6 @@ func (p *partition) applySourceBatch(b rb.Batch) {
 	if kind, err := records.ControlType(b); err == nil {
 		p.producers.applyMarker(b.ProducerID(), b.ProducerEpoch(), kind == records.ControlAbort, b.BaseOffset(), b.MaxTimestamp())
 	}
-}
-
-// Local leader epoch rule (DESIGN.md): stay ahead of the source's epochs,
-// bumping to the source's + sourceEpochLead when the gap shrinks below
-// sourceEpochMinGap, so that the epoch a failover stamps is above every
-// epoch the source used.
-const (
-	sourceEpochLead   = 10
-	sourceEpochMinGap = 3
-)
-
-// keepEpochAhead raises the local leader epoch for a source epoch and
-// reports whether it did: the caller wakes long polls.
-func (p *partition) keepEpochAhead(sourceEpoch int32) (raised bool) {
-	if local := p.localEpoch.Load(); sourceEpoch >= 0 && local-sourceEpoch < sourceEpochMinGap {
-		p.localEpoch.Store(sourceEpoch + sourceEpochLead)
-		return true
-	}
-	return false
 }
 
 // divergence returns the offset to truncate to for a DivergingEpoch

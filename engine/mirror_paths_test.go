@@ -79,7 +79,13 @@ func listOffsets(t *testing.T, client *kgo.Client, topic string, partition int32
 // mirror created it here (waitMirrored reads its metadata).
 func mirrorTopic(t *testing.T, target *Node, source, topic string) {
 	t.Helper()
-	startMirroring(t, target, source, topic)
+	mirrorTopicWith(t, target, mirrorConfig(source), topic)
+}
+
+// mirrorTopicWith is mirrorTopic with the mirror's config.
+func mirrorTopicWith(t *testing.T, target *Node, config map[string]string, topic string) {
+	t.Helper()
+	startMirroringWith(t, target, config, topic)
 	waitUntil(t, "the mirror topic "+topic, func() bool {
 		_, ok := target.Topic(topic)
 		return ok

@@ -219,8 +219,14 @@ func waitMirrored(t *testing.T, source, target *kgo.Client, topic string, partit
 
 func startMirroring(t *testing.T, node *Node, source string, topics ...string) {
 	t.Helper()
+	startMirroringWith(t, node, mirrorConfig(source), topics...)
+}
+
+// startMirroringWith is startMirroring with the mirror's config.
+func startMirroringWith(t *testing.T, node *Node, config map[string]string, topics ...string) {
+	t.Helper()
 	ctx := context.Background()
-	if err := node.Mirrors().CreateMirror(ctx, "m", mirrorConfig(source)); err != nil {
+	if err := node.Mirrors().CreateMirror(ctx, "m", config); err != nil {
 		t.Fatal(err)
 	}
 	results, err := node.Mirrors().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: topics})

@@ -1,0 +1,374 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mirrord/mirrord/engine/mirrorstate"
+)
+
+// The owner of a mirror's partition state machines (engine/mirrorstate):
+// the mirror's controller goroutine (mirror.run). Everything that happens
+// to a mirrored partition reaches its Machine as an event, from the
+// owner's own work (metadata, alignment, local steps), from the fetchers
+// (through the inbox) or from an admin request (through requests); the
+// owner alone steps the machines and performs the actions they return.
+//
+// It works in rounds (step): every pending event is stepped, the Persist
+// actions of the round are written to __mirror_state in one group commit
+// (a stop of many partitions pays one sync per step, not one each), and
+// only then are the other actions performed. Actions that finish at once
+// (the stop steps, a fence, a truncation, an alignment) produce the events
+// of the next round. A failed Persist halts the mirror (halt): none of the
+// round's actions runs, the fetchers stop, every partition shows the
+// error, and the owner rebuilds the machines from the durable records
+// after a backoff (reload), as a restart would.
+
+// partitionEvent is an event for one partition's machine.
+type partitionEvent struct {
+	mp    *mirrorPartition
+	event mirrorstate.Event
+}
+
+// inbox queues events for the owner from other goroutines (fetchers, the
+// prober). post never blocks: a fetcher may post while the owner waits
+// for that fetcher to let go of a partition. Bounded in practice: a
+// fetcher posts at most one failure or divergence per partition per
+// StartFetching, a success only after a failure, and a source epoch only
+// when it rises.
+type inbox struct {
+	mu     sync.Mutex
+	events []partitionEvent
+	wake   chan struct{} // capacity 1: events are queued
+}
+
+func newInbox() *inbox { return &inbox{wake: make(chan struct{}, 1)} }
+
+func (q *inbox) post(mp *mirrorPartition, event mirrorstate.Event) {
+	q.mu.Lock()
+	q.events = append(q.events, partitionEvent{mp, event})
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *inbox) take() []partitionEvent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	events := q.events
+	q.events = nil
+	return events
+}
+
+// ownerRequest is work an admin call hands the owner: run runs on the
+// owner's goroutine, between rounds; done closes after it.
+type ownerRequest struct {
+	run  func(ctx context.Context)
+	done chan struct{}
+}
+
+// do runs f on the owner's goroutine and waits for it, or for the mirror
+// to end (errMirrorClosed) or ctx.
+func (m *mirror) do(ctx context.Context, f func(ctx context.Context)) error {
+	req := ownerRequest{run: f, done: make(chan struct{})}
+	select {
+	case m.requests <- req:
+	case <-m.done:
+		return errMirrorClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case <-req.done:
+		return nil
+	case <-m.done:
+		return errMirrorClosed
+	}
+}
+
+var errMirrorClosed = errors.New("engine: the mirror was deleted or the node closed")
+
+// ownerRoundsMax bounds the rounds of one step: a partition walks at most
+// the stop's five persisted steps, or alignment and a fence, in a row
+// without waiting for a fetch.
+const ownerRoundsMax = 16
+
+// step steps events through the machines and performs their actions,
+// round after round, until no action produces another event.
+func (m *mirror) step(ctx context.Context, events []partitionEvent) {
+	for round := 0; len(events) > 0 && m.halted == nil; round++ {
+		if round == ownerRoundsMax {
+			panic(fmt.Sprintf("engine: mirror %s: no rest after %d rounds (%d events left, first %v)", m.name, round, len(events), events[0].event))
+		}
+		// One event per partition a round, so each key is written once
+		// in the round's group commit; the rest wait their turn in order.
+		var now, later []partitionEvent
+		stepped := make(map[*mirrorPartition]bool, len(events))
+		for _, e := range events {
+			if stepped[e.mp] {
+				later = append(later, e)
+				continue
+			}
+			stepped[e.mp] = true
+			now = append(now, e)
+		}
+		var persists []stateEntry
+		var work []partitionWork
+		for _, e := range now {
+			actions := e.mp.machine.Step(e.event)
+			if len(actions) == 0 {
+				continue
+			}
+			if p, ok := actions[0].(mirrorstate.Persist); ok {
+				persists = append(persists, stateEntry{e.mp.stateKey(), p.Record})
+				actions = actions[1:]
+			}
+			work = append(work, partitionWork{e.mp, actions})
+		}
+		if len(persists) > 0 {
+			if err := m.node.states.putAll(persists); err != nil {
+				m.halt(fmt.Errorf("cannot persist %d partition states to %s: %w", len(persists), mirrorStateTopic, err))
+				return
+			}
+		}
+		for _, w := range work {
+			m.publish(w.mp)
+		}
+		events = append(m.perform(ctx, work), later...)
+	}
+}
+
+// partitionWork is the actions of one partition in a round.
+type partitionWork struct {
+	mp      *mirrorPartition
+	actions []mirrorstate.Action
+}
+
+// localStepParallelism bounds the partitions whose local I/O actions
+// (markers, truncations: a flush each) run at once.
+const localStepParallelism = 8
+
+// perform performs a round's actions, in each partition's order, and
+// returns the events their completions produce. Fetch set changes apply
+// at once (StopFetching returns when the fetcher has let go); alignment
+// asks the source for all the round's partitions in one request.
+func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionEvent {
+	var aligning []*mirrorPartition
+	var local []partitionWork // actions with disk I/O, run in parallel
+	var out []partitionEvent
+	for _, w := range work {
+		mp := w.mp
+		for i, action := range w.actions {
+			switch a := action.(type) {
+			case mirrorstate.StartFetching:
+				mp.startFetching()
+				m.fetchSetChanged = true
+			case mirrorstate.StopFetching:
+				if mp.stopFetching() {
+					m.fetchSetChanged = true
+				}
+				switch mp.machine.State() {
+				case mirrorstate.Pausing:
+					out = append(out, partitionEvent{mp, mirrorstate.PauseDone{}})
+				case mirrorstate.Stopping:
+					log := mp.local.log
+					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopRemoveFromFetcher,
+						LastMirrorEpoch: log.LatestEpoch(), LastMirrorOffset: log.LogEndOffset()}})
+				}
+			case mirrorstate.StartAlignment:
+				aligning = append(aligning, mp)
+			case mirrorstate.BumpLeaderEpoch:
+				mp.local.raiseLocalEpoch(int32(a.To))
+				if mp.machine.State() == mirrorstate.Stopping {
+					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopBumpLeaderEpoch}})
+				} else {
+					out = append(out, partitionEvent{mp, mirrorstate.LeaderEpochBumped{Epoch: a.To}})
+				}
+			case mirrorstate.Truncate, mirrorstate.WriteAbortMarkers, mirrorstate.WriteMirrorPIDReset:
+				local = append(local, partitionWork{mp, w.actions[i : i+1]})
+			case mirrorstate.ScheduleRetry:
+				if m.nextRetry.IsZero() || a.At.Before(m.nextRetry) {
+					m.nextRetry = a.At
+				}
+			default:
+				panic(fmt.Sprintf("engine: mirror %s: unknown action %v", m.name, action))
+			}
+		}
+	}
+	if len(local) > 0 {
+		results := make([]partitionEvent, len(local))
+		indexes := make([]int, len(local))
+		for i := range indexes {
+			indexes[i] = i
+		}
+		runBounded(indexes, localStepParallelism, func(i int) {
+			results[i] = partitionEvent{local[i].mp, m.performLocal(local[i].mp, local[i].actions[0])}
+		})
+		out = append(out, results...)
+	}
+	if len(aligning) > 0 {
+		out = append(out, m.align(ctx, aligning)...)
+	}
+	return out
+}
+
+// performLocal performs one action that writes the partition's log and
+// returns its completion or failure.
+func (m *mirror) performLocal(mp *mirrorPartition, action mirrorstate.Action) mirrorstate.Event {
+	var err error
+	var done mirrorstate.Event
+	switch a := action.(type) {
+	case mirrorstate.Truncate:
+		err, done = m.recoverUnclean(mp, a.Offset), mirrorstate.TruncationDone{}
+	case mirrorstate.WriteAbortMarkers:
+		err, done = mp.local.abortOpenTransactions(), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
+	case mirrorstate.WriteMirrorPIDReset:
+		err, done = mp.local.resetMirroredProducers(), mirrorstate.StopStepDone{Step: mirrorstate.StopResetProducers}
+	}
+	if err != nil {
+		return mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()}
+	}
+	return done
+}
+
+// publish makes what the machine says visible to the rest of the node,
+// after its Persist is durable: the view describe and the metrics read,
+// the partition's read-only mark (lifted only once STOPPED is durable),
+// and the log line of a state change.
+func (m *mirror) publish(mp *mirrorPartition) {
+	record := mp.machine.Record()
+	mp.mu.Lock()
+	previous := mp.view.State
+	mp.view = record
+	mp.mu.Unlock()
+	if record.State == mirrorstate.Stopped {
+		mp.local.setMirroredBy("")
+	} else {
+		mp.local.setMirroredBy(m.name)
+	}
+	if record.State == previous {
+		return
+	}
+	switch record.State {
+	case mirrorstate.Failed:
+		m.log.Warn("mirror partition failed", "topic", mp.topic, "partition", mp.partition, "from", record.Previous,
+			"retryable", record.Retryable, "retry_count", record.RetryCount, "error", record.Error)
+	case mirrorstate.Stopped:
+		m.log.Info("stopped mirroring: the partition is writable", "topic", mp.topic, "partition", mp.partition,
+			"last_mirror_epoch", record.LastMirrorEpoch, "last_mirror_offset", record.LastMirrorOffset, "leader_epoch", record.LeaderEpoch)
+	default:
+		m.log.Debug("mirror partition state", "topic", mp.topic, "partition", mp.partition, "state", record.State, "from", previous)
+	}
+}
+
+// halt stops the mirror after a Persist failed: nothing the machines
+// asked for after it may run, since their state is not durable. The
+// fetchers stop, every partition shows err, and reload runs after a
+// backoff.
+func (m *mirror) halt(err error) {
+	m.halted = err
+	m.haltCount = min(m.haltCount+1, reconnectAttemptsMax)
+	m.log.Error("mirror halted: its partition states cannot be persisted; retrying", "error", err,
+		"backoff", reconnectBackoff.Backoff(m.haltCount, processJitter{}))
+	m.mu.Lock()
+	partitions := make([]*mirrorPartition, 0, len(m.partitions))
+	for _, mp := range m.partitions {
+		partitions = append(partitions, mp)
+	}
+	m.mu.Unlock()
+	for _, mp := range partitions {
+		if mp.stopFetching() {
+			m.fetchSetChanged = true
+		}
+		mp.mu.Lock()
+		mp.halted = err.Error()
+		mp.mu.Unlock()
+	}
+	m.nextRetry = time.Now().Add(reconnectBackoff.Backoff(m.haltCount, processJitter{}))
+}
+
+// reload rebuilds every machine from its durable record, as a restart
+// does, once a halt's backoff is over.
+func (m *mirror) reload(ctx context.Context) {
+	m.log.Info("mirror resuming from its persisted partition states", "after", m.halted)
+	m.halted = nil
+	m.mu.Lock()
+	var events []partitionEvent
+	for _, mp := range m.partitions {
+		m.newMachine(mp)
+		mp.mu.Lock()
+		mp.halted = ""
+		mp.mu.Unlock()
+		events = append(events, partitionEvent{mp, m.firstEvent(mp)})
+	}
+	m.mu.Unlock()
+	m.step(ctx, events)
+	if m.halted == nil {
+		m.haltCount = 0
+	}
+}
+
+// newMachine gives mp a machine: restored from its record in
+// __mirror_state, or new at the local leader epoch. A restored record's
+// leader epoch is claimed again at once (a stop resumed after a crash
+// writes its markers at it).
+func (m *mirror) newMachine(mp *mirrorPartition) {
+	record, ok := m.node.states.get(mp.stateKey())
+	if !ok {
+		mp.machine = mirrorstate.New(max(mp.local.LeaderEpoch(), 0), m.config.Retry, processJitter{})
+		return
+	}
+	mp.local.raiseLocalEpoch(int32(record.LeaderEpoch))
+	mp.machine = mirrorstate.Restore(record, m.config.Retry, processJitter{})
+	mp.restored = true
+	mp.mu.Lock()
+	mp.view = record
+	mp.mu.Unlock()
+}
+
+// firstEvent is the first event of mp's new machine: Restarted for a
+// restored one, DesiredStateChanged for a new one.
+func (m *mirror) firstEvent(mp *mirrorPartition) mirrorstate.Event {
+	desired := m.desiredState(mp.topic)
+	if mp.restored {
+		mp.restored = false
+		return mirrorstate.Restarted{Desired: desired}
+	}
+	return mirrorstate.DesiredStateChanged{Desired: desired}
+}
+
+// desiredState is the topic's desired state, from the mirror's selection.
+func (m *mirror) desiredState(topic string) mirrorstate.DesiredState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	switch {
+	case m.stopped[topic]:
+		return mirrorstate.DesiredStopped
+	case m.paused[topic]:
+		return mirrorstate.DesiredPaused
+	}
+	return mirrorstate.DesiredMirroring
+}
+
+// tick tells the machines whose retry may be due the time, and sets the
+// next retry.
+func (m *mirror) tick(ctx context.Context, now time.Time) {
+	m.nextRetry = time.Time{}
+	var events []partitionEvent
+	m.mu.Lock()
+	for _, mp := range m.partitions {
+		if r := mp.machine.Record(); r.Retryable {
+			events = append(events, partitionEvent{mp, mirrorstate.Tick{Now: now}})
+			if at := time.UnixMilli(r.NextRetryAtMillis); now.Before(at) && (m.nextRetry.IsZero() || at.Before(m.nextRetry)) {
+				m.nextRetry = at
+			}
+		}
+	}
+	m.mu.Unlock()
+	m.step(ctx, events)
+}
