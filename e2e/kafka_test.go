@@ -54,15 +54,22 @@ func kafkaLibs(t *testing.T) string {
 // when the test fails, and it stops when the test ends.
 func startKafka(t *testing.T, brokers int, config map[string]string) *kafkatest.Cluster {
 	t.Helper()
-	libs := kafkaLibs(t)
+	return startKafkaCluster(t, kafkatest.Options{Brokers: brokers, Config: config})
+}
+
+// startKafkaCluster is startKafka with every option (Libs and Dir are
+// filled in).
+func startKafkaCluster(t *testing.T, opts kafkatest.Options) *kafkatest.Cluster {
+	t.Helper()
+	opts.Libs, opts.Dir = kafkaLibs(t), t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), kafkaStartWait)
 	defer cancel()
 	started := time.Now()
-	cluster, err := kafkatest.Start(ctx, kafkatest.Options{Libs: libs, Dir: t.TempDir(), Brokers: brokers, Config: config})
+	cluster, err := kafkatest.Start(ctx, opts)
 	if err != nil {
-		t.Fatalf("start Kafka %s (%d nodes): %v", kafkatest.Version, brokers, err)
+		t.Fatalf("start Kafka %s (%d brokers, %d dedicated controllers): %v", kafkatest.Version, opts.Brokers, opts.Controllers, err)
 	}
-	t.Logf("Kafka %s: %d nodes at %s, started in %v", kafkatest.Version, brokers, cluster.Bootstrap(), time.Since(started).Round(time.Millisecond))
+	t.Logf("Kafka %s: %d brokers at %s (%d dedicated controllers), started in %v", kafkatest.Version, opts.Brokers, cluster.Bootstrap(), opts.Controllers, time.Since(started).Round(time.Millisecond))
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("Kafka logs:\n%s", cluster.Logs())

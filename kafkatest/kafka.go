@@ -2,13 +2,16 @@ package kafkatest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -80,24 +83,31 @@ func checkLibs(libs string) (string, error) {
 type Options struct {
 	Libs    string // the jars (Libs)
 	Dir     string // data, configs and logs; the caller removes it
-	Brokers int    // 1 or more; every node is controller and broker
-	// Config adds or overrides broker properties.
+	Brokers int    // 1 or more
+	// Controllers is the number of dedicated controller nodes (the KRaft
+	// quorum, process.roles=controller). Zero: every broker is also a
+	// controller (combined nodes). With dedicated controllers, brokers
+	// can be killed without losing the quorum, down to the last one.
+	Controllers int
+	// Config adds or overrides the properties of every node.
 	Config map[string]string
 }
 
-// Cluster is a KRaft cluster of combined controller+broker nodes on
-// loopback. Methods are safe for one goroutine at a time.
+// Cluster is a KRaft cluster on loopback: combined controller+broker
+// nodes, or brokers beside a quorum of dedicated controllers. Methods are
+// safe for one goroutine at a time.
 type Cluster struct {
-	options   Options
-	clusterID string
-	Nodes     []*Node
+	options     Options
+	clusterID   string
+	Nodes       []*Node // the brokers, IDs 1 to Brokers
+	Controllers []*Node // the dedicated controllers, IDs after the brokers; none when combined
 }
 
 // Node is one Kafka process. Its data and log survive Kill and Stop.
 type Node struct {
 	ID             int32
-	Addr           string // the PLAINTEXT listener, host:port
-	controllerAddr string
+	Addr           string // the PLAINTEXT listener, host:port; "" for a dedicated controller
+	controllerAddr string // the CONTROLLER listener; "" for a broker beside dedicated controllers
 	dir            string
 	logPath        string
 
@@ -107,11 +117,12 @@ type Node struct {
 	err    error
 }
 
-// Start formats storage for opts.Brokers nodes and starts them, returning
-// once every node lists all brokers in Metadata.
+// Start formats storage for the brokers and dedicated controllers of opts
+// and starts them, returning once every broker lists all brokers in
+// Metadata.
 func Start(ctx context.Context, opts Options) (*Cluster, error) {
-	if opts.Brokers < 1 {
-		return nil, fmt.Errorf("kafkatest: %d brokers", opts.Brokers)
+	if opts.Brokers < 1 || opts.Controllers < 0 {
+		return nil, fmt.Errorf("kafkatest: %d brokers, %d controllers", opts.Brokers, opts.Controllers)
 	}
 	c := &Cluster{options: opts}
 	var lastErr error
@@ -128,25 +139,42 @@ func Start(ctx context.Context, opts Options) (*Cluster, error) {
 }
 
 func (c *Cluster) tryStart(ctx context.Context) error {
-	c.Nodes = nil
+	c.Nodes, c.Controllers = nil, nil
 	run := fmt.Sprintf("run-%d", time.Now().UnixNano())
-	addrs, err := freeAddresses(2 * c.options.Brokers)
+	brokers, controllers := c.options.Brokers, c.options.Controllers
+	addrs, err := freeAddresses(2*brokers + controllers)
 	if err != nil {
 		return err
 	}
-	for i := range c.options.Brokers {
-		dir := filepath.Join(c.options.Dir, run, fmt.Sprintf("node-%d", i+1))
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+	newNode := func(id int, addr, controllerAddr string) (*Node, error) {
+		dir := filepath.Join(c.options.Dir, run, fmt.Sprintf("node-%d", id))
+		return &Node{ID: int32(id), Addr: addr, controllerAddr: controllerAddr, dir: dir, logPath: filepath.Join(dir, "kafka.log")}, os.MkdirAll(dir, 0o755)
+	}
+	for i := range brokers {
+		controllerAddr := addrs[2*i+1]
+		if controllers > 0 {
+			controllerAddr = ""
+		}
+		n, err := newNode(i+1, addrs[2*i], controllerAddr)
+		if err != nil {
 			return err
 		}
-		c.Nodes = append(c.Nodes, &Node{ID: int32(i + 1), Addr: addrs[2*i], controllerAddr: addrs[2*i+1], dir: dir, logPath: filepath.Join(dir, "kafka.log")})
+		c.Nodes = append(c.Nodes, n)
+	}
+	for i := range controllers {
+		n, err := newNode(brokers+i+1, "", addrs[2*brokers+i])
+		if err != nil {
+			return err
+		}
+		c.Controllers = append(c.Controllers, n)
 	}
 	id, err := c.tool(ctx, "kafka.tools.StorageTool", "random-uuid")
 	if err != nil {
 		return err
 	}
 	c.clusterID = strings.TrimSpace(string(id))
-	for _, n := range c.Nodes {
+	all := c.all()
+	for _, n := range all {
 		if err := os.WriteFile(n.configPath(), []byte(c.properties(n)), 0o644); err != nil {
 			return err
 		}
@@ -154,7 +182,7 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 			return fmt.Errorf("kafkatest: format node %d: %w", n.ID, err)
 		}
 	}
-	for _, n := range c.Nodes {
+	for _, n := range all {
 		if err := c.launch(n); err != nil {
 			return err
 		}
@@ -164,18 +192,35 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 			return err
 		}
 	}
+	return c.controllersRunning()
+}
+
+// controllersRunning fails if a dedicated controller exited: no broker
+// can serve without the quorum.
+func (c *Cluster) controllersRunning() error {
+	for _, n := range c.Controllers {
+		if !n.Running() {
+			return fmt.Errorf("kafkatest: controller %d exited: %v\n%s", n.ID, n.exitErr(), n.LogTail())
+		}
+	}
 	return nil
 }
 
+// all is every node: the brokers, then the dedicated controllers.
+func (c *Cluster) all() []*Node { return append(append([]*Node{}, c.Nodes...), c.Controllers...) }
+
 func (n *Node) configPath() string { return filepath.Join(n.dir, "server.properties") }
 
-// properties is the node's server.properties: combined roles, loopback
-// listeners, internal topics replicated as widely as the cluster allows, a
-// cleaner that looks often, no automatic topic creation.
+// properties is the node's server.properties: its roles (combined, broker
+// or controller), loopback listeners, internal topics replicated as widely
+// as the cluster allows, a cleaner that looks often, no automatic topic
+// creation.
 func (c *Cluster) properties(n *Node) string {
 	var voters []string
-	for _, v := range c.Nodes {
-		voters = append(voters, fmt.Sprintf("%d@%s", v.ID, v.controllerAddr))
+	for _, v := range c.all() {
+		if v.controllerAddr != "" {
+			voters = append(voters, fmt.Sprintf("%d@%s", v.ID, v.controllerAddr))
+		}
 	}
 	replicas := fmt.Sprint(min(len(c.Nodes), 3))
 	props := map[string]string{
@@ -199,6 +244,16 @@ func (c *Cluster) properties(n *Node) string {
 		"num.network.threads":                      "2",
 		"num.io.threads":                           "2",
 	}
+	switch {
+	case n.Addr == "": // a dedicated controller
+		props["process.roles"] = "controller"
+		props["listeners"] = "CONTROLLER://" + n.controllerAddr
+		props["advertised.listeners"] = "CONTROLLER://" + n.controllerAddr
+		delete(props, "inter.broker.listener.name")
+	case n.controllerAddr == "": // a broker beside dedicated controllers
+		props["process.roles"] = "broker"
+		props["listeners"] = "PLAINTEXT://" + n.Addr
+	}
 	for k, v := range c.options.Config {
 		props[k] = v
 	}
@@ -220,7 +275,7 @@ func (c *Cluster) launch(n *Node) error {
 		return err
 	}
 	defer logFile.Close() // the child has its own descriptor
-	fmt.Fprintf(logFile, "=== kafkatest: start node %d on %s at %s\n", n.ID, n.Addr, time.Now().Format(time.RFC3339Nano))
+	fmt.Fprintf(logFile, "=== kafkatest: start node %d on %s at %s\n", n.ID, cmp.Or(n.Addr, n.controllerAddr), time.Now().Format(time.RFC3339Nano))
 	args := append(append([]string{}, brokerJVM...), "-cp", filepath.Join(c.options.Libs, "*"), "kafka.Kafka", n.configPath())
 	cmd := exec.Command("java", args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -242,8 +297,8 @@ func (c *Cluster) launch(n *Node) error {
 	return nil
 }
 
-// waitReady polls the node's Metadata until it lists every node as a
-// broker, the process exits or the deadline passes.
+// waitReady polls the broker's Metadata until it lists every running
+// broker (itself included), the process exits or the deadline passes.
 func (c *Cluster) waitReady(ctx context.Context, n *Node) error {
 	ctx, cancel := context.WithTimeout(ctx, brokerReadyWait)
 	defer cancel()
@@ -251,6 +306,9 @@ func (c *Cluster) waitReady(ctx context.Context, n *Node) error {
 	defer ticker.Stop()
 	var lastErr error
 	for {
+		if err := c.controllersRunning(); err != nil {
+			return err
+		}
 		if lastErr = c.probe(ctx, n); lastErr == nil {
 			return nil
 		}
@@ -277,13 +335,19 @@ func (c *Cluster) probe(ctx context.Context, n *Node) error {
 	if err != nil {
 		return err
 	}
-	if got := len(resp.(*kmsg.MetadataResponse).Brokers); got != len(c.Nodes) {
-		return fmt.Errorf("metadata lists %d of %d brokers", got, len(c.Nodes))
+	listed := map[int32]bool{}
+	for _, b := range resp.(*kmsg.MetadataResponse).Brokers {
+		listed[b.NodeID] = true
+	}
+	for _, b := range c.Nodes {
+		if b.Running() && !listed[b.ID] {
+			return fmt.Errorf("metadata lists brokers %v, not running broker %d", slices.Sorted(maps.Keys(listed)), b.ID)
+		}
 	}
 	return nil
 }
 
-// Bootstrap is every running node's address, comma-separated.
+// Bootstrap is every broker's address, comma-separated.
 func (c *Cluster) Bootstrap() string {
 	var addrs []string
 	for _, n := range c.Nodes {
@@ -292,9 +356,9 @@ func (c *Cluster) Bootstrap() string {
 	return strings.Join(addrs, ",")
 }
 
-// Node returns the node with the given ID, or nil.
+// Node returns the node (broker or controller) with the given ID, or nil.
 func (c *Cluster) Node(id int32) *Node {
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		if n.ID == id {
 			return n
 		}
@@ -327,9 +391,10 @@ func (c *Cluster) Restart(ctx context.Context, n *Node) error {
 	return c.waitReady(ctx, n)
 }
 
-// Close stops every node (SIGTERM, then SIGKILL after a grace period).
+// Close stops every node (SIGTERM, then SIGKILL after a grace period),
+// the brokers before the controllers they shut down through.
 func (c *Cluster) Close() {
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		if !n.Running() {
 			continue
 		}
@@ -388,7 +453,7 @@ func (n *Node) LogTail() string {
 // Logs is LogTail of every node.
 func (c *Cluster) Logs() string {
 	var b strings.Builder
-	for _, n := range c.Nodes {
+	for _, n := range c.all() {
 		b.WriteString(n.LogTail())
 	}
 	return b.String()
