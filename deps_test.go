@@ -4,7 +4,7 @@
 //
 // plus the leaf packages (recordbatch, recordbatch/records, vfs, and
 // mirrorwire, whose only imports outside the standard library are kbin and
-// kmsg). netio knows nothing of
+// kmsg, and broker/group, the group coordinator, which adds kerr). netio knows nothing of
 // logstore, engine or vfs; epoch and engine/mirrorstate (the partition
 // state machine) do no I/O; nothing imports cmd/ or bench/.
 package mirrord_test
@@ -30,6 +30,7 @@ var allowed = map[string][]string{
 	"mirrorwire":          {},
 	"netio":               {"epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},
+	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
 	"engine":              {"engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
@@ -45,6 +46,7 @@ var noIO = map[string][]string{
 	"recordbatch/records": {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"mirrorwire":          {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"engine/mirrorstate":  {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+	"broker/group":        {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"}, // its Store does the I/O
 }
 
 // externalOnly lists, per package, the only packages outside the standard
@@ -52,6 +54,7 @@ var noIO = map[string][]string{
 var externalOnly = map[string][]string{
 	"mirrorwire":         {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kmsg"},
 	"engine/mirrorstate": {}, // the standard library alone
+	"broker/group":       {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kerr", "github.com/twmb/franz-go/pkg/kmsg"},
 }
 
 type goPackage struct {
