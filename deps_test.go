@@ -33,7 +33,7 @@ var allowed = map[string][]string{
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
 	"engine":              {"engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
-	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
+	"cmd/mirrord":         {"engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
 	"mirrordtest":         {},                           // runs mirrord as a process for e2e and bench; imports nothing of the module
 	"e2e":                 {"kafkatest", "mirrordtest"}, // test-only: drives mirrord as a process

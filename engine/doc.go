@@ -22,15 +22,21 @@
 //     aborts are completed; orphaned open transactions are aborted.
 //
 // Mirrors (mirror*.go): a mirror copies the topics it selects from one
-// source cluster. A controller goroutine per mirror reads the source's
-// metadata, creates each local topic with the source's topic ID and
-// partition count (growing it with the source) and gives each source
-// broker's fetcher the partitions it leads; a fetcher keeps one fetch
-// session per broker and appends exactly the bytes the source sent
-// (trailing partial batch cut; framing and CRC checked by the log). It
-// follows the source's log start, answers DivergingEpoch by truncating by
-// epoch, restarts at the source's log start after OFFSET_OUT_OF_RANGE, and
-// keeps the local leader epoch ahead of the source's. A prober keeps each
+// source cluster. Its controller goroutine owns the partitions' state
+// machines (engine/mirrorstate; mirror_owner.go steps them and performs
+// their actions, each round's Persists group-committed first): it reads
+// the source's metadata, creates each local topic with the source's topic
+// ID and partition count (growing it with the source) and gives each
+// source broker's fetcher the partitions it leads whose machines fetch; a
+// fetcher keeps one fetch session per broker and appends exactly the
+// bytes the source sent (trailing partial batch cut; framing and CRC
+// checked by the log). It follows the source's log start and restarts at
+// it after OFFSET_OUT_OF_RANGE. A DivergingEpoch means the source lost
+// records the mirror copied (an unclean leader election): with
+// mirror.support.unclean.leader.election the partition goes ULE_RECOVERY
+// and truncates by epoch, keeping what it removes; without, FAILED until
+// --recover. EPOCH_FENCING keeps the local leader epoch ahead of the
+// source's. A prober keeps each
 // partition's source high watermark fresh apart from the fetch path, so
 // lag is never reported better than known (mirror_source.go). Mirror
 // topics refuse Produce, CreatePartitions, DeleteRecords and DeleteTopics
@@ -42,10 +48,9 @@
 // (mirror_statelog.go), an internal log replayed at open, whose unreadable
 // batches are quarantined rather than stopping the node.
 //
-// Not built yet: the pure per-partition state machine (engine/mirrorstate)
-// is tested on its own but does not drive the fetchers (the live states
-// are strings in mirrorPartition); consumer group offset sync; topic
-// config and ACL sync; ULE_RECOVERY.
+// Not built yet: the node side (topics, partitions, produce,
+// transactions) in a package of its own apart from the replication
+// engine; consumer group offset sync; topic config and ACL sync.
 //
 // Concurrency: the Node's topic map has one RWMutex; each partition
 // serializes its writes (a sequence check and the append it guards happen

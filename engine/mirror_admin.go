@@ -292,7 +292,7 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 			status.LogEndOffset = int64(mp.local.log.LogEndOffset())
 			status.LastMirrorEpoch, status.LastMirrorOffset = int32(record.LastMirrorEpoch), int64(record.LastMirrorOffset)
 		} else {
-			report := mp.report(record.State.String(), now, staleAfter)
+			report := mp.report(record.State, now, staleAfter)
 			status.LagTime = report.Lag
 			if report.LagRecords < 0 {
 				status.LagTime = -1

@@ -172,7 +172,7 @@ type MirrorPartitionReport struct {
 	Topic     string
 	Partition int32
 	// State is the state DescribeClusterMirrors reports.
-	State string
+	State mirrorstate.State
 	// SourceHighWatermark is the source's high watermark as last learned,
 	// -1 when unknown; SourceHighWatermarkAge is its age (-1 when
 	// unknown); LogEndOffset is the local log end offset.
@@ -215,7 +215,7 @@ func (m *mirror) report() MirrorReport {
 	now := time.Now()
 	for _, mp := range m.partitions {
 		record, _ := mp.status()
-		r.Partitions = append(r.Partitions, mp.report(record.State.String(), now, r.StaleAfter))
+		r.Partitions = append(r.Partitions, mp.report(record.State, now, r.StaleAfter))
 	}
 	sort.Slice(r.Partitions, func(i, j int) bool {
 		a, b := r.Partitions[i], r.Partitions[j]
@@ -226,7 +226,7 @@ func (m *mirror) report() MirrorReport {
 
 // report is the partition's state, lag and counters at now; a source
 // high watermark older than staleAfter makes the lag a lower bound.
-func (mp *mirrorPartition) report(state string, now time.Time, staleAfter time.Duration) MirrorPartitionReport {
+func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleAfter time.Duration) MirrorPartitionReport {
 	age := mp.highWatermarkAge(now) // before the high watermark: never older than the value read
 	hw := mp.sourceHighWatermark.Load()
 	leo := int64(mp.local.log.LogEndOffset())
@@ -311,7 +311,7 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.Lag.Seconds(), labels...)
 			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(p.Bytes), labels...)
 			ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(p.Batches), labels...)
-			states[mirrorStateIndex(p.State)]++
+			states[p.State]++
 		}
 		for s, count := range states {
 			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorstate.State(s).String())
@@ -323,15 +323,4 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.reachable, prometheus.GaugeValue, reachable, m.Name)
 		ch <- prometheus.MustNewConstMetric(c.unreachable, prometheus.GaugeValue, unreachable, m.Name)
 	}
-}
-
-// mirrorStateIndex is the index of the state named name; a name it does
-// not know counts as UNKNOWN.
-func mirrorStateIndex(name string) int {
-	for s := range mirrorstate.NumStates {
-		if s.String() == name {
-			return int(s)
-		}
-	}
-	return int(mirrorstate.Unknown)
 }

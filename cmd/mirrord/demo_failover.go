@@ -27,6 +27,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -160,7 +161,7 @@ func (d *mirrorDemo) stoppedPartitions(ctx context.Context) ([]partitionFailover
 	}
 	var parts []partitionFailover
 	for _, p := range descriptions[0].Partitions {
-		if p.State != "STOPPED" || p.LastMirrorOffset < 0 {
+		if state, _ := mirrorstate.ParseState(p.State); state != mirrorstate.Stopped || p.LastMirrorOffset < 0 {
 			return nil, fmt.Errorf("demo: after the stop %s-%d is %s (last mirror offset %d, error %q), want STOPPED",
 				p.Topic, p.Partition, p.State, p.LastMirrorOffset, p.Error)
 		}

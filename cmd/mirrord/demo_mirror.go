@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/engine"
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
@@ -289,7 +290,7 @@ func (d *mirrorDemo) printSummary(ctx context.Context, produced int64) error {
 	var mirrored int64
 	for _, p := range descriptions[0].Partitions {
 		mirrored += p.LogEndOffset
-		if p.State == "FAILED" {
+		if state, _ := mirrorstate.ParseState(p.State); state == mirrorstate.Failed {
 			return fmt.Errorf("demo: partition %s-%d failed: %s", p.Topic, p.Partition, p.Error)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/mirrorwire"
 )
 
@@ -115,7 +116,7 @@ func printStopLags(out io.Writer, mirror string, source stopSource, lags []stopL
 			records += l.LagRecordsAtLeast
 			lowerBounds++
 			oldest = max(oldest, l.SourceHighWatermarkAgeMillis)
-		case l.State != "STOPPED":
+		case !isStopped(l.State):
 			unknown++
 		}
 		fmt.Fprintf(table, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", l.Topic, l.Partition, l.State,
@@ -186,4 +187,10 @@ func topicSelector(opts mirrorsOptions) (func(string) bool, error) {
 		}
 		return false
 	}, nil
+}
+
+// isStopped: the wire's state name is STOPPED.
+func isStopped(name string) bool {
+	state, _ := mirrorstate.ParseState(name)
+	return state == mirrorstate.Stopped
 }

@@ -185,7 +185,7 @@ func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.Mirror
 func stateCounts(partitions []engine.MirrorPartitionReport) string {
 	counts := map[string]int{}
 	for _, p := range partitions {
-		counts[p.State]++
+		counts[p.State.String()]++
 	}
 	states := make([]string, 0, len(counts))
 	for state := range counts {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/engine"
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -158,9 +159,9 @@ func TestStatusPageStale(t *testing.T) {
 		Name: "m", SourceBootstrap: "127.0.0.1:9", SourceClusterID: "src", StaleAfter: 5 * time.Second,
 		SourceUnreachableSince: since, SourceError: "fetch from broker 0: EOF",
 		Partitions: []engine.MirrorPartitionReport{
-			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 10, SourceHighWatermarkAge: 90 * time.Second,
+			{Topic: "orders", Partition: 0, State: mirrorstate.Mirroring, SourceHighWatermark: 10, SourceHighWatermarkAge: 90 * time.Second,
 				LogEndOffset: 10, LagRecords: 0, LagLowerBound: true, Lag: 90 * time.Second, Bytes: 700},
-			{Topic: "orders", Partition: 1, State: "PAUSED", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0, LagRecords: -1},
+			{Topic: "orders", Partition: 1, State: mirrorstate.Paused, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0, LagRecords: -1},
 		},
 	}})
 	if err != nil {

@@ -52,12 +52,13 @@
 //   - MIRRORING fetches only with a local leader epoch at least 3 above
 //     the source's (else EPOCH_FENCING bumps it to source + 10).
 //
-// The engine keeps the Record codec (__mirror_state, engine's
-// mirror_state_record.go) and the state log. Not built yet: production
-// code does not drive its fetchers, alignment and stop sequence with a
-// Machine; engine (mirror.go, mirror_failover.go) keeps the partition
-// states with this package's types and walks them itself. Making the
-// Machine drive the fetchers is a later step.
+// Production drives every mirrored partition with a Machine: the
+// engine's mirror owner (engine/mirror_owner.go) steps them with the
+// events of its fetchers, metadata refreshes, admin requests and retry
+// ticks, writes each round's Persists to __mirror_state in one group
+// commit, and only then performs the actions. The engine keeps the Record
+// codec (__mirror_state, engine's mirror_state_record.go) and the state
+// log.
 //
 // The transition tests are stories in testdata/*.txt (datadriven_test.go
 // describes their commands); walk_test.go is a seeded random walk with

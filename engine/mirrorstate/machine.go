@@ -31,6 +31,16 @@ var stateNames = [NumStates]string{
 	"PAUSING", "PAUSED", "STOPPING", "STOPPED", "FAILED",
 }
 
+// ParseState is the state named name (as String gives it), or false.
+func ParseState(name string) (State, bool) {
+	for s, n := range stateNames {
+		if n == name {
+			return State(s), true
+		}
+	}
+	return Unknown, false
+}
+
 func (s State) String() string {
 	if s < 0 || s >= NumStates {
 		return fmt.Sprintf("State(%d)", s)
