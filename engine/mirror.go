@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mirrord/mirrord/broker"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -19,6 +20,25 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
+
+// ErrReadOnlyTopic is the Kafka error a call that would change a mirror
+// topic gets: Produce, DeleteRecords, CreatePartitions, DeleteTopics.
+// KIP-1279 plans a READ_ONLY_TOPIC code, but upstream has not assigned it,
+// and a private code is "unknown server error" to every client (the Java
+// console producer retries it). POLICY_VIOLATION is a code Java, franz-go
+// and librdkafka already know and never retry; the message (Produce v8+,
+// the admin answers) says why. When the KIP's code is assigned, it goes
+// here and nowhere else.
+var ErrReadOnlyTopic = kerr.PolicyViolation
+
+// mirrorTopicRefusal is the refusal a topic that mirror writes gives
+// (broker.Partition.SetReadOnly).
+func mirrorTopicRefusal(topic, mirror string) func(action string) error {
+	return func(action string) error {
+		return netio.Errorf(ErrReadOnlyTopic, "topic %s is a mirror topic of mirror %s: it is read-only until `mirrord mirrors --stop --mirror %s --topics %s` (%s refused)",
+			topic, mirror, mirror, topic, action)
+	}
+}
 
 // mirror copies the topics it selects from one source cluster. One
 // controller goroutine, the owner of the partitions' state machines
@@ -82,7 +102,7 @@ type mirrorPartition struct {
 	topic     string
 	topicID   [16]byte
 	partition int32
-	local     *partition
+	local     *broker.Partition
 
 	sourceLeader        atomic.Int32
 	sourceLeaderEpoch   atomic.Int32
@@ -90,6 +110,7 @@ type mirrorPartition struct {
 	metrics             partitionMetrics
 
 	mirror string
+	refuse func(action string) error // the partition's read-only refusal
 
 	// machine is the partition's state (the owner's alone); restored: it
 	// was made from a record and awaits Restarted.
@@ -404,7 +425,7 @@ func failEvent(mp *mirrorPartition, err error) partitionEvent {
 // count) or grows it, and registers its partitions, returning those new
 // to the mirror (m.mu held).
 func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, partitions int32) ([]*mirrorPartition, error) {
-	local, err := m.node.ensureMirrorTopic(ctx, name, netio.TopicID(id), partitions)
+	local, err := m.node.EnsureTopic(ctx, name, netio.TopicID(id), partitions)
 	if err != nil {
 		return nil, err
 	}
@@ -423,9 +444,9 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 // newPartition makes a mirrored partition with its machine, restored from
 // the record __mirror_state holds for it if any (a FAILED partition stays
 // FAILED across a restart, a stop resumes at its step).
-func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
-	p.setMirroredBy(m.name)
-	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, mirror: m.name}
+func (m *mirror) newPartition(name string, id [16]byte, index int32, p *broker.Partition) *mirrorPartition {
+	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, mirror: m.name, refuse: mirrorTopicRefusal(name, m.name)}
+	p.SetReadOnly(mp.refuse)
 	mp.reported.Store(-1)
 	mp.sourceHighWatermark.Store(-1)
 	mp.sourceLeader.Store(-1) // until the source's metadata names one
@@ -443,17 +464,17 @@ func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partitio
 func (m *mirror) restorePartitions() []partitionEvent {
 	var events []partitionEvent
 	m.mu.Lock()
-	for _, l := range m.node.topicsSnapshot() {
-		if !m.selects(l.name) && !m.stopped[l.name] {
+	for _, l := range m.node.TopicsSnapshot() {
+		if !m.selects(l.Name) && !m.stopped[l.Name] {
 			continue
 		}
-		for i, p := range l.partitions {
-			tp := logstore.TopicPartition{Topic: l.name, Partition: int32(i)}
+		for i, p := range l.Partitions {
+			tp := logstore.TopicPartition{Topic: l.Name, Partition: int32(i)}
 			if m.partitions[tp] != nil {
 				continue
 			}
-			if _, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: l.id, Partition: int32(i)}); ok {
-				mp := m.newPartition(l.name, l.id, int32(i), p)
+			if _, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: l.ID, Partition: int32(i)}); ok {
+				mp := m.newPartition(l.Name, l.ID, int32(i), p)
 				m.partitions[tp] = mp
 				events = append(events, partitionEvent{mp, nil})
 			}
@@ -569,24 +590,4 @@ func listOffsetsRequest(partitions []*mirrorPartition, timestamp int64) *kmsg.Li
 		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
 	}
 	return req
-}
-
-// topicSnapshot is a local topic as it was when listed.
-type topicSnapshot struct {
-	name       string
-	id         [16]byte
-	partitions []*partition
-}
-
-// topicsSnapshot lists the node's topics but the internal one.
-func (n *Node) topicsSnapshot() []topicSnapshot {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	out := make([]topicSnapshot, 0, len(n.topics))
-	for name, t := range n.topics {
-		if !t.internal {
-			out = append(out, topicSnapshot{name, t.id, append([]*partition(nil), t.partitions...)})
-		}
-	}
-	return out
 }

@@ -289,7 +289,7 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 			RetryCount: retryCount(record), LastMirrorEpoch: -1, LastMirrorOffset: -1}
 		if record.State == mirrorstate.Stopping || record.State == mirrorstate.Stopped {
 			status.SourceHighWatermark, status.SourceHighWatermarkAge, status.LagTime = -1, -1, -1
-			status.LogEndOffset = int64(mp.local.log.LogEndOffset())
+			status.LogEndOffset = int64(mp.local.LogEndOffset())
 			status.LastMirrorEpoch, status.LastMirrorOffset = int32(record.LastMirrorEpoch), int64(record.LastMirrorOffset)
 		} else {
 			report := mp.report(record.State, now, staleAfter)
@@ -459,22 +459,20 @@ func (n *Node) loadMirrors() error {
 // markMirrored makes the local topics a restarted mirror selects
 // read-only at once, before its first metadata refresh (m.mu held).
 func (n *Node) markMirrored(m *mirror) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	for name, t := range n.topics {
-		if m.selects(name) {
-			for _, p := range t.partitions {
-				p.setMirroredBy(m.name)
+	for _, t := range n.TopicsSnapshot() {
+		if m.selects(t.Name) {
+			for _, p := range t.Partitions {
+				p.SetReadOnly(mirrorTopicRefusal(t.Name, m.name))
 			}
 		}
-		if !m.stopped[name] {
+		if !m.stopped[t.Name] {
 			continue
 		}
 		// A stop a crash interrupted stays read-only until it resumes
-		// (resumeStops): its open transactions are the source's.
-		for i, p := range t.partitions {
-			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.id, Partition: int32(i)}); ok && v.State != mirrorstate.Stopped {
-				p.setMirroredBy(m.name)
+		// (restorePartitions): its open transactions are the source's.
+		for i, p := range t.Partitions {
+			if v, ok := n.states.get(MirrorStateKey{Mirror: m.name, TopicID: t.ID, Partition: int32(i)}); ok && v.State != mirrorstate.Stopped {
+				p.SetReadOnly(mirrorTopicRefusal(t.Name, m.name))
 			}
 		}
 	}

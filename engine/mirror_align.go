@@ -2,7 +2,6 @@ package engine
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"path"
@@ -71,7 +70,7 @@ func (m *mirror) align(ctx context.Context, mps []*mirrorPartition) []partitionE
 		answer := answers[mp]
 		if answer.loop {
 			failed(mp, fmt.Errorf("mirror loop: the source cluster %s still mirrors %s-%d from this cluster %s; stop that mirror's topic on the source first, then --recover",
-				sourceClusterID, mp.topic, mp.partition, m.node.cluster.ClusterID), false)
+				sourceClusterID, mp.topic, mp.partition, m.node.Cluster().ClusterID), false)
 			continue
 		}
 		point, err := m.alignPartition(mp, answer)
@@ -96,7 +95,7 @@ func (m *mirror) lookUpLastMirrorEpochs(ctx context.Context, mps []*mirrorPartit
 		return out, err
 	}
 	req := &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{}}
-	clusterID := m.node.cluster.ClusterID
+	clusterID := m.node.Cluster().ClusterID
 	req.ClusterID = &clusterID
 	index := map[[16]byte]int{}
 	for _, mp := range mps {
@@ -163,7 +162,7 @@ func (m *mirror) alignPartition(mp *mirrorPartition, answer lastMirrorEpochAnswe
 	p := mp.local
 	point := rb.Offset(0)
 	if answer.epoch != rb.NoEpoch && answer.offset >= 0 {
-		point = p.log.TruncationPointForLastMirrorEpoch(answer.epoch, answer.offset)
+		point = p.TruncationPointForLastMirrorEpoch(answer.epoch, answer.offset)
 	}
 	return point, m.truncateKeeping(mp, point, "failback alignment truncates the local log; the removed batches are kept",
 		"last_mirror_epoch", answer.epoch, "last_mirror_offset", answer.offset)
@@ -182,7 +181,7 @@ func (m *mirror) recoverUnclean(mp *mirrorPartition, offset rb.Offset) error {
 // truncateKeeping truncates the local log to point, first copying what it
 // removes to the truncated folder and logging why with attrs.
 func (m *mirror) truncateKeeping(mp *mirrorPartition, point rb.Offset, why string, attrs ...any) error {
-	end := mp.local.log.LogEndOffset()
+	end := mp.local.LogEndOffset()
 	if point >= end {
 		return nil
 	}
@@ -191,15 +190,15 @@ func (m *mirror) truncateKeeping(mp *mirrorPartition, point rb.Offset, why strin
 		return err
 	}
 	m.log.Warn(why, append([]any{"topic", mp.topic, "partition", mp.partition, "from", point, "to", end, "file", file}, attrs...)...)
-	return mp.local.alignTo(point)
+	return mp.local.TruncateTo(point)
 }
 
 // keepTruncated copies the batches of [from, to) to a file in the data
 // directory's truncated folder, a bounded read at a time, and returns its
 // path ("" when the range holds no batch: below the log start).
 func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string, error) {
-	log := mp.local.log
-	from = max(from, log.LogStartOffset())
+	local := mp.local
+	from = max(from, local.LogStartOffset())
 	if from >= to {
 		return "", nil
 	}
@@ -207,7 +206,7 @@ func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string,
 		var buf []byte
 		for offset := from; offset < to; { // bounded: each read moves past at least one batch
 			var err error
-			if buf, err = log.ReadBytes(buf[:0], offset, keepTruncatedReadBytes, to, true); err != nil {
+			if buf, err = local.ReadBatches(buf[:0], offset, keepTruncatedReadBytes, to); err != nil {
 				return fmt.Errorf("read the records to truncate: %w", err)
 			}
 			next := offset
@@ -241,12 +240,3 @@ func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string,
 // keepTruncatedReadBytes bounds one read of keepTruncated.
 const keepTruncatedReadBytes = 8 << 20
 
-// alignTo truncates the log to offset for failback and rebuilds the
-// producer state; a point below the log start empties the log there.
-func (p *partition) alignTo(offset rb.Offset) error {
-	if offset < p.log.LogStartOffset() {
-		return p.restartAt(int64(offset))
-	}
-	_, err := p.truncateTo(offset, 0)
-	return errors.Join(err, p.log.Flush())
-}

@@ -25,7 +25,7 @@ func TestKeepTruncatedLongTopicName(t *testing.T) {
 	defer n.Close()
 	topic := strings.Repeat("t", 249)
 	createTopic(t, n, topic, 1)
-	p, err := n.partition(topic, 0)
+	p, err := n.LocalPartition(topic, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func TestKeepTruncatedLongTopicName(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if written, err = p.log.ReadBytes(written, 1, 1<<20, 3, true); err != nil {
+	if written, err = p.Log().ReadBytes(written, 1, 1<<20, 3, true); err != nil {
 		t.Fatal(err)
 	}
 	m := &mirror{node: n, log: n.log}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/mirrord/mirrord/broker"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -36,7 +37,7 @@ func TestMirrorRestartsBelowSourceLogStart(t *testing.T) {
 	waitConverged(t, source, target, targetClient, "retained", 2)
 
 	setMirroring(t, target, netio.PauseMirroring, "retained")
-	mirrorEnd := localPartition(t, target, "retained", 0).log.LogEndOffset()
+	mirrorEnd := localPartition(t, target, "retained", 0).Log().LogEndOffset()
 	for p := range int32(2) {
 		produceBatches(t, sourceAddr, "retained", p, rng, 4)
 	}
@@ -51,11 +52,11 @@ func TestMirrorRestartsBelowSourceLogStart(t *testing.T) {
 	}
 	setMirroring(t, target, netio.ResumeMirroring, "retained")
 	waitConverged(t, source, target, targetClient, "retained", 2)
-	for p, sourcePartition := range []*partition{p0, p1} {
+	for p, sourcePartition := range []*broker.Partition{p0, p1} {
 		if got, want := localPartition(t, target, "retained", int32(p)).Offsets(), sourcePartition.Offsets(); got != want {
 			t.Errorf("partition %d: mirror offsets %+v, source %+v", p, got, want)
 		}
-		if got, want := localPartition(t, target, "retained", int32(p)).log.Epochs(), sourcePartition.log.Epochs(); !slices.Equal(got, want) {
+		if got, want := localPartition(t, target, "retained", int32(p)).Log().Epochs(), sourcePartition.Log().Epochs(); !slices.Equal(got, want) {
 			t.Errorf("partition %d: mirror epochs %v, source %v", p, got, want)
 		}
 	}
@@ -69,10 +70,10 @@ func TestMirrorRestartsBelowSourceLogStart(t *testing.T) {
 
 // midBatchOffsetAfter returns an offset inside a batch of several
 // records that starts after offset.
-func midBatchOffsetAfter(t *testing.T, p *partition, offset rb.Offset) rb.Offset {
+func midBatchOffsetAfter(t *testing.T, p *broker.Partition, offset rb.Offset) rb.Offset {
 	t.Helper()
 	found := rb.Offset(-1)
-	err := p.log.WalkBatches(offset, func(b rb.Batch) bool {
+	err := p.Log().WalkBatches(offset, func(b rb.Batch) bool {
 		if b.BaseOffset() > offset && b.LastOffsetDelta() > 0 {
 			found = b.BaseOffset() + 1
 			return false
@@ -137,7 +138,7 @@ func TestMirrorCompactedSource(t *testing.T) {
 		}{{2, 0, 3}, {7, 0, 1}, {8, 1, 2}, {20, 1, 1}, {31, 4, 4}, {90, 6, 2}} {
 			batches = appendTestBatch(batches, at.base, at.epoch, at.records, fmt.Sprintf("gap batch %d", i))
 		}
-		if _, err := sourcePartition.appendMirrored(batches); err != nil {
+		if _, err := sourcePartition.AppendMirrored(batches); err != nil {
 			t.Fatal(err)
 		}
 		target, targetAddr := startNode(t, filepath.Join(t.TempDir(), "target"))
@@ -150,7 +151,7 @@ func TestMirrorCompactedSource(t *testing.T) {
 		produceBatches(t, sourceAddr, "gaps", 0, rand.New(rand.NewPCG(3, 1)), 2)
 		waitConverged(t, source, target, targetClient, "gaps", 1)
 		sameRecords(t, sourceAddr, targetAddr, "gaps", 0)
-		if got, want := localPartition(t, target, "gaps", 0).log.Epochs(), sourcePartition.log.Epochs(); !slices.Equal(got, want) {
+		if got, want := localPartition(t, target, "gaps", 0).Log().Epochs(), sourcePartition.Log().Epochs(); !slices.Equal(got, want) {
 			t.Errorf("mirror epochs %v, source %v", got, want)
 		}
 	})

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"fmt"
+	"github.com/mirrord/mirrord/broker"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -75,16 +76,16 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 
 	setMirroring(t, target, netio.PauseMirroring, "events")
 	local0, local1 := localPartition(t, target, "events", 0), localPartition(t, target, "events", 1)
-	if e0, e1 := local0.log.LatestEpoch(), local1.log.LatestEpoch(); e0 != 0 || e1 != 0 {
+	if e0, e1 := local0.Log().LatestEpoch(), local1.Log().LatestEpoch(); e0 != 0 || e1 != 0 {
 		t.Fatalf("kfake wrote epochs %d and %d, the scenario starts at 0", e0, e1)
 	}
-	a, x := local0.log.LogEndOffset(), local1.log.LogEndOffset()
+	a, x := local0.Log().LogEndOffset(), local1.Log().LogEndOffset()
 	injectBatches(t, local0, 2, 3, rng)
-	b := local0.log.LogEndOffset()
+	b := local0.Log().LogEndOffset()
 	injectBatches(t, local0, 5, 2, rng)
-	c := local0.log.LogEndOffset()
+	c := local0.Log().LogEndOffset()
 	injectBatches(t, local1, 3, 3, rng)
-	xk := local1.log.LogEndOffset()
+	xk := local1.Log().LogEndOffset()
 
 	// The source: leader changes and records in each new epoch.
 	moveLeader := func(partition int32, times int) {
@@ -120,7 +121,7 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 
 	// What epoch.Cache.Divergence makes of the answers, from the mirror's
 	// epochs now.
-	cache0 := epochCache(t, local0.log.Epochs())
+	cache0 := epochCache(t, local0.Log().Epochs())
 	if to, done := cache0.Divergence(3, e, c); to != b || done {
 		t.Fatalf("partition 0, first answer: Divergence = (%d, %v), want (%d, false)", to, done, b)
 	}
@@ -128,7 +129,7 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 	if to, done := cache0.Divergence(0, a, b); to != a || !done {
 		t.Fatalf("partition 0, second answer: Divergence = (%d, %v), want (%d, true)", to, done, a)
 	}
-	cache1 := epochCache(t, local1.log.Epochs())
+	cache1 := epochCache(t, local1.Log().Epochs())
 	if to, done := cache1.Divergence(0, y0, xk); to != x || !done {
 		t.Fatalf("partition 1: Divergence = (%d, %v), want (%d, true)", to, done, x)
 	}
@@ -152,7 +153,7 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 				t.Errorf("partition %d: %s, retry count %d, error %q; want FAILED waiting for recover, naming the setting", p.Partition, p.State, p.RetryCount, p.Error)
 			}
 		}
-		if got0, got1 := local0.log.LogEndOffset(), local1.log.LogEndOffset(); got0 != c || got1 != xk {
+		if got0, got1 := local0.Log().LogEndOffset(), local1.Log().LogEndOffset(); got0 != c || got1 != xk {
 			t.Errorf("log ends %d and %d, want %d and %d: nothing truncated", got0, got1, c, xk)
 		}
 		return
@@ -182,7 +183,7 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 			t.Errorf("partition %d: first fetch the source served %v, want %v", partition, got, wantResumed[partition])
 		}
 		local := localPartition(t, target, "events", partition)
-		if got, want := local.log.Epochs(), leader.history[partition].cache.Entries(); !slices.Equal(got, want) {
+		if got, want := local.Log().Epochs(), leader.history[partition].cache.Entries(); !slices.Equal(got, want) {
 			t.Errorf("partition %d: mirror epochs %v, source %v", partition, got, want)
 		}
 	}
@@ -297,11 +298,11 @@ func appendTestBatch(dst []byte, base rb.Offset, epoch rb.Epoch, records int, la
 
 // injectBatches appends count batches at the log end with epoch, as if a
 // source leader that was later lost had sent them.
-func injectBatches(t *testing.T, p *partition, epoch rb.Epoch, count int, rng *rand.Rand) {
+func injectBatches(t *testing.T, p *broker.Partition, epoch rb.Epoch, count int, rng *rand.Rand) {
 	t.Helper()
 	for range count {
-		batch := appendTestBatch(nil, p.log.LogEndOffset(), epoch, 1+rng.IntN(4), "lost")
-		if _, err := p.appendMirrored(batch); err != nil {
+		batch := appendTestBatch(nil, p.Log().LogEndOffset(), epoch, 1+rng.IntN(4), "lost")
+		if _, err := p.AppendMirrored(batch); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -7,12 +7,9 @@ import (
 	"slices"
 	"sort"
 	"sync"
-	"time"
 
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/netio"
-	rb "github.com/mirrord/mirrord/recordbatch"
-	"github.com/mirrord/mirrord/recordbatch/records"
 )
 
 // Failover: StopMirrorTopics makes mirror topics writable with the offsets
@@ -130,84 +127,6 @@ func runBounded[T any](items []T, limit int, run func(T)) {
 	wg.Wait()
 }
 
-// raiseLocalEpoch raises the leader epoch this node claims.
-func (p *partition) raiseLocalEpoch(epoch int32) {
-	for {
-		current := p.localEpoch.Load()
-		if current >= epoch {
-			return
-		}
-		if p.localEpoch.CompareAndSwap(current, epoch) {
-			p.wake()
-			return
-		}
-	}
-}
-
-// abortOpenTransactions writes an ABORT marker, at the current leader
-// epoch, for every transaction open in the partition (after a stop, those
-// of the source's producers, which will never end them here), and flushes.
-func (p *partition) abortOpenTransactions() error {
-	type open struct {
-		producerID int64
-		epoch      int16
-	}
-	p.mu.Lock()
-	var opens []open // bounded by the partition's producers
-	for id := range p.producers.ongoing {
-		opens = append(opens, open{id, p.producers.entry(id).epoch})
-	}
-	p.mu.Unlock()
-	sort.Slice(opens, func(i, j int) bool { return opens[i].producerID < opens[j].producerID })
-	for _, o := range opens {
-		if _, err := p.writeMarker(o.producerID, o.epoch, false, time.Now().UnixMilli()); err != nil {
-			return fmt.Errorf("engine: %s: abort the source's open transaction of producer %d: %w", p.tp, o.producerID, err)
-		}
-	}
-	if err := p.log.Flush(); err != nil {
-		return fmt.Errorf("engine: %s: flush the abort markers: %w", p.tp, err)
-	}
-	return nil
-}
-
-// resetMirroredProducers appends the MIRROR_PID_RESET control batch at
-// the current leader epoch (unless the log ends with one already), drops
-// the producer state, and flushes.
-func (p *partition) resetMirroredProducers() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.endsWithPIDReset() {
-		batch := rb.Append(nil, rb.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-			Control: true, Records: []rb.Record{{Key: controlKey(records.ControlMirrorPIDReset), Value: []byte{0, 0, 0, 0, 0, 0}}}})
-		if _, err := p.log.AppendAssign(batch, p.LeaderEpoch()); err != nil {
-			return fmt.Errorf("engine: %s: write MIRROR_PID_RESET: %w", p.tp, err)
-		}
-		p.log.SetHighWatermark(p.log.LogEndOffset())
-	}
-	p.producers.dropProducers()
-	p.notify()
-	if err := p.log.Flush(); err != nil {
-		return fmt.Errorf("engine: %s: flush MIRROR_PID_RESET: %w", p.tp, err)
-	}
-	return nil
-}
-
-func controlKey(kind int16) []byte { return []byte{0, 0, byte(uint16(kind) >> 8), byte(kind)} }
-
-// endsWithPIDReset: the log's last batch is a MIRROR_PID_RESET (p.mu held).
-func (p *partition) endsWithPIDReset() bool {
-	end := p.log.LogEndOffset()
-	if end == 0 || end <= p.log.LogStartOffset() {
-		return false
-	}
-	data, err := p.log.BatchBytes(nil, end-1)
-	if err != nil {
-		return false
-	}
-	b, err := rb.Parse(data)
-	return err == nil && b.LastOffset() == end-1 && records.IsMirrorPIDReset(b)
-}
-
 // lastMirrorEpochs answers failback's lookups: per partition the last
 // mirror epoch a stop stored (the greatest over this node's mirrors), -1
 // and -1 when none; a mirror of this node that still mirrors the
@@ -235,7 +154,7 @@ func (n *Node) lastMirrorEpochs(askingCluster string, lookups []netio.TopicParti
 		for _, p := range tp.Partitions {
 			answer := netio.LastMirrorEpoch{TopicID: tp.TopicID, Partition: p, Epoch: -1, Offset: -1}
 			if name, ok := looping[key{tp.TopicID, p}]; ok {
-				answer.Err = fmt.Errorf("%w: mirror %s of cluster %s still mirrors this partition from the asking cluster %s", ErrMirrorLoop, name, n.cluster.ClusterID, askingCluster)
+				answer.Err = fmt.Errorf("%w: mirror %s of cluster %s still mirrors this partition from the asking cluster %s", ErrMirrorLoop, name, n.Cluster().ClusterID, askingCluster)
 			} else if lme, ok := stored[MirrorStateKey{TopicID: [16]byte(tp.TopicID), Partition: p}]; ok {
 				answer.Epoch, answer.Offset = int32(lme.epoch), int64(lme.offset)
 			}

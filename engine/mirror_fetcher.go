@@ -304,7 +304,7 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 	}
 	topics := map[[16]byte]int{}
 	for _, mp := range f.ready {
-		fields := sentPartition{int64(mp.local.log.LogEndOffset()), int32(mp.local.log.LatestEpoch()), mp.sourceLeaderEpoch.Load()}
+		fields := sentPartition{int64(mp.local.LogEndOffset()), int32(mp.local.LatestEpoch()), mp.sourceLeaderEpoch.Load()}
 		if last, ok := f.sent[mp]; incremental && ok && last == fields {
 			continue
 		}
@@ -353,19 +353,19 @@ func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.Fetch
 		f.diverged(mp, rp.DivergingEpoch.Epoch, rp.DivergingEpoch.EndOffset)
 		return
 	}
-	if err := mp.local.followSourceStart(rp.LogStartOffset); err != nil {
+	if err := mp.local.FollowSourceStart(rb.Offset(rp.LogStartOffset)); err != nil {
 		f.fail(mp, fmt.Errorf("follow the source log start %d: %w", rp.LogStartOffset, err), true)
 		return
 	}
 	if whole := wholeBatches(rp.RecordBatches); len(whole) > 0 {
-		info, err := mp.local.appendMirrored(whole)
+		info, err := mp.local.AppendMirrored(whole)
 		if err != nil {
 			f.fail(mp, err, true)
 			f.mirror.refreshSoon()
 			return
 		}
 		f.mirror.metrics.observeAppend(mp, info)
-		if latest := int32(mp.local.log.LatestEpoch()); latest > mp.reported.Load() {
+		if latest := int32(mp.local.LatestEpoch()); latest > mp.reported.Load() {
 			// Batches of a source epoch the metadata has not shown yet:
 			// the machine keeps the local epoch ahead of it.
 			mp.reported.Store(latest)
@@ -399,7 +399,7 @@ func wholeBatches(buf []byte) []byte {
 // ULE_RECOVERY and truncates to where the logs agree; without it the
 // partition fails until --recover (mp.gate held).
 func (f *fetcher) diverged(mp *mirrorPartition, epoch int32, endOffset int64) {
-	offset, done := mp.local.divergence(epoch, endOffset)
+	offset, done := mp.local.Divergence(rb.Epoch(epoch), rb.Offset(endOffset))
 	f.log.Warn("the source diverged from the mirrored log", "topic", mp.topic, "partition", mp.partition,
 		"source_epoch", epoch, "source_end_offset", endOffset, "truncate_to", offset, "done", done)
 	f.uncleanElection(mp, offset, fmt.Sprintf("the source's epoch %d ends at offset %d", epoch, endOffset))
@@ -448,11 +448,11 @@ func (f *fetcher) realign(ctx context.Context, mp *mirrorPartition) {
 	if err == nil {
 		var end int64
 		if end, err = m.sourceOffset(ctx, mp, -1); err == nil {
-			leo := int64(mp.local.log.LogEndOffset())
+			leo := int64(mp.local.LogEndOffset())
 			switch {
 			case leo < start:
 				m.log.Info("source log start passed the local log end: restarting there", "topic", mp.topic, "partition", mp.partition, "source_start", start, "local_end", leo)
-				err = mp.local.restartAt(start)
+				err = mp.local.RestartAt(rb.Offset(start))
 			case leo > end:
 				f.uncleanElection(mp, rb.Offset(end), fmt.Sprintf("the source's log ends at %d, the mirror's at %d", end, leo))
 				return

@@ -144,7 +144,7 @@ func (mm *mirrorMetrics) observeAppend(mp *mirrorPartition, info logstore.Append
 // answer for the partition, the paused probe after each high watermark.
 func (mp *mirrorPartition) observeCaughtUp() {
 	hw := mp.sourceHighWatermark.Load()
-	if hw >= 0 && int64(mp.local.log.LogEndOffset()) >= hw {
+	if hw >= 0 && int64(mp.local.LogEndOffset()) >= hw {
 		mp.metrics.caughtUp.Store(int64(time.Since(mp.metrics.joined)))
 	}
 }
@@ -229,7 +229,7 @@ func (m *mirror) report() MirrorReport {
 func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleAfter time.Duration) MirrorPartitionReport {
 	age := mp.highWatermarkAge(now) // before the high watermark: never older than the value read
 	hw := mp.sourceHighWatermark.Load()
-	leo := int64(mp.local.log.LogEndOffset())
+	leo := int64(mp.local.LogEndOffset())
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load()}

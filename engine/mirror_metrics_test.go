@@ -99,11 +99,11 @@ func waitMetrics(t *testing.T, what string, check func() string) {
 // mirrorLocalLog is the mirror node's log of a partition.
 func mirrorLocalLog(t *testing.T, n *Node, topic string, index int32) *logstore.Log {
 	t.Helper()
-	p, err := n.partition(topic, index)
+	p, err := n.LocalPartition(topic, index)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p.log
+	return p.Log()
 }
 
 func logBatchCount(t *testing.T, log *logstore.Log) int {

@@ -176,14 +176,13 @@ func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionE
 				case mirrorstate.Pausing:
 					out = append(out, partitionEvent{mp, mirrorstate.PauseDone{}})
 				case mirrorstate.Stopping:
-					log := mp.local.log
 					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopRemoveFromFetcher,
-						LastMirrorEpoch: log.LatestEpoch(), LastMirrorOffset: log.LogEndOffset()}})
+						LastMirrorEpoch: mp.local.LatestEpoch(), LastMirrorOffset: mp.local.LogEndOffset()}})
 				}
 			case mirrorstate.StartAlignment:
 				aligning = append(aligning, mp)
 			case mirrorstate.BumpLeaderEpoch:
-				mp.local.raiseLocalEpoch(int32(a.To))
+				mp.local.RaiseLeaderEpoch(a.To)
 				if mp.machine.State() == mirrorstate.Stopping {
 					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopBumpLeaderEpoch}})
 				} else {
@@ -226,9 +225,9 @@ func (m *mirror) performLocal(mp *mirrorPartition, action mirrorstate.Action) mi
 	case mirrorstate.Truncate:
 		err, done = m.recoverUnclean(mp, a.Offset), mirrorstate.TruncationDone{}
 	case mirrorstate.WriteAbortMarkers:
-		err, done = mp.local.abortOpenTransactions(), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
+		err, done = mp.local.AbortOpenTransactions(), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
 	case mirrorstate.WriteMirrorPIDReset:
-		err, done = mp.local.resetMirroredProducers(), mirrorstate.StopStepDone{Step: mirrorstate.StopResetProducers}
+		err, done = mp.local.WriteMirrorPIDReset(), mirrorstate.StopStepDone{Step: mirrorstate.StopResetProducers}
 	}
 	if err != nil {
 		return mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()}
@@ -247,9 +246,9 @@ func (m *mirror) publish(mp *mirrorPartition) {
 	mp.view = record
 	mp.mu.Unlock()
 	if record.State == mirrorstate.Stopped {
-		mp.local.setMirroredBy("")
+		mp.local.SetReadOnly(nil)
 	} else {
-		mp.local.setMirroredBy(m.name)
+		mp.local.SetReadOnly(mp.refuse)
 	}
 	if record.State == previous {
 		return
@@ -323,7 +322,7 @@ func (m *mirror) newMachine(mp *mirrorPartition) {
 		mp.machine = mirrorstate.New(max(mp.local.LeaderEpoch(), 0), m.config.Retry, processJitter{})
 		return
 	}
-	mp.local.raiseLocalEpoch(int32(record.LeaderEpoch))
+	mp.local.RaiseLeaderEpoch(record.LeaderEpoch)
 	mp.machine = mirrorstate.Restore(record, m.config.Retry, processJitter{})
 	mp.restored = true
 	mp.mu.Lock()

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"github.com/mirrord/mirrord/broker"
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
@@ -34,7 +35,7 @@ func waitConverged(t *testing.T, source *kgo.Client, target *Node, targetClient 
 	for p := range partitions {
 		want := [2]int64{sourceOffset(t, source, topic, p, -2), sourceOffset(t, source, topic, p, -1)}
 		waitUntil(t, fmt.Sprintf("the mirror of %s-%d to reach offsets %v", topic, p, want), func() bool {
-			local, err := target.partition(topic, p)
+			local, err := target.LocalPartition(topic, p)
 			if err != nil {
 				return false
 			}
@@ -92,9 +93,9 @@ func mirrorTopicWith(t *testing.T, target *Node, config map[string]string, topic
 	})
 }
 
-func localPartition(t *testing.T, n *Node, topic string, index int32) *partition {
+func localPartition(t *testing.T, n *Node, topic string, index int32) *broker.Partition {
 	t.Helper()
-	p, err := n.partition(topic, index)
+	p, err := n.LocalPartition(topic, index)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
 	"github.com/mirrord/mirrord/vfs"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // mirrorStateTopic is the internal topic holding the state of every
@@ -28,10 +27,6 @@ const (
 	stateLogCompactMin   = 1000
 	stateLogBatchRecords = 500 // live records per batch when rewriting
 )
-
-// errMirrorStateInternal refuses client writes and deletes of
-// __mirror_state.
-var errMirrorStateInternal = fmt.Errorf("%w: %s is internal: only the node's mirrors write it", kerr.InvalidTopicException, mirrorStateTopic)
 
 // stateLog is __mirror_state partition 0: the persisted state of every
 // mirrored partition, one record per state change, keyed by (mirror,
@@ -54,11 +49,10 @@ var errMirrorStateInternal = fmt.Errorf("%w: %s is internal: only the node's mir
 //
 // Concurrency: mu guards log creation, live and the appends (one put at
 // a time). It is taken under a mirrorPartition's mu and takes no other
-// lock of the engine but, at the first put, the node's (register).
+// lock of the engine but, at the first put, the node's (logs.CreateInternalLog).
 type stateLog struct {
-	dir      *logstore.Dir
-	cfg      logstore.Config
-	register func(*logstore.Log, rb.TopicID) // adds the topic to the node
+	logs internalLogs
+	cfg  logstore.Config
 
 	mu      sync.Mutex
 	log     *logstore.Log                         // nil until the first put
@@ -71,16 +65,23 @@ func stateLogTP() logstore.TopicPartition {
 	return logstore.TopicPartition{Topic: mirrorStateTopic, Partition: 0}
 }
 
-// openStateLog replays __mirror_state if the directory holds it, and
-// compacts it when it has grown (see stateLog). register is called at the
-// first put, when the topic is created. A batch or record that cannot be
+// internalLogs is the node's internal topics (one partition each): the
+// log of one, and its creation.
+type internalLogs interface {
+	InternalLog(topic string) (*logstore.Log, bool)
+	CreateInternalLog(topic string, cfg logstore.Config) (*logstore.Log, error)
+}
+
+// openStateLog replays __mirror_state if the node holds it, and compacts
+// it when it has grown (see stateLog). The topic is created at the first
+// put. A batch or record that cannot be
 // read does not stop the node: it is skipped, kept raw under
 // quarantine/__mirror_state-0/ in the data directory, and returned in
 // skipped for the caller to report loudly.
-func openStateLog(fs vfs.FS, dataDir string, dir *logstore.Dir, cfg logstore.Config, register func(*logstore.Log, rb.TopicID)) (s *stateLog, skipped []error, err error) {
+func openStateLog(fs vfs.FS, dataDir string, logs internalLogs, cfg logstore.Config) (s *stateLog, skipped []error, err error) {
 	cfg.Flush = logstore.FlushEveryAppend
-	s = &stateLog{dir: dir, cfg: cfg, register: register, live: map[MirrorStateKey]mirrorstate.Record{}}
-	log, _, ok := dir.Get(stateLogTP())
+	s = &stateLog{logs: logs, cfg: cfg, live: map[MirrorStateKey]mirrorstate.Record{}}
+	log, ok := logs.InternalLog(mirrorStateTopic)
 	if !ok {
 		return s, nil, nil
 	}
@@ -283,15 +284,11 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 		}
 	}
 	if s.log == nil {
-		id := rb.NewTopicID()
-		log, err := s.dir.Create(stateLogTP(), id, s.cfg)
+		log, err := s.logs.CreateInternalLog(mirrorStateTopic, s.cfg)
 		if err != nil {
 			return fmt.Errorf("engine: create %s: %w", mirrorStateTopic, err)
 		}
 		s.log = log
-		if s.register != nil {
-			s.register(log, id)
-		}
 	}
 	for rest := entries; len(rest) > 0; { // bounded: each pass takes up to stateLogBatchRecords
 		chunk := rest[:min(len(rest), stateLogBatchRecords)]

@@ -1,142 +1,61 @@
 package engine
 
 import (
-	"context"
-	"errors"
-	"fmt"
 	"log/slog"
-	"sort"
-	"strings"
+	"slices"
 	"sync"
 
-	"github.com/mirrord/mirrord/logstore"
-	"github.com/mirrord/mirrord/netio"
-	rb "github.com/mirrord/mirrord/recordbatch"
-	"github.com/mirrord/mirrord/vfs"
-	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/mirrord/mirrord/broker"
 )
 
-// NodeConfig configures a Node.
-type NodeConfig struct {
-	FS      vfs.FS
-	DataDir string
-	// Log is the default partition log configuration.
-	Log logstore.Config
-	// Host and Port are the advertised address (Metadata answers them).
-	Host   string
-	Port   int32
-	Logger *slog.Logger
-	// MessageMaxBytes bounds a produced batch on topics without
-	// max.message.bytes (message.max.bytes); 0 means Kafka's default,
-	// DefaultMessageMaxBytes.
-	MessageMaxBytes int32
-	// CrashPoint, for crash tests only, names a step of a stop or of log
-	// alignment ("stop:BUMP_LEADER_EPOCH", "align:TRUNCATE", ...) at
-	// which the process kills itself with SIGKILL. Empty: never.
-	CrashPoint string
-}
+// NodeConfig configures a Node: the Kafka node's configuration (the
+// engine adds its internal topic, __mirror_state).
+type NodeConfig = broker.Config
 
-// Node is one mirrord node: the partition logs of its data directory and
-// the topics they form. It is the netio.Backend the Kafka listener serves.
-//
-// Concurrency: mu guards the topic map; each partition serializes its own
-// writes. Topic and partition objects are never mutated in place after
-// creation except a topic's partition list, which only grows (under mu).
+// Node is one mirrord node: the Kafka node (broker.Node: topics,
+// partitions, produce, transactions) and the mirrors that write into it.
+// It is the netio.Backend the Kafka listener serves, with the mirror
+// administration (Mirrors).
 type Node struct {
+	*broker.Node
 	cfg     NodeConfig
-	dir     *logstore.Dir
 	log     *slog.Logger
-	txns    *transactions
-	cluster netio.ClusterInfo
-
 	metrics *mirrorMetrics
 	states  *stateLog // __mirror_state
 
-	// mirrorsMu guards mirrors; it is taken before mu, never after.
+	// mirrorsMu guards mirrors; it is taken before a mirror's mu, never
+	// after.
 	mirrorsMu sync.Mutex
 	mirrors   map[string]*mirror // bounded by the mirrors an operator created
-
-	mu     sync.RWMutex
-	topics map[string]*topic     // bounded by the partitions on disk
-	byID   map[rb.TopicID]*topic // the same topics, by ID
 }
 
-type topic struct {
-	name       string
-	id         rb.TopicID
-	partitions []*partition
-	internal   bool          // __mirror_state: no produce, delete or DeleteRecords
-	limits     produceLimits // its partitions'
-}
-
-// dropUnfinishedPartition deletes a partition found past a missing one.
-// Partitions are created in parallel and acknowledged together, so a crash
-// can leave partition 5 of a creation without partition 4; such a
-// partition never held a record. One that did means the directory lost
-// data: an error.
-func dropUnfinishedPartition(dir *logstore.Dir, info logstore.PartitionInfo, log *logstore.Log, missing int) error {
-	if log.LogEndOffset() != 0 || log.LogStartOffset() != 0 {
-		return fmt.Errorf("engine: topic %s: partition %d holds offsets up to %d but partition %d is missing",
-			info.Topic, info.Partition, log.LogEndOffset(), missing)
-	}
-	if err := dir.Delete(info.TopicPartition); err != nil {
-		return fmt.Errorf("engine: remove %s, left by a crash past missing partition %d: %w", info.TopicPartition, missing, err)
-	}
-	return nil
-}
-
-// OpenNode opens the data directory and every partition log in it.
+// OpenNode opens the Kafka node of the data directory, replays
+// __mirror_state, and starts the mirrors persisted there. The topics the
+// mirrors write are made read-only before the node's transaction recovery
+// runs: their open transactions are the source's, whose markers the
+// mirror will copy, and recovery must not abort them as orphans.
 func OpenNode(cfg NodeConfig) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
+	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), mirrorStateTopic)
+	n := &Node{cfg: cfg, log: cfg.Logger, metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}}
+	b, err := broker.Open(cfg, func(b *broker.Node) error {
+		n.Node = b
+		states, skipped, err := openStateLog(cfg.FS, cfg.DataDir, b, cfg.Log)
+		for _, cause := range skipped {
+			n.log.Error("skipped a corrupt record of an internal log: the mirror states it held are lost", "topic", mirrorStateTopic, "error", cause)
+		}
+		if err != nil {
+			return err
+		}
+		n.states = states
+		return n.markPersistedMirrors()
+	})
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{},
-		metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}}
-	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
-	for _, info := range dir.List() {
-		log, _, _ := dir.Get(info.TopicPartition)
-		t := n.topics[info.Topic]
-		have := 0
-		if t != nil {
-			have = len(t.partitions)
-		}
-		if int(info.Partition) != have {
-			if err := dropUnfinishedPartition(dir, info, log, have); err != nil {
-				dir.Close()
-				return nil, err
-			}
-			n.log.Warn("removed an empty partition a crash left past a missing one", "partition", info.TopicPartition.String(),
-				"missing", have)
-			continue
-		}
-		if t == nil {
-			t = &topic{name: info.Topic, id: info.TopicID, internal: info.Topic == mirrorStateTopic, limits: nodeProduceLimits(cfg)}
-			n.topics[info.Topic], n.byID[t.id] = t, t
-		}
-		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log, t.limits))
-		t.partitions[len(t.partitions)-1].internal = t.internal
-	}
-	var skipped []error
-	n.states, skipped, err = openStateLog(cfg.FS, cfg.DataDir, dir, cfg.Log, n.registerStateTopic)
-	for _, cause := range skipped {
-		n.log.Error("skipped a corrupt record of an internal log: the mirror states it held are lost", "topic", mirrorStateTopic, "error", cause)
-	}
-	if err != nil {
-		dir.Close()
-		return nil, err
-	}
-	if err := n.markPersistedMirrors(); err != nil { // before transaction recovery
-		dir.Close()
-		return nil, err
-	}
-	if n.txns, err = openTransactions(n); err != nil {
-		dir.Close()
-		return nil, err
-	}
+	n.Node = b
 	n.mirrorsMu.Lock()
 	err = n.loadMirrors()
 	n.mirrorsMu.Unlock()
@@ -147,7 +66,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// Close stops the transaction reaper and closes every partition log.
+// Close stops every mirror, then closes the Kafka node.
 func (n *Node) Close() error {
 	n.mirrorsMu.Lock()
 	for name, m := range n.mirrors {
@@ -155,256 +74,9 @@ func (n *Node) Close() error {
 		delete(n.mirrors, name)
 	}
 	n.mirrorsMu.Unlock()
-	n.txns.close()
-	return n.dir.Close()
+	return n.Node.Close()
 }
 
-// SetAdvertised sets the address Metadata answers (once the listener's
-// port is known).
-func (n *Node) SetAdvertised(host string, port int32) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.cluster.Host, n.cluster.Port = host, port
-}
-
-func (n *Node) Cluster() netio.ClusterInfo {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	return n.cluster
-}
-
-func (n *Node) Topics() []netio.TopicInfo {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	infos := make([]netio.TopicInfo, 0, len(n.topics))
-	for _, t := range n.topics {
-		infos = append(infos, t.info())
-	}
-	sort.Slice(infos, func(i, j int) bool { return infos[i].Name < infos[j].Name })
-	return infos
-}
-
-// refuseIfMirrored refuses action while a mirror writes any partition of
-// the topic (a mirror topic in any state but STOPPED).
-func (t *topic) refuseIfMirrored(action string) error {
-	for _, p := range t.partitions {
-		if err := p.refuseIfMirrored(action); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func (t *topic) info() netio.TopicInfo {
-	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: t.internal}
-}
-
-// registerStateTopic adds __mirror_state, created at its first write.
-func (n *Node) registerStateTopic(log *logstore.Log, id rb.TopicID) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p := newPartition(stateLogTP(), log, nodeProduceLimits(n.cfg))
-	p.internal = true
-	t := &topic{name: mirrorStateTopic, id: id, partitions: []*partition{p}, internal: true}
-	n.topics[t.name], n.byID[t.id] = t, t
-}
-
-func (n *Node) Topic(name string) (netio.TopicInfo, bool) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	if t, ok := n.topics[name]; ok {
-		return t.info(), true
-	}
-	return netio.TopicInfo{}, false
-}
-
-func (n *Node) TopicByID(id rb.TopicID) (netio.TopicInfo, bool) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	if t, ok := n.byID[id]; ok {
-		return t.info(), true
-	}
-	return netio.TopicInfo{}, false
-}
-
-func (n *Node) Partition(topicName string, index int32) (netio.Partition, error) {
-	p, err := n.partition(topicName, index)
-	if err != nil {
-		return nil, err
-	}
-	return p, nil
-}
-
-func (n *Node) partition(topicName string, index int32) (*partition, error) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	t, ok := n.topics[topicName]
-	if !ok || index < 0 || int(index) >= len(t.partitions) {
-		return nil, kerr.UnknownTopicOrPartition
-	}
-	return t.partitions[index], nil
-}
-
-func (n *Node) Transactions() netio.Transactions { return n.txns }
-
-// CreateTopic makes a writable topic of partitions partitions. As Kafka:
-// a name that differs from an existing topic's only by '.' against '_'
-// collides with it (INVALID_TOPIC_EXCEPTION), since both would name the
-// same metrics. The answer carries the partition count and the effective
-// configs, for a validate-only request too.
-func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
-	if name == mirrorStateTopic { // as Kafka refuses its internal topics, also before they exist
-		return netio.TopicInfo{}, netio.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", name)
-	}
-	cfg, err := topicConfig(n.cfg.Log, configs)
-	if err != nil {
-		return netio.TopicInfo{}, err
-	}
-	limits, err := topicProduceLimits(nodeProduceLimits(n.cfg), configs)
-	if err != nil {
-		return netio.TopicInfo{}, err
-	}
-	if partitions <= 0 {
-		return netio.TopicInfo{}, kerr.InvalidPartitions
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if _, ok := n.topics[name]; ok {
-		return netio.TopicInfo{}, kerr.TopicAlreadyExists
-	}
-	if err := validTopicName(name); err != nil {
-		return netio.TopicInfo{}, err
-	}
-	if other, ok := n.collidingTopic(name); ok {
-		return netio.TopicInfo{}, fmt.Errorf("%w: topic %s collides with existing topic %s ('.' and '_' name the same metrics)", kerr.InvalidTopicException, name, other)
-	}
-	t := &topic{name: name, id: rb.NewTopicID(), limits: limits}
-	if validateOnly {
-		info := t.info()
-		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, limits, configs)
-		return info, nil
-	}
-	if err := n.addPartitions(t, partitions, cfg); err != nil {
-		return netio.TopicInfo{}, err
-	}
-	n.topics[name], n.byID[t.id] = t, t
-	n.log.Info("created topic", "topic", name, "id", t.id.String(), "partitions", partitions)
-	info := t.info()
-	info.Configs = topicConfigEntries(cfg, limits, configs)
-	return info, nil
-}
-
-// collidingTopic returns an existing topic whose name equals name once
-// '.' and '_' are taken as the same character; n.mu is held.
-func (n *Node) collidingTopic(name string) (string, bool) {
-	unify := func(s string) string { return strings.ReplaceAll(s, ".", "_") }
-	want := unify(name)
-	for other := range n.topics {
-		if unify(other) == want {
-			return other, true
-		}
-	}
-	return "", false
-}
-
-// addPartitions creates partition logs up to count, all or none; n.mu is
-// held.
-func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
-	var tps []logstore.TopicPartition
-	for i := int32(len(t.partitions)); i < count; i++ {
-		tps = append(tps, logstore.TopicPartition{Topic: t.name, Partition: i})
-	}
-	logs, err := n.dir.CreateAll(tps, t.id, cfg)
-	if err != nil {
-		return fmt.Errorf("engine: create %d partitions of %s: %w", len(tps), t.name, err)
-	}
-	for i, log := range logs {
-		t.partitions = append(t.partitions, newPartition(tps[i], log, t.limits))
-	}
-	return nil
-}
-
-// ensureMirrorTopic makes the local topic a mirror writes: created with
-// the source's topic ID and partition count, grown when the source grows.
-// A local topic of that name with another ID is refused.
-func (n *Node) ensureMirrorTopic(_ context.Context, name string, id rb.TopicID, partitions int32) ([]*partition, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t, ok := n.topics[name]
-	if !ok {
-		if err := validTopicName(name); err != nil {
-			return nil, err
-		}
-		if other, taken := n.byID[id]; taken {
-			return nil, fmt.Errorf("%w: the source's topic ID of %s is the local topic %s's", kerr.TopicAlreadyExists, name, other.name)
-		}
-		t = &topic{name: name, id: id, limits: nodeProduceLimits(n.cfg)}
-		n.topics[name], n.byID[id] = t, t
-		n.log.Info("created mirror topic", "topic", name, "id", id.String(), "partitions", partitions)
-	}
-	if t.id != id {
-		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, t.id, id)
-	}
-	if int32(len(t.partitions)) < partitions {
-		if err := n.addPartitions(t, partitions, n.cfg.Log); err != nil {
-			return nil, err
-		}
-	}
-	return append([]*partition(nil), t.partitions...), nil
-}
-
-// CreatePartitions grows a topic to count partitions.
-func (n *Node) CreatePartitions(_ context.Context, name string, count int32, validateOnly bool) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t, ok := n.topics[name]
-	if !ok {
-		return kerr.UnknownTopicOrPartition
-	}
-	refused := t.refuseIfMirrored("CreatePartitions") // its partitions are the source's
-	switch {
-	case t.internal:
-		return errMirrorStateInternal
-	case refused != nil:
-		return refused
-	case count <= int32(len(t.partitions)):
-		return kerr.InvalidPartitions
-	case validateOnly:
-		return nil
-	}
-	return n.addPartitions(t, count, n.cfg.Log)
-}
-
-// DeleteTopic deletes every partition of a topic.
-func (n *Node) DeleteTopic(_ context.Context, name string) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t, ok := n.topics[name]
-	if !ok {
-		return kerr.UnknownTopicOrPartition
-	}
-	if t.internal {
-		return errMirrorStateInternal
-	}
-	if err := t.refuseIfMirrored("DeleteTopics"); err != nil {
-		return err // its mirror would recreate it, or fail on a new one of the name
-	}
-	delete(n.topics, name)
-	delete(n.byID, t.id)
-	var errs []error
-	for _, p := range t.partitions {
-		p.wake()
-		if err := n.dir.Delete(p.tp); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	n.log.Info("deleted topic", "topic", name)
-	return errors.Join(errs...)
-}
-
-func validTopicName(name string) error {
-	if err := logstore.ValidateTopicName(name); err != nil {
-		return fmt.Errorf("%w: %w", kerr.InvalidTopicException, err)
-	}
-	return nil
-}
+// DefaultMessageMaxBytes is Kafka's message.max.bytes default: the
+// largest batch a Produce may carry on a topic without max.message.bytes.
+const DefaultMessageMaxBytes = broker.DefaultMessageMaxBytes

@@ -3,15 +3,11 @@ package engine
 import (
 	"context"
 	"net"
-	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -42,65 +38,20 @@ func startNode(t *testing.T, dir string) (*Node, string) {
 	return node, ln.Addr().String()
 }
 
-func TestProduceToNode(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	_, addr := startNode(t, dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("orders"))
-	if err != nil {
+func createTopic(t *testing.T, n *Node, name string, partitions int32) {
+	t.Helper()
+	if _, err := n.CreateTopic(context.Background(), name, partitions, nil, false); err != nil {
 		t.Fatal(err)
-	}
-	defer client.Close()
-	if _, err := kadm.NewClient(client).CreateTopic(ctx, 2, 1, nil, "orders"); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 50 {
-		if err := client.ProduceSync(ctx, &kgo.Record{Value: []byte{byte(i)}, Partition: int32(i % 2)}).FirstErr(); err != nil {
-			t.Fatalf("produce %d: %v", i, err)
-		}
 	}
 }
 
-// TestOpenDropsPartitionsPastAGap: partitions of one creation are made in
-// parallel, so a crash can leave partition 2 without partition 1. Such a
-// partition never held a record: OpenNode removes it. One that holds
-// offsets past a missing partition is lost data: OpenNode refuses.
-func TestOpenDropsPartitionsPastAGap(t *testing.T) {
-	fs := vfs.NewMem()
-	n := openTestNode(t, fs, newTestClock())
-	if _, err := n.CreateTopic(context.Background(), "gap", 3, nil, false); err != nil {
+func newClient(t *testing.T, addr string, opts ...kgo.Opt) *kgo.Client {
+	t.Helper()
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.DefaultProduceTopic("t"), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
+	client, err := kgo.NewClient(opts...)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.RemoveAll("/data/gap-1"); err != nil {
-		t.Fatal(err)
-	}
-	n = openTestNode(t, fs, newTestClock())
-	if got := len(n.topics["gap"].partitions); got != 1 {
-		t.Errorf("topic gap has %d partitions after the crash, want 1", got)
-	}
-	if ok, err := fs.Exists("/data/gap-2"); ok || err != nil {
-		t.Errorf("the partition past the gap is still on disk (%v)", err)
-	}
-	if _, err := n.CreateTopic(context.Background(), "data", 3, nil, false); err != nil {
-		t.Fatal(err)
-	}
-	if err := nodePartition(t, n, "data", 2).log.AdvanceLogStart(7); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := fs.RemoveAll("/data/data-1"); err != nil {
-		t.Fatal(err)
-	}
-	if n, err := OpenNode(NodeConfig{FS: fs, DataDir: "/data", Log: logstore.DefaultConfig()}); err == nil {
-		n.Close()
-		t.Fatal("opened a node whose partition data-2 holds offsets past a missing data-1")
-	} else if !strings.Contains(err.Error(), "data-1") && !strings.Contains(err.Error(), "partition 1 is missing") {
-		t.Errorf("error %q does not name the missing partition", err)
-	}
+	t.Cleanup(client.Close)
+	return client
 }

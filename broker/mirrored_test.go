@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"testing"
@@ -14,18 +14,18 @@ func TestPIDResetDropsProducers(t *testing.T) {
 	p := testPartition(t)
 	// A mirrored producer 7 with an open transaction, as appendMirrored
 	// leaves it.
-	if _, err := p.appendMirrored(dataBatch(7, 0, 0, 3, true)); err != nil {
+	if _, err := p.AppendMirrored(dataBatch(7, 0, 0, 3, true)); err != nil {
 		t.Fatal(err)
 	}
 	if got := p.Offsets().LastStableOffset; got != 0 {
 		t.Fatalf("last stable offset %d with the transaction open, want 0", got)
 	}
-	p.raiseLocalEpoch(11)
-	if err := p.abortOpenTransactions(); err != nil {
+	p.RaiseLeaderEpoch(11)
+	if err := p.AbortOpenTransactions(); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // idempotent: a resumed stop writes no second batch
-		if err := p.resetMirroredProducers(); err != nil {
+		if err := p.WriteMirrorPIDReset(); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 )
 
 // testPartition is a partition over a fresh in-memory log.
-func testPartition(t *testing.T) *partition {
+func testPartition(t *testing.T) *Partition {
 	t.Helper()
 	cfg := logstore.DefaultConfig()
 	cfg.Flush = logstore.FlushEveryAppend
@@ -31,7 +31,7 @@ func testPartition(t *testing.T) *partition {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return newPartition(logstore.TopicPartition{Topic: "t", Partition: 0}, log, nodeProduceLimits(NodeConfig{}))
+	return newPartition(logstore.TopicPartition{Topic: "t", Partition: 0}, log, nodeProduceLimits(Config{}))
 }
 
 // dataBatch is a batch of n records from a producer (producerID -1: not
@@ -45,7 +45,7 @@ func dataBatch(producerID int64, epoch int16, sequence int32, n int, transaction
 		BaseSequence: sequence, Transactional: transactional, Records: recs})
 }
 
-func produceTo(p *partition, batches []byte, transactionalID string) (netio.ProduceResult, error) {
+func produceTo(p *Partition, batches []byte, transactionalID string) (netio.ProduceResult, error) {
 	return p.Produce(context.Background(), batches, netio.ProduceRequest{Acks: -1, TransactionalID: transactionalID})
 }
 
@@ -213,7 +213,7 @@ func TestProduceValidation(t *testing.T) {
 }
 
 // offsets returns the partition's high watermark and last stable offset.
-func stable(p *partition) (hw, lso rb.Offset) {
+func stable(p *Partition) (hw, lso rb.Offset) {
 	o := p.Offsets()
 	return o.HighWatermark, o.LastStableOffset
 }

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// testClock is a virtual clock for NodeConfig.Log.Now.
+// testClock is a virtual clock for Config.Log.Now.
 type testClock struct {
 	mu  sync.Mutex
 	now time.Time
@@ -52,7 +52,7 @@ func openTestNode(t *testing.T, fs vfs.FS, clock *testClock) *Node {
 	t.Helper()
 	cfg := logstore.DefaultConfig()
 	cfg.Flush, cfg.Now = logstore.FlushEveryAppend, clock.Now
-	n, err := OpenNode(NodeConfig{FS: fs, DataDir: "/data", Log: cfg})
+	n, err := Open(Config{FS: fs, DataDir: "/data", Log: cfg}, nil)
 	if err != nil {
 		t.Fatalf("open node: %v", err)
 	}
@@ -67,9 +67,9 @@ func crash(n *Node, fs *vfs.Mem, rng *rand.Rand) {
 	fs.Crash(rng)
 }
 
-func nodePartition(t *testing.T, n *Node, topic string, index int32) *partition {
+func nodePartition(t *testing.T, n *Node, topic string, index int32) *Partition {
 	t.Helper()
-	p, err := n.partition(topic, index)
+	p, err := n.LocalPartition(topic, index)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ type producerSnapshot struct {
 	LastTimestamp  int64
 }
 
-func stateOf(p *partition) partitionState {
+func stateOf(p *Partition) partitionState {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	s := partitionState{Offsets: p.Offsets(), Aborted: p.producers.aborted.snapshot(),
@@ -210,7 +210,7 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 		t.Fatalf("open transaction: last stable offset %d, want 0", lso)
 	}
 	wantCode(t, "commit", c.end(true), nil)
-	for _, p := range []*partition{p0, p1} {
+	for _, p := range []*Partition{p0, p1} {
 		if hw, lso := stable(p); hw != lso || p.producers.aborted.len() != 0 {
 			t.Fatalf("%s after commit: high watermark %d, last stable %d, %d aborted", p.tp, hw, lso, p.producers.aborted.len())
 		}
@@ -574,7 +574,7 @@ func serveDir(t *testing.T, dir, addr string) *served {
 		t.Fatalf("listen on %s: %v", addr, err)
 	}
 	tcp := ln.Addr().(*net.TCPAddr)
-	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: tcp.IP.String(), Port: int32(tcp.Port)})
+	node, err := Open(Config{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: tcp.IP.String(), Port: int32(tcp.Port)}, nil)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"context"
@@ -195,36 +195,36 @@ func (t *transactions) close() {
 // load reads every transactional ID's state file.
 func (t *transactions) load() error {
 	if err := t.fs.MkdirAll(t.dir); err != nil {
-		return fmt.Errorf("engine: %s: %w", t.dir, err)
+		return fmt.Errorf("broker: %s: %w", t.dir, err)
 	}
 	if err := t.fs.SyncDir(t.node.cfg.DataDir); err != nil {
-		return fmt.Errorf("engine: %s: %w", t.node.cfg.DataDir, err)
+		return fmt.Errorf("broker: %s: %w", t.node.cfg.DataDir, err)
 	}
 	names, err := t.fs.List(t.dir)
 	if err != nil {
-		return fmt.Errorf("engine: %s: %w", t.dir, err)
+		return fmt.Errorf("broker: %s: %w", t.dir, err)
 	}
 	for _, name := range names {
 		full := path.Join(t.dir, name)
 		if path.Ext(name) == ".tmp" { // a WriteFileAtomic a crash interrupted
 			if err := t.fs.Remove(full); err != nil {
-				return fmt.Errorf("engine: %w", err)
+				return fmt.Errorf("broker: %w", err)
 			}
 			continue
 		}
 		data, ok, err := logstore.ReadFile(t.fs, full)
 		if err != nil {
-			return fmt.Errorf("engine: read %s: %w", full, err)
+			return fmt.Errorf("broker: read %s: %w", full, err)
 		}
 		if !ok {
 			continue
 		}
 		record, err := decodeTxnRecord(data)
 		if err != nil {
-			return fmt.Errorf("engine: %s: %w", full, err)
+			return fmt.Errorf("broker: %s: %w", full, err)
 		}
 		if txnFileName(record.id) != name {
-			return fmt.Errorf("engine: %s: holds transactional ID %q, whose file is %s", full, record.id, txnFileName(record.id))
+			return fmt.Errorf("broker: %s: holds transactional ID %q, whose file is %s", full, record.id, txnFileName(record.id))
 		}
 		t.byID[record.id] = &txnMetadata{txnRecord: *record}
 	}
@@ -241,7 +241,7 @@ func txnFileName(transactionalID string) string {
 // persist makes next the durable state of its transactional ID.
 func (t *transactions) persist(next *txnRecord) error {
 	if err := logstore.WriteFileAtomic(t.fs, t.dir, txnFileName(next.id), encodeTxnRecord(next)); err != nil {
-		return fmt.Errorf("engine: persist transactional ID %q: %w", next.id, err)
+		return fmt.Errorf("broker: persist transactional ID %q: %w", next.id, err)
 	}
 	return nil
 }
@@ -398,12 +398,12 @@ func (t *transactions) AddPartitions(_ context.Context, transactionalID string, 
 	if transactionalID == "" {
 		return all(kerr.InvalidRequest)
 	}
-	resolved, unknown := make([]*partition, len(partitions)), false
+	resolved, unknown := make([]*Partition, len(partitions)), false
 	for i, index := range partitions {
 		var err error
-		if resolved[i], err = t.node.partition(topic, index); err != nil {
+		if resolved[i], err = t.node.LocalPartition(topic, index); err != nil {
 			errs[i], unknown = err, true
-		} else if errs[i] = resolved[i].refuseIfMirrored("AddPartitionsToTxn"); errs[i] != nil {
+		} else if errs[i] = resolved[i].refuseIfReadOnly("AddPartitionsToTxn"); errs[i] != nil {
 			unknown = true // a mirror topic takes no writes, markers included
 		}
 	}
@@ -504,7 +504,7 @@ func (t *transactions) EndTransaction(_ context.Context, transactionalID string,
 // that its producer is fenced (Kafka's prepareFenceProducerEpoch).
 func (t *transactions) fenceAndAbort(m *txnMetadata) error {
 	if m.epoch == math.MaxInt16 {
-		panic(fmt.Sprintf("engine: transactional ID %q: an ongoing transaction at epoch %d", m.id, m.epoch))
+		panic(fmt.Sprintf("broker: transactional ID %q: an ongoing transaction at epoch %d", m.id, m.epoch))
 	}
 	return t.end(m, txnPrepareAbort, m.epoch+1)
 }
@@ -533,13 +533,13 @@ func (t *transactions) end(m *txnMetadata, state txnState, epoch int16) error {
 // be completed again: markers already written are skipped then.
 func (t *transactions) complete(m *txnMetadata) error {
 	if !m.state.prepared() {
-		panic(fmt.Sprintf("engine: complete transactional ID %q in state %v", m.id, m.state))
+		panic(fmt.Sprintf("broker: complete transactional ID %q in state %v", m.id, m.state))
 	}
 	commit := m.state == txnPrepareCommit
 	now := t.nowMillis()
 	var errs []error
 	for _, tp := range m.partitions {
-		p, err := t.node.partition(tp.Topic, tp.Partition)
+		p, err := t.node.LocalPartition(tp.Topic, tp.Partition)
 		if err != nil {
 			continue // deleted: nowhere to write, as in Kafka
 		}
@@ -548,7 +548,7 @@ func (t *transactions) complete(m *txnMetadata) error {
 			continue
 		}
 		if err := p.log.Flush(); err != nil {
-			errs = append(errs, fmt.Errorf("engine: %s: flush markers: %w", tp, err))
+			errs = append(errs, fmt.Errorf("broker: %s: flush markers: %w", tp, err))
 		}
 	}
 	if len(errs) > 0 {
@@ -580,10 +580,10 @@ func (t *transactions) sortedIDs() []string {
 }
 
 // partitionsOf lists the node's partitions, sorted by topic and index.
-func partitionsOf(n *Node) []*partition {
+func partitionsOf(n *Node) []*Partition {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
-	var all []*partition
+	var all []*Partition
 	for _, t := range n.topics {
 		all = append(all, t.partitions...)
 	}

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"context"
@@ -47,7 +47,7 @@ const recordsLimit = records.DefaultLimit
 // transaction, clamped to [logStartOffset, highWatermark]. The caller
 // reads hw before calling (a transaction's first offset is recorded
 // before the high watermark moves past it).
-func (p *partition) lastStableOffset(start, hw rb.Offset) rb.Offset {
+func (p *Partition) lastStableOffset(start, hw rb.Offset) rb.Offset {
 	first := rb.Offset(p.producers.firstUnstable.Load())
 	if first < 0 {
 		return hw
@@ -57,7 +57,7 @@ func (p *partition) lastStableOffset(start, hw rb.Offset) rb.Offset {
 
 // abortedTransactions lists the aborted transactions overlapping [from,
 // to), for a read_committed fetch (an empty list, not null, as Kafka).
-func (p *partition) abortedTransactions(from, to rb.Offset) []netio.AbortedTransaction {
+func (p *Partition) abortedTransactions(from, to rb.Offset) []netio.AbortedTransaction {
 	found := p.producers.aborted.overlapping(from, to, nil)
 	if found == nil {
 		return []netio.AbortedTransaction{}
@@ -74,7 +74,7 @@ func (p *partition) abortedTransactions(from, to rb.Offset) []netio.AbortedTrans
 // whose matching records all lie below from, answers offset, -1 and the
 // batch's epoch (Kafka would look on in the next batches; only a log start
 // inside a batch can cause it).
-func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.Offset) (rb.Offset, int64, rb.Epoch, error) {
+func (p *Partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.Offset) (rb.Offset, int64, rb.Epoch, error) {
 	data, err := p.log.BatchBytes(nil, offset)
 	if err != nil {
 		return -1, -1, -1, err
@@ -94,11 +94,11 @@ func (p *partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.O
 // Produce appends a writable topic's batches, assigning offsets and the
 // leader epoch; the high watermark follows the log end at once (one
 // replica).
-func (p *partition) Produce(_ context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
+func (p *Partition) Produce(_ context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
 	if p.internal {
-		return netio.ProduceResult{}, errMirrorStateInternal
+		return netio.ProduceResult{}, errInternalTopic(p.tp.Topic)
 	}
-	if err := p.refuseIfMirrored("produce"); err != nil {
+	if err := p.refuseIfReadOnly("produce"); err != nil {
 		return netio.ProduceResult{}, err
 	}
 	if err := p.validateProduce(batches, request); err != nil {
@@ -119,7 +119,7 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 		return netio.ProduceResult{}, produceError(err)
 	}
 	if info.FirstOffset != next {
-		panic(fmt.Sprintf("engine: %s: append assigned offset %d, producer state expected %d", p.tp, info.FirstOffset, next))
+		panic(fmt.Sprintf("broker: %s: append assigned offset %d, producer state expected %d", p.tp, info.FirstOffset, next))
 	}
 	staged.commit() // before the high watermark moves: see lastStableOffset
 	p.log.SetHighWatermark(p.log.LogEndOffset())
@@ -129,7 +129,7 @@ func (p *partition) Produce(_ context.Context, batches []byte, request netio.Pro
 
 // validateProduce checks what needs no producer state: the batch kinds a
 // client may send, size, CRC and records (see Produce).
-func (p *partition) validateProduce(batches []byte, request netio.ProduceRequest) error {
+func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest) error {
 	it := rb.NewIter(batches, false)
 	for it.Next() {
 		b := it.Batch()
@@ -139,7 +139,7 @@ func (p *partition) validateProduce(batches []byte, request netio.ProduceRequest
 		case b.Transactional() && b.ProducerID() < 0:
 			return fmt.Errorf("%w: a transactional batch without a producer ID", kerr.InvalidProducerIDMapping)
 		case int64(b.Size()) > p.limits.maxMessageBytes:
-			return fmt.Errorf("%w: engine: the record batch size in the append to %s is %d bytes which exceeds the maximum configured value of %d",
+			return fmt.Errorf("%w: broker: the record batch size in the append to %s is %d bytes which exceeds the maximum configured value of %d",
 				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.maxMessageBytes)
 		}
 		if err := b.Verify(); err != nil {
@@ -161,24 +161,24 @@ const invalidTimestampMessage = "One or more records have been rejected due to i
 
 // validateRecords is Kafka's LogValidator for a client's v2 batch; its
 // errors carry the log start offset, as Kafka's do.
-func (p *partition) validateRecords(b rb.Batch) error {
+func (p *Partition) validateRecords(b rb.Batch) error {
 	refused := func(err error) error {
 		return &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
 	}
 	count := b.RecordCount()
 	switch {
 	case count <= 0:
-		return refused(fmt.Errorf("%w: engine: invalid reported count for record batch: %d in %s", kerr.InvalidRecord, count, p.tp))
+		return refused(fmt.Errorf("%w: broker: invalid reported count for record batch: %d in %s", kerr.InvalidRecord, count, p.tp))
 	case int64(b.LastOffsetDelta())+1 != int64(count):
-		return refused(fmt.Errorf("%w: engine: inconsistent batch offset range [%d, %d] and count of records %d in %s",
+		return refused(fmt.Errorf("%w: broker: inconsistent batch offset range [%d, %d] and count of records %d in %s",
 			kerr.InvalidRecord, b.BaseOffset(), b.LastOffset(), count, p.tp))
 	case b.Control():
-		return refused(fmt.Errorf("%w: engine: clients may not write control records in %s", kerr.InvalidRecord, p.tp))
+		return refused(fmt.Errorf("%w: broker: clients may not write control records in %s", kerr.InvalidRecord, p.tp))
 	case b.ProducerID() >= 0 && b.BaseSequence() < 0:
-		return refused(fmt.Errorf("%w: engine: invalid sequence number %d in record batch with producer ID %d in %s",
+		return refused(fmt.Errorf("%w: broker: invalid sequence number %d in record batch with producer ID %d in %s",
 			kerr.InvalidRecord, b.BaseSequence(), b.ProducerID(), p.tp))
 	case b.BaseOffset() != 0:
-		return refused(fmt.Errorf("%w: engine: the base offset of the record batch in the append to %s should be 0, but it is %d",
+		return refused(fmt.Errorf("%w: broker: the base offset of the record batch in the append to %s should be 0, but it is %d",
 			kerr.InvalidRecord, p.tp, b.BaseOffset()))
 	}
 	check := records.TimestampCheck{Now: p.now().UnixMilli(), BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax}
@@ -189,7 +189,7 @@ func (p *partition) validateRecords(b rb.Batch) error {
 	case err != nil:
 		return refused(errors.Join(kerr.InvalidRecord, err))
 	case len(timestamps) > 0:
-		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: engine: %s: %d records with timestamps out of range, the first: %s",
+		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: broker: %s: %d records with timestamps out of range, the first: %s",
 			kerr.InvalidTimestamp, p.tp, len(timestamps), timestamps[0].Message),
 			LogStartOffset: p.log.LogStartOffset(), Message: invalidTimestampMessage}
 		for _, t := range timestamps {
@@ -205,7 +205,7 @@ func (p *partition) validateRecords(b rb.Batch) error {
 // and stages their changes; p.mu is held. When the batches repeat
 // retained ones (a client retry) it returns the first one's metadata and
 // nothing must be appended.
-func (p *partition) checkProducers(batches []byte, next rb.Offset, transactionalID string) (producerAppend, *batchMetadata, error) {
+func (p *Partition) checkProducers(batches []byte, next rb.Offset, transactionalID string) (producerAppend, *batchMetadata, error) {
 	staged := producerAppend{states: p.producers}
 	var duplicate *batchMetadata
 	fresh := 0
@@ -257,7 +257,7 @@ func produceError(err error) error {
 // addToTransaction lets producerID at epoch write transactional batches
 // here, for transactionalID, until its transaction's marker (Kafka's
 // verification guard).
-func (p *partition) addToTransaction(producerID int64, epoch int16, transactionalID string) {
+func (p *Partition) addToTransaction(producerID int64, epoch int16, transactionalID string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.producers.verified[producerID] = txnVerification{epoch: epoch, transactionalID: transactionalID}
@@ -282,7 +282,7 @@ func markerBatch(producerID int64, epoch int16, commit bool, timestamp int64) []
 // marker at epoch, unless the marker is already there (needsMarker), and
 // ends its verification. It reports whether it wrote one; the caller
 // flushes the log.
-func (p *partition) writeMarker(producerID int64, epoch int16, commit bool, timestamp int64) (bool, error) {
+func (p *Partition) writeMarker(producerID int64, epoch int16, commit bool, timestamp int64) (bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if !p.producers.needsMarker(producerID, epoch) {
@@ -294,7 +294,7 @@ func (p *partition) writeMarker(producerID int64, epoch int16, commit bool, time
 	}
 	info, err := p.log.AppendAssign(markerBatch(producerID, epoch, commit, timestamp), p.LeaderEpoch())
 	if err != nil {
-		return false, fmt.Errorf("engine: %s: write marker: %w", p.tp, err)
+		return false, fmt.Errorf("broker: %s: write marker: %w", p.tp, err)
 	}
 	p.producers.applyMarker(producerID, epoch, !commit, info.FirstOffset, timestamp)
 	p.log.SetHighWatermark(p.log.LogEndOffset())
@@ -316,12 +316,12 @@ type loadReport struct {
 // header from the log start (logstore.Log.WalkBatches: about one read of
 // the log) and decodes each marker; Kafka starts from its latest producer
 // snapshot instead, which this node does not write yet.
-func (p *partition) loadProducerState(expireBefore int64) (loadReport, error) {
+func (p *Partition) loadProducerState(expireBefore int64) (loadReport, error) {
 	next := newProducerStates()
 	var report loadReport
 	inconsistent := func(err error) {
 		if report.inconsistent == nil {
-			report.inconsistent = fmt.Errorf("engine: %s: %w", p.tp, err)
+			report.inconsistent = fmt.Errorf("broker: %s: %w", p.tp, err)
 		}
 	}
 	err := p.log.WalkBatches(0, func(b rb.Batch) bool {
@@ -348,7 +348,7 @@ func (p *partition) loadProducerState(expireBefore int64) (loadReport, error) {
 		return true
 	})
 	if err != nil {
-		return report, fmt.Errorf("engine: %s: load producer state: %w", p.tp, err)
+		return report, fmt.Errorf("broker: %s: load producer state: %w", p.tp, err)
 	}
 	next.expire(expireBefore)
 	next.aborted.dropBelow(p.log.LogStartOffset())
@@ -360,7 +360,7 @@ func (p *partition) loadProducerState(expireBefore int64) (loadReport, error) {
 // start. Producers stay (Kafka keeps them since KIP-360, so that a
 // producer whose records were all deleted is not fenced); open
 // transactions below the start are clamped by lastStableOffset.
-func (p *partition) logStartAdvanced() {
+func (p *Partition) logStartAdvanced() {
 	p.producers.aborted.dropBelow(p.log.LogStartOffset())
 }
 
@@ -368,7 +368,7 @@ func (p *partition) logStartAdvanced() {
 // from what is left (Kafka reloads from a snapshot). Until the rebuild
 // the last stable offset stays at or below offset: a marker cut away
 // reopens its transaction.
-func (p *partition) truncateTo(offset rb.Offset, expireBefore int64) (loadReport, error) {
+func (p *Partition) truncateTo(offset rb.Offset, expireBefore int64) (loadReport, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	defer p.notify()

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"bytes"
@@ -34,7 +34,7 @@ import (
 // Cost: two fsyncs (file and directory) per transition, four transitions
 // per transaction, plus one fdatasync per partition for its marker.
 
-var errTxnFile = errors.New("engine: corrupt transaction state file")
+var errTxnFile = errors.New("broker: corrupt transaction state file")
 
 func encodeTxnRecord(m *txnRecord) []byte {
 	var b bytes.Buffer
@@ -187,7 +187,7 @@ func (t *transactions) expired(m *txnMetadata, now time.Time) bool {
 // restart.
 func (t *transactions) reverify(m *txnMetadata) {
 	for _, tp := range m.partitions {
-		if p, err := t.node.partition(tp.Topic, tp.Partition); err == nil {
+		if p, err := t.node.LocalPartition(tp.Topic, tp.Partition); err == nil {
 			p.addToTransaction(m.producerID, m.epoch, m.id)
 		}
 	}
@@ -196,10 +196,10 @@ func (t *transactions) reverify(m *txnMetadata) {
 // abortOrphans writes an ABORT marker, at the producer's own epoch, for
 // every open transaction in a partition that no Ongoing transaction
 // accounts for: its coordinator state was lost or has moved on.
-func (t *transactions) abortOrphans(partitions []*partition, owners map[int64]*txnMetadata) error {
+func (t *transactions) abortOrphans(partitions []*Partition, owners map[int64]*txnMetadata) error {
 	now := t.nowMillis()
 	for _, p := range partitions {
-		if p.mirrored() {
+		if p.isReadOnly() {
 			continue // its transactions are the source's: their markers come from there
 		}
 		p.mu.Lock()
@@ -223,7 +223,7 @@ func (t *transactions) abortOrphans(partitions []*partition, owners map[int64]*t
 		}
 		if len(orphans) > 0 {
 			if err := p.log.Flush(); err != nil {
-				return fmt.Errorf("engine: %s: flush markers: %w", p.tp, err)
+				return fmt.Errorf("broker: %s: flush markers: %w", p.tp, err)
 			}
 		}
 	}
@@ -329,10 +329,10 @@ func (t *transactions) idle(m *txnMetadata, now time.Time) bool {
 func (t *transactions) expireID(m *txnMetadata) error {
 	name := path.Join(t.dir, txnFileName(m.id))
 	if err := t.fs.Remove(name); err != nil {
-		return fmt.Errorf("engine: expire transactional ID %q: %w", m.id, err)
+		return fmt.Errorf("broker: expire transactional ID %q: %w", m.id, err)
 	}
 	if err := t.fs.SyncDir(t.dir); err != nil {
-		return fmt.Errorf("engine: expire transactional ID %q: %w", m.id, err)
+		return fmt.Errorf("broker: expire transactional ID %q: %w", m.id, err)
 	}
 	t.forget(m)
 	return nil

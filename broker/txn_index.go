@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"slices"
@@ -47,10 +47,10 @@ func (x *abortedIndex) add(e abortedTxn) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if e.firstOffset > e.lastOffset {
-		panic("engine: aborted transaction ends before it starts")
+		panic("broker: aborted transaction ends before it starts")
 	}
 	if n := len(x.entries); n > 0 && x.entries[n-1].lastOffset >= e.lastOffset {
-		panic("engine: aborted transaction index out of order")
+		panic("broker: aborted transaction index out of order")
 	}
 	x.entries = append(x.entries, e)
 	x.spanMax = max(x.spanMax, e.lastOffset-e.firstOffset)
@@ -88,7 +88,7 @@ func (x *abortedIndex) replace(entries []abortedTxn) {
 	x.entries, x.spanMax = entries, 0
 	for i, e := range entries {
 		if e.firstOffset > e.lastOffset || i > 0 && entries[i-1].lastOffset >= e.lastOffset {
-			panic("engine: aborted transaction index out of order")
+			panic("broker: aborted transaction index out of order")
 		}
 		x.spanMax = max(x.spanMax, e.lastOffset-e.firstOffset)
 	}

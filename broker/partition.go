@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"context"
@@ -20,16 +20,15 @@ import (
 // Writes (produce, delete records) are serialized by mu, which also
 // guards changed and the producer state: a sequence check and the append
 // it guards happen under one lock.
-type partition struct {
+type Partition struct {
 	tp  logstore.TopicPartition
 	log *logstore.Log
 
-	// mirroredBy names the mirror that writes this partition, nil while
-	// it is writable: produce, DeleteRecords and the topic's
-	// CreatePartitions and DeleteTopics are refused (errMirrorTopic).
-	mirroredBy atomic.Pointer[string]
-	// internal is set on __mirror_state: produce and DeleteRecords are
-	// refused.
+	// readOnly, while set, refuses produce, DeleteRecords and the topic's
+	// CreatePartitions and DeleteTopics (SetReadOnly: a mirror writes it).
+	readOnly atomic.Pointer[func(action string) error]
+	// internal is set on the node's internal topics: produce and
+	// DeleteRecords are refused.
 	internal bool
 	// localEpoch is the leader epoch this node claims beyond the epochs
 	// in its log (a mirror keeps it ahead of the source's); 0 otherwise.
@@ -44,12 +43,12 @@ type partition struct {
 	producers *producerStates
 }
 
-func newPartition(tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *partition {
-	return &partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
+func newPartition(tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *Partition {
+	return &Partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
 }
 
 // notify wakes long polls; mu is held.
-func (p *partition) notify() {
+func (p *Partition) notify() {
 	close(p.changed)
 	p.changed = make(chan struct{})
 }
@@ -57,28 +56,28 @@ func (p *partition) notify() {
 // wake wakes long polls on a change the offsets do not show: the
 // partition was deleted (readers find it gone), or its leader epoch rose
 // (a fetch naming the old one is now fenced). mu must not be held.
-func (p *partition) wake() {
+func (p *Partition) wake() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.notify()
 }
 
-func (p *partition) Changed() <-chan struct{} {
+func (p *Partition) Changed() <-chan struct{} {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.changed
 }
 
-func (p *partition) LeaderEpoch() rb.Epoch {
+func (p *Partition) LeaderEpoch() rb.Epoch {
 	return max(p.log.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
 }
 
-func (p *partition) Offsets() netio.Offsets {
+func (p *Partition) Offsets() netio.Offsets {
 	start, hw, end := p.log.LogStartOffset(), p.log.HighWatermark(), p.log.LogEndOffset()
 	return netio.Offsets{LogStartOffset: start, HighWatermark: hw, LastStableOffset: p.lastStableOffset(start, hw), LogEndOffset: end}
 }
 
-func (p *partition) Read(offset rb.Offset, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
+func (p *Partition) Read(offset rb.Offset, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
 	offsets := p.Offsets()
 	result := netio.ReadResult{Offsets: offsets}
 	limit := offsets.HighWatermark
@@ -114,7 +113,7 @@ func readError(err error) error {
 // end offset when it becomes leader, before any record carries it, so a
 // new partition answers epoch 0 with offset 0. Here that entry is implied
 // while no batch carries the leader epoch (see leaderEpochAhead).
-func (p *partition) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
+func (p *Partition) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
 	latest, leader, ahead := p.leaderEpochAhead()
 	if !ahead || requested == rb.NoEpoch || requested > leader || latest >= 0 && requested <= latest {
 		return p.log.EndOffsetForEpoch(requested)
@@ -131,15 +130,15 @@ func (p *partition) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) 
 // log: then it starts at the log end offset. A mirrored partition serves
 // the source's epochs, as the source's follower would: the local epoch it
 // keeps ahead of them only fences, and is never ahead here.
-func (p *partition) leaderEpochAhead() (latest, leader rb.Epoch, ahead bool) {
+func (p *Partition) leaderEpochAhead() (latest, leader rb.Epoch, ahead bool) {
 	latest, leader = p.log.LatestEpoch(), p.LeaderEpoch()
-	return latest, leader, leader > latest && !p.mirrored()
+	return latest, leader, leader > latest && !p.isReadOnly()
 }
 
 // servedLatestEpoch is the latest epoch of ListOffsets latest: Kafka's
 // leader answers the latest epoch of its cache, which holds its own epoch
 // from when it was elected; a mirror answers the source's latest.
-func (p *partition) servedLatestEpoch() rb.Epoch {
+func (p *Partition) servedLatestEpoch() rb.Epoch {
 	latest, leader, ahead := p.leaderEpochAhead()
 	if ahead {
 		return leader
@@ -151,7 +150,7 @@ func (p *partition) servedLatestEpoch() rb.Epoch {
 // or last stable offset for read_committed), -3 the first record with the
 // largest timestamp, else the first batch whose max timestamp reaches the
 // target (narrowed to the record where the batch can be decoded).
-func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (rb.Offset, int64, rb.Epoch, error) {
+func (p *Partition) ListOffset(timestamp int64, isolation netio.Isolation) (rb.Offset, int64, rb.Epoch, error) {
 	offsets := p.Offsets()
 	switch timestamp {
 	case -2, -4: // earliest, earliest-local (no tiered storage here)
@@ -193,7 +192,7 @@ func (p *partition) ListOffset(timestamp int64, isolation netio.Isolation) (rb.O
 // epochAt is the leader epoch of the batch holding offset (the latest
 // epoch for the log end offset; the leader epoch there when no batch
 // carries it yet, see EndOffsetForEpoch), or -1.
-func (p *partition) epochAt(offset rb.Offset) rb.Epoch {
+func (p *Partition) epochAt(offset rb.Offset) rb.Epoch {
 	entries := p.log.Epochs()
 	epoch := rb.NoEpoch
 	for _, e := range entries {
@@ -208,11 +207,11 @@ func (p *partition) epochAt(offset rb.Offset) rb.Epoch {
 }
 
 // DeleteRecords moves the log start offset; -1 means the high watermark.
-func (p *partition) DeleteRecords(_ context.Context, offset rb.Offset) (rb.Offset, error) {
+func (p *Partition) DeleteRecords(_ context.Context, offset rb.Offset) (rb.Offset, error) {
 	if p.internal {
-		return -1, errMirrorStateInternal
+		return -1, errInternalTopic(p.tp.Topic)
 	}
-	if err := p.refuseIfMirrored("DeleteRecords"); err != nil {
+	if err := p.refuseIfReadOnly("DeleteRecords"); err != nil {
 		return -1, err // the mirror follows the source's log start
 	}
 	p.mu.Lock()

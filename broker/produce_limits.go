@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"fmt"
@@ -34,7 +34,7 @@ type produceLimits struct {
 }
 
 // nodeProduceLimits are the limits of a topic without configs of its own.
-func nodeProduceLimits(cfg NodeConfig) produceLimits {
+func nodeProduceLimits(cfg Config) produceLimits {
 	limits := produceLimits{maxMessageBytes: DefaultMessageMaxBytes, timestampBeforeMax: defaultTimestampBeforeMax, timestampAfterMax: defaultTimestampAfterMax}
 	if cfg.MessageMaxBytes > 0 {
 		limits.maxMessageBytes = int64(cfg.MessageMaxBytes)

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"context"
@@ -107,7 +107,7 @@ func TestProduceLimits(t *testing.T) {
 }
 
 func TestTopicProduceLimits(t *testing.T) {
-	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: filepath.Join(t.TempDir(), "data"), Log: logstore.DefaultConfig(), MessageMaxBytes: 5000})
+	node, err := Open(Config{FS: vfs.OS, DataDir: filepath.Join(t.TempDir(), "data"), Log: logstore.DefaultConfig(), MessageMaxBytes: 5000}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestTopicProduceLimits(t *testing.T) {
 			continue
 		}
 		for i := range int32(2) {
-			p, err := node.partition(tc.topic, i)
+			p, err := node.LocalPartition(tc.topic, i)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -145,7 +145,7 @@ func TestTopicProduceLimits(t *testing.T) {
 			}
 		}
 	}
-	if got := nodeProduceLimits(NodeConfig{}).maxMessageBytes; got != 1048588 {
+	if got := nodeProduceLimits(Config{}).maxMessageBytes; got != 1048588 {
 		t.Fatalf("default message.max.bytes %d, want Kafka's 1048588", got)
 	}
 }

@@ -1,4 +1,4 @@
-package engine
+package broker
 
 import (
 	"fmt"
@@ -37,7 +37,7 @@ func openProducerIDs(fs vfs.FS, dir string) (*producerIDs, error) {
 	version, value, _ := strings.Cut(strings.TrimSpace(string(data)), "\n")
 	next, perr := strconv.ParseInt(value, 10, 64)
 	if version != "0" || perr != nil || next < 0 {
-		return nil, fmt.Errorf("engine: %s: corrupt (want \"0\\n<id>\\n\", got %q)", name, data)
+		return nil, fmt.Errorf("broker: %s: corrupt (want \"0\\n<id>\\n\", got %q)", name, data)
 	}
 	ids.nextID, ids.reserved = next, next
 	return ids, nil
@@ -49,7 +49,7 @@ func (p *producerIDs) next() (int64, error) {
 	if p.nextID >= p.reserved {
 		end := p.nextID + p.blockSize
 		if err := logstore.WriteFileAtomic(p.fs, p.dir, producerIDBlockName, fmt.Appendf(nil, "0\n%d\n", end)); err != nil {
-			return -1, fmt.Errorf("engine: reserve producer IDs: %w", err)
+			return -1, fmt.Errorf("broker: reserve producer IDs: %w", err)
 		}
 		p.reserved = end
 	}
