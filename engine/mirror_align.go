@@ -239,4 +239,3 @@ func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string,
 
 // keepTruncatedReadBytes bounds one read of keepTruncated.
 const keepTruncatedReadBytes = 8 << 20
-
