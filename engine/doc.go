@@ -1,25 +1,8 @@
-// Package engine is the mirrord node behind the Kafka listener: it turns
-// the partition logs of a data directory into topics and serves them as
-// the netio.Backend.
-//
-// Built so far:
-//   - Node: topics and partitions over logstore.Dir; CreateTopic (Kafka
-//     topic configs mapped to log settings, unknown ones refused),
-//     CreatePartitions, DeleteTopic; producer IDs reserved in persisted
-//     blocks (producer-id-block) so they stay unique across restarts.
-//   - Produce: records validated as Kafka's LogValidator does
-//     (recordbatch/records), offsets and the leader epoch assigned by the
-//     log; the high watermark follows the log end (one replica).
-//   - Idempotent producers (producer_state.go): per producer the epoch and
-//     the last five batches; duplicates answer the original offset.
-//   - Transactions (transactions.go, txn_state.go): the coordinator state
-//     machine, persisted per transactional ID before markers are written;
-//     COMMIT/ABORT control batches; a reaper for timed-out transactions.
-//   - Last stable offset and the aborted-transaction index (txn_index.go)
-//     for read_committed readers.
-//   - Recovery at open: producer state, open transactions and the aborted
-//     index are rebuilt by walking each log's batches; prepared commits and
-//     aborts are completed; orphaned open transactions are aborted.
+// Package engine is the replication engine of a mirrord node: the
+// mirrors that copy topics from source clusters into the Kafka node it
+// wraps (broker.Node), byte for byte. Node (node.go) is the node the
+// listener serves: broker.Node with the mirror administration (Mirrors)
+// and the internal topic __mirror_state.
 //
 // Mirrors (mirror*.go): a mirror copies the topics it selects from one
 // source cluster. Its controller goroutine owns the partitions' state
@@ -48,12 +31,11 @@
 // (mirror_statelog.go), an internal log replayed at open, whose unreadable
 // batches are quarantined rather than stopping the node.
 //
-// Not built yet: the node side (topics, partitions, produce,
-// transactions) in a package of its own apart from the replication
-// engine; consumer group offset sync; topic config and ACL sync.
+// Not built yet: consumer group offset sync; topic config and ACL sync.
 //
-// Concurrency: the Node's topic map has one RWMutex; each partition
-// serializes its writes (a sequence check and the append it guards happen
-// under one lock); the transaction coordinator has its own lock and one
-// reaper goroutine that Close stops and waits for.
+// Concurrency: each mirror's controller goroutine owns its partitions'
+// machines; fetchers post to it (an inbox) and admin calls hand it work
+// (mirror.do). Lock order: the Node's mirrorsMu, a mirror's adminMu, its
+// mu, a partition's mu; a partition's gate is held by its fetcher while
+// an answer is applied.
 package engine

@@ -1,0 +1,42 @@
+// Package broker is the Kafka node: the partition logs of a data
+// directory, the topics they form, and what a Kafka broker answers about
+// them, served as the netio.Backend (engine.Node embeds it and adds the
+// mirrors). Alone, this node leads every partition.
+//
+// Built so far:
+//   - Node: topics and partitions over logstore.Dir; CreateTopic (Kafka
+//     topic configs mapped to log settings, unknown ones refused),
+//     CreatePartitions, DeleteTopic; producer IDs reserved in persisted
+//     blocks (producer-id-block) so they stay unique across restarts.
+//   - Produce: records validated as Kafka's LogValidator does
+//     (recordbatch/records), offsets and the leader epoch assigned by the
+//     log; the high watermark follows the log end (one replica).
+//   - Idempotent producers (producer_state.go): per producer the epoch and
+//     the last five batches; duplicates answer the original offset.
+//   - Transactions (transactions.go, txn_state.go): the coordinator state
+//     machine, persisted per transactional ID before markers are written;
+//     COMMIT/ABORT control batches; a reaper for timed-out transactions.
+//   - Last stable offset and the aborted-transaction index (txn_index.go)
+//     for read_committed readers.
+//   - Recovery at open: producer state, open transactions and the aborted
+//     index are rebuilt by walking each log's batches; prepared commits and
+//     aborts are completed; orphaned open transactions are aborted.
+//   - Internal topics (Config.InternalTopics, made by CreateInternalLog):
+//     readable, never created, written, deleted or grown by clients.
+//   - The partition API a replication engine writes a mirror through
+//     (mirrored.go): a read-only mark whose refusal the writer supplies
+//     (SetReadOnly), appends of a source's batches as they are
+//     (AppendMirrored), the truncations and log start moves that follow a
+//     source, and a failover's steps (RaiseLeaderEpoch,
+//     AbortOpenTransactions, WriteMirrorPIDReset). The node knows nothing
+//     of mirrors beyond "this partition is read-only".
+//   - group/: the classic consumer group coordinator (not served yet).
+//
+// Not built yet: serving consumer groups, topic configs that persist,
+// authentication and ACLs, more than one node.
+//
+// Concurrency: the Node's topic map has one RWMutex; each partition
+// serializes its writes (a sequence check and the append it guards happen
+// under one lock); the transaction coordinator has its own lock and one
+// reaper goroutine that Close stops and waits for.
+package broker
