@@ -95,7 +95,9 @@ var errMirrorClosed = errors.New("engine: the mirror was deleted or the node clo
 
 // ownerRoundsMax bounds the rounds of one step: a partition walks at most
 // the stop's five persisted steps, or alignment and a fence, in a row
-// without waiting for a fetch.
+// without waiting for a fetch. Past it (a bug: a machine that never
+// rests) the events left go back to the inbox, loudly, rather than hold
+// the owner.
 const ownerRoundsMax = 16
 
 // step steps events through the machines and performs their actions,
@@ -103,32 +105,40 @@ const ownerRoundsMax = 16
 func (m *mirror) step(ctx context.Context, events []partitionEvent) {
 	for round := 0; len(events) > 0 && m.halted == nil; round++ {
 		if round == ownerRoundsMax {
-			panic(fmt.Sprintf("engine: mirror %s: no rest after %d rounds (%d events left, first %v)", m.name, round, len(events), events[0].event))
+			m.log.Error("mirror partition machines did not come to rest; their events are queued again", "rounds", round,
+				"events", len(events), "first", events[0].event, "topic", events[0].mp.topic, "partition", events[0].mp.partition)
+			for _, e := range events {
+				m.inbox.post(e.mp, e.event)
+			}
+			return
 		}
-		// One event per partition a round, so each key is written once
-		// in the round's group commit; the rest wait their turn in order.
-		var now, later []partitionEvent
-		stepped := make(map[*mirrorPartition]bool, len(events))
+		// Several events of one partition in a round: its latest record
+		// supersedes the earlier ones (a higher state epoch, written
+		// before any of its actions runs), and its actions run in order.
+		var order []*mirrorPartition
+		records := map[*mirrorPartition]mirrorstate.Record{}
+		actions := map[*mirrorPartition][]mirrorstate.Action{}
 		for _, e := range events {
-			if stepped[e.mp] {
-				later = append(later, e)
+			stepped := e.mp.machine.Step(e.event)
+			if len(stepped) == 0 {
 				continue
 			}
-			stepped[e.mp] = true
-			now = append(now, e)
+			if _, seen := actions[e.mp]; !seen {
+				order = append(order, e.mp)
+			}
+			if p, ok := stepped[0].(mirrorstate.Persist); ok {
+				records[e.mp] = p.Record
+				stepped = stepped[1:]
+			}
+			actions[e.mp] = append(actions[e.mp], stepped...)
 		}
-		var persists []stateEntry
-		var work []partitionWork
-		for _, e := range now {
-			actions := e.mp.machine.Step(e.event)
-			if len(actions) == 0 {
-				continue
+		persists := make([]stateEntry, 0, len(records))
+		work := make([]partitionWork, 0, len(order))
+		for _, mp := range order {
+			if record, ok := records[mp]; ok {
+				persists = append(persists, stateEntry{mp.stateKey(), record})
 			}
-			if p, ok := actions[0].(mirrorstate.Persist); ok {
-				persists = append(persists, stateEntry{e.mp.stateKey(), p.Record})
-				actions = actions[1:]
-			}
-			work = append(work, partitionWork{e.mp, actions})
+			work = append(work, partitionWork{mp, actions[mp]})
 		}
 		if len(persists) > 0 {
 			if err := m.node.states.putAll(persists); err != nil {
@@ -139,7 +149,7 @@ func (m *mirror) step(ctx context.Context, events []partitionEvent) {
 		for _, w := range work {
 			m.publish(w.mp)
 		}
-		events = append(m.perform(ctx, work), later...)
+		events = m.perform(ctx, work)
 	}
 }
 
