@@ -424,7 +424,6 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 // the record __mirror_state holds for it if any (a FAILED partition stays
 // FAILED across a restart, a stop resumes at its step).
 func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partition) *mirrorPartition {
-	p.setMirroredBy(m.name)
 	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, mirror: m.name}
 	mp.reported.Store(-1)
 	mp.sourceHighWatermark.Store(-1)
@@ -432,6 +431,13 @@ func (m *mirror) newPartition(name string, id [16]byte, index int32, p *partitio
 	mp.sourceLeaderEpoch.Store(-1)
 	mp.metrics.joined = time.Now()
 	m.newMachine(mp)
+	// Read-only unless the record says STOPPED: a restored STOPPED
+	// machine takes no action on Restarted, so publish never lifts it.
+	if mp.machine.State() == mirrorstate.Stopped {
+		p.setMirroredBy("")
+	} else {
+		p.setMirroredBy(m.name)
+	}
 	return mp
 }
 
