@@ -30,10 +30,6 @@ type NodeConfig struct {
 	// max.message.bytes (message.max.bytes); 0 means Kafka's default,
 	// DefaultMessageMaxBytes.
 	MessageMaxBytes int32
-	// CrashPoint, for crash tests only, names a step of a stop or of log
-	// alignment ("stop:BUMP_LEADER_EPOCH", "align:TRUNCATE", ...) at
-	// which the process kills itself with SIGKILL. Empty: never.
-	CrashPoint string
 }
 
 // Node is one mirrord node: the partition logs of its data directory and

@@ -67,7 +67,7 @@ func runServe(args []string) error {
 		return err
 	}
 	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
-		MessageMaxBytes: int32(*messageMaxBytes), CrashPoint: os.Getenv("MIRRORD_CRASH_POINT")})
+		MessageMaxBytes: int32(*messageMaxBytes)})
 	if err != nil {
 		ln.Close()
 		return err
