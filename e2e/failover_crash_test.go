@@ -39,11 +39,12 @@ func killWhenSaved(ctx context.Context, t *testing.T, node *server, name, field 
 		if err != nil {
 			return false // not created yet, or between the rename's steps
 		}
-		var selection map[string][]string
-		if json.Unmarshal(data, &selection) != nil {
+		var selection map[string]json.RawMessage
+		var topics []string
+		if json.Unmarshal(data, &selection) != nil || json.Unmarshal(selection[field], &topics) != nil {
 			return false
 		}
-		return slices.Contains(selection[field], failoverTopic)
+		return slices.Contains(topics, failoverTopic)
 	}
 	poll := time.NewTicker(time.Millisecond)
 	defer poll.Stop()
