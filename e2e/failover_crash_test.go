@@ -1,63 +1,86 @@
 package e2e
 
-// Crashes (SIGKILL, from MIRRORD_CRASH_POINT) at each step of a stop and
-// of failback's log alignment: the restarted node resumes by itself and
-// ends in the state an uninterrupted run reaches.
+// A kill -9 of a node right after it received a stop, or failback's
+// start, and a restart: the node resumes by itself and ends in the state
+// an uninterrupted run reaches. Every step of both is crashed in process
+// over vfs.Mem by engine/mirror_crash_test.go; here the real process dies
+// at whatever moment the kill lands.
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
-	"syscall"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// stopCrashPoints are the engine's crash points of a stop, in order.
-var stopCrashPoints = []string{
-	"stop:REMOVE_FROM_FETCHER", "stop:BUMP_LEADER_EPOCH", "stop:ABORT_TRANSACTIONS",
-	"stop:ABORT_TRANSACTIONS:written", "stop:RESET_PRODUCERS", "stop:RESET_PRODUCERS:written", "stop:STOPPED",
-}
-
-// alignCrashPoints are the crash points of log alignment.
-var alignCrashPoints = []string{"align:TRUNCATE", "align:PERSIST"}
-
-// crashAt restarts node with the crash point set.
-func crashAt(t *testing.T, node *server, point string) {
+// killWhenSaved sends `mirrord mirrors args...` to node without waiting
+// for its answer, and kills node with SIGKILL the moment its mirror file
+// (mirror-<name>.json, the selection a restart reads) lists the topic
+// under field: the request was received and saved, its steps are in
+// flight or done. It returns the CLI's exit status once the CLI has ended.
+func killWhenSaved(ctx context.Context, t *testing.T, node *server, name, field string, args ...string) int {
 	t.Helper()
-	node.stop()
-	node.env = []string{"MIRRORD_CRASH_POINT=" + point}
-	node.start()
+	ctx, cancel := context.WithTimeout(ctx, mirrorCLIWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, mirrordBinary, append([]string{"mirrors", "--bootstrap-server", node.addr}, args...)...)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(node.dataDir, "mirror-"+name+".json")
+	saved := func() bool {
+		data, err := os.ReadFile(file)
+		if err != nil {
+			return false // not created yet, or between the rename's steps
+		}
+		var selection map[string]json.RawMessage
+		var topics []string
+		if json.Unmarshal(data, &selection) != nil || json.Unmarshal(selection[field], &topics) != nil {
+			return false
+		}
+		return slices.Contains(topics, failoverTopic)
+	}
+	poll := time.NewTicker(time.Millisecond)
+	defer poll.Stop()
+	for !saved() {
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%s never listed %s under %q", file, failoverTopic, field)
+		case <-poll.C:
+		}
+	}
+	node.kill()
+	exit := 0
+	if err := cmd.Wait(); err != nil {
+		exit = -1
+		if e, ok := err.(*exec.ExitError); ok {
+			exit = e.ExitCode()
+		}
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("mirrord mirrors %v did not end after the kill", args)
+	}
+	return exit
 }
 
-// waitKilled waits for node to die by SIGKILL (its crash point), then
-// starts it again without one.
-func waitKilled(t *testing.T, node *server, point string) {
-	t.Helper()
-	select {
-	case <-node.proc.Exited():
-	case <-time.After(mirrorCatchUpWait):
-		t.Fatalf("the node did not reach crash point %s within %v", point, mirrorCatchUpWait)
-	}
-	if !node.proc.KilledBySignal(syscall.SIGKILL) {
-		t.Fatalf("crash point %s: exit %v, want SIGKILL", point, node.proc.ExitErr())
-	}
-	node.env = nil
-	node.start()
-}
-
-// TestStopResumesAfterCrash: a kill -9 at each step of a stop (with a
-// transaction left open on the source) and a restart end in the state an
-// uninterrupted stop reaches: STOPPED at the same last mirror offsets,
-// A's batches, then exactly one ABORT marker per open transaction and one
-// MIRROR_PID_RESET, all at one leader epoch above the mirrored ones; the
-// topic writable; read_committed never shows the open transaction.
+// TestStopResumesAfterCrash: a stop (with a transaction left open on the
+// source), uninterrupted or with a kill -9 of the node right after it
+// received it and a restart, ends in the same state: STOPPED at the same
+// last mirror offsets, A's batches, then exactly one ABORT marker per open
+// transaction and one MIRROR_PID_RESET, all at one leader epoch above the
+// mirrored ones; the topic writable; read_committed never shows the open
+// transaction.
 func TestStopResumesAfterCrash(t *testing.T) {
-	for _, point := range append([]string{""}, stopCrashPoints...) {
-		name := point
-		if name == "" {
-			name = "no crash"
+	for _, kill := range []bool{false, true} {
+		name := "no crash"
+		if kill {
+			name = "kill -9 after --stop"
 		}
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
@@ -65,11 +88,10 @@ func TestStopResumesAfterCrash(t *testing.T) {
 			pair := startMirrorPair(ctx, t)
 			hidden := leaveTransactionOpen(ctx, t, pair)
 			waitMirrorCaughtUp(ctx, t, pair.a.addr, pair.b.addr, pair.tps)
-			if point != "" {
-				crashAt(t, pair.b, point)
-				result := runMirrors(ctx, t, pair.b.addr, "--stop", "--mirror", "a-to-b", "--topics", failoverTopic)
-				waitKilled(t, pair.b, point)
-				t.Logf("--stop while crashing: exit %d, %s", result.exit, result.stderr)
+			if kill {
+				exit := killWhenSaved(ctx, t, pair.b, "a-to-b", "stopped", "--stop", "--mirror", "a-to-b", "--topics", failoverTopic)
+				t.Logf("--stop answered with exit %d before the kill landed", exit)
+				pair.b.start()
 				waitDescribed(ctx, t, pair.b, "a-to-b", func(p describedRow) bool { return p.State == "STOPPED" })
 			} else {
 				stopMirror(ctx, t, pair.b, "a-to-b")
@@ -147,30 +169,28 @@ func checkStoppedState(ctx context.Context, t *testing.T, pair *mirrorPair, lme 
 	}
 }
 
-// TestAlignmentResumesAfterCrash: a kill -9 of the old primary at each
-// step of failback's log alignment, and a restart, end with A equal to B
-// byte for byte, the truncated records kept.
+// TestAlignmentResumesAfterCrash: a kill -9 of the old primary right
+// after it received failback's start (its log alignment in flight or
+// done), and a restart, end with A equal to B byte for byte, the
+// truncated records kept.
 func TestAlignmentResumesAfterCrash(t *testing.T) {
-	for _, point := range alignCrashPoints {
-		t.Run(point, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
-			defer cancel()
-			pair := startMirrorPair(ctx, t)
-			runMirrorsOK(ctx, t, pair.b.addr, "--pause", "--mirror", "a-to-b", "--topics", failoverTopic)
-			for _, tp := range pair.tps {
-				produceTo(ctx, t, newClient(t, pair.a.addr), pair.maker, tp, 30, newLedger())
-			}
-			stopMirror(ctx, t, pair.b, "a-to-b")
-			for _, tp := range pair.tps {
-				produceTo(ctx, t, newClient(t, pair.b.addr), pair.maker, tp, 10, newLedger())
-			}
-			crashAt(t, pair.a, point)
-			startMirror(ctx, t, pair.a, "b-to-a", pair.b.addr)
-			waitKilled(t, pair.a, point)
-			waitDescribed(ctx, t, pair.a, "b-to-a", func(p describedRow) bool { return p.State == "MIRRORING" })
-			waitMirrorCaughtUp(ctx, t, pair.b.addr, pair.a.addr, pair.tps)
-			compareMirrored(t, readAll(ctx, t, pair.b.addr, pair.tps), readAll(ctx, t, pair.a.addr, pair.tps))
-			checkTruncatedKept(t, pair.a, pair.tps, 30)
-		})
+	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
+	defer cancel()
+	pair := startMirrorPair(ctx, t)
+	runMirrorsOK(ctx, t, pair.b.addr, "--pause", "--mirror", "a-to-b", "--topics", failoverTopic)
+	for _, tp := range pair.tps {
+		produceTo(ctx, t, newClient(t, pair.a.addr), pair.maker, tp, 30, newLedger())
 	}
+	stopMirror(ctx, t, pair.b, "a-to-b")
+	for _, tp := range pair.tps {
+		produceTo(ctx, t, newClient(t, pair.b.addr), pair.maker, tp, 10, newLedger())
+	}
+	runMirrorsOK(ctx, t, pair.a.addr, "--create", "--mirror", "b-to-a", "--mirror-config", writeMirrorConfig(t, pair.b.addr))
+	exit := killWhenSaved(ctx, t, pair.a, "b-to-a", "names", "--start", "--mirror", "b-to-a", "--topics", failoverTopic)
+	t.Logf("--start answered with exit %d before the kill landed", exit)
+	pair.a.start()
+	waitDescribed(ctx, t, pair.a, "b-to-a", func(p describedRow) bool { return p.State == "MIRRORING" })
+	waitMirrorCaughtUp(ctx, t, pair.b.addr, pair.a.addr, pair.tps)
+	compareMirrored(t, readAll(ctx, t, pair.b.addr, pair.tps), readAll(ctx, t, pair.a.addr, pair.tps))
+	checkTruncatedKept(t, pair.a, pair.tps, 30)
 }

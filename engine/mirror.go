@@ -446,13 +446,19 @@ func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, part
 // FAILED across a restart, a stop resumes at its step).
 func (m *mirror) newPartition(name string, id [16]byte, index int32, p *broker.Partition) *mirrorPartition {
 	mp := &mirrorPartition{topic: name, topicID: id, partition: index, local: p, mirror: m.name, refuse: mirrorTopicRefusal(name, m.name)}
-	p.SetReadOnly(mp.refuse)
 	mp.reported.Store(-1)
 	mp.sourceHighWatermark.Store(-1)
 	mp.sourceLeader.Store(-1) // until the source's metadata names one
 	mp.sourceLeaderEpoch.Store(-1)
 	mp.metrics.joined = time.Now()
 	m.newMachine(mp)
+	// Read-only unless the record says STOPPED: a restored STOPPED
+	// machine takes no action on Restarted, so publish never lifts it.
+	if mp.machine.State() == mirrorstate.Stopped {
+		p.SetReadOnly(nil)
+	} else {
+		p.SetReadOnly(mp.refuse)
+	}
 	return mp
 }
 

@@ -307,15 +307,20 @@ func (m *mirror) reload(ctx context.Context) {
 	m.log.Info("mirror resuming from its persisted partition states", "after", m.halted)
 	m.halted = nil
 	m.mu.Lock()
-	var events []partitionEvent
+	partitions := make([]*mirrorPartition, 0, len(m.partitions))
 	for _, mp := range m.partitions {
+		partitions = append(partitions, mp)
+	}
+	m.mu.Unlock()
+	// firstEvent reads the selection under m.mu: not held here.
+	events := make([]partitionEvent, 0, len(partitions))
+	for _, mp := range partitions {
 		m.newMachine(mp)
 		mp.mu.Lock()
 		mp.halted = ""
 		mp.mu.Unlock()
 		events = append(events, partitionEvent{mp, m.firstEvent(mp)})
 	}
-	m.mu.Unlock()
 	m.step(ctx, events)
 	if m.halted == nil {
 		m.haltCount = 0

@@ -145,13 +145,14 @@ func produceTransactions(t *testing.T, addr, topic string, partitions int32, rng
 }
 
 // beginOpenTransaction produces records to every partition in a
-// transaction it leaves open, and returns the producer, the
+// transaction it leaves open (opts: more producer options), and returns the producer, the
 // transaction's first offset and its number of records per partition.
-func beginOpenTransaction(t *testing.T, addr, topic string, partitions int32, rng *rand.Rand) (*kgo.Client, map[int32]int64, map[int32]int) {
+func beginOpenTransaction(t *testing.T, addr, topic string, partitions int32, rng *rand.Rand, opts ...kgo.Opt) (*kgo.Client, map[int32]int64, map[int32]int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	open, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.TransactionalID("paths-open"), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.TransactionalID("paths-open"), kgo.RecordPartitioner(kgo.ManualPartitioner())}, opts...)
+	open, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
