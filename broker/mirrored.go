@@ -48,6 +48,14 @@ func (p *Partition) refuseIfReadOnly(action string) error {
 // uses none but those).
 func (p *Partition) Log() *logstore.Log { return p.log }
 
+// Flush makes everything appended to the partition durable.
+func (p *Partition) Flush() error {
+	if err := p.log.Flush(); err != nil {
+		return fmt.Errorf("broker: %s: flush: %w", p.tp, err)
+	}
+	return nil
+}
+
 // Topic is the partition's topic and index.
 func (p *Partition) Topic() logstore.TopicPartition { return p.tp }
 

@@ -186,6 +186,13 @@ func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionE
 				case mirrorstate.Pausing:
 					out = append(out, partitionEvent{mp, mirrorstate.PauseDone{}})
 				case mirrorstate.Stopping:
+					// The last mirror offset must be durable before a
+					// record names it: a power loss would otherwise leave a
+					// record past what survived on disk.
+					if err := mp.local.Flush(); err != nil {
+						out = append(out, partitionEvent{mp, mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()}})
+						break
+					}
 					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopRemoveFromFetcher,
 						LastMirrorEpoch: mp.local.LatestEpoch(), LastMirrorOffset: mp.local.LogEndOffset()}})
 				}
