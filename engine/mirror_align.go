@@ -175,6 +175,7 @@ func (m *mirror) recoverUnclean(mp *mirrorPartition, offset rb.Offset) error {
 	if err := m.truncateKeeping(mp, offset, "unclean leader election on the source: truncating to the new leader's log; the removed batches are kept"); err != nil {
 		return fmt.Errorf("engine: %s-%d: truncate to %d after the source's unclean leader election: %w", mp.topic, mp.partition, offset, err)
 	}
+	mp.metrics.uncleanTruncations.Add(1)
 	return nil
 }
 

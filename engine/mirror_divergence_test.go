@@ -182,6 +182,9 @@ func testMirrorDivergingEpoch(t *testing.T, supportULE bool) {
 		if got := leader.resumed[partition]; got != wantResumed[partition] {
 			t.Errorf("partition %d: first fetch the source served %v, want %v", partition, got, wantResumed[partition])
 		}
+		if got, want := uncleanTruncations(target, partition), int64(len(wantAnswers[partition])); got != want {
+			t.Errorf("partition %d: mirrord_mirror_unclean_truncations_total %d, want %d (one per divergence answer)", partition, got, want)
+		}
 		local := localPartition(t, target, "events", partition)
 		if got, want := local.Log().Epochs(), leader.history[partition].cache.Entries(); !slices.Equal(got, want) {
 			t.Errorf("partition %d: mirror epochs %v, source %v", partition, got, want)
@@ -327,4 +330,17 @@ func epochCache(t *testing.T, entries []epoch.Entry) *epoch.Cache {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// uncleanTruncations is the partition of events' ULE_RECOVERY truncation
+// count, as the metrics report it.
+func uncleanTruncations(n *Node, partition int32) int64 {
+	for _, m := range n.MirrorReports() {
+		for _, p := range m.Partitions {
+			if p.Topic == "events" && p.Partition == partition {
+				return p.UncleanTruncations
+			}
+		}
+	}
+	return -1
 }

@@ -21,6 +21,8 @@ import (
 //	mirrord_mirror_lag_seconds             mirror, topic, partition   gauge
 //	mirrord_mirror_bytes_total             mirror, topic, partition   counter
 //	mirrord_mirror_batches_total           mirror, topic, partition   counter
+//	mirrord_mirror_unclean_truncations_total
+//	                                       mirror, topic, partition   counter
 //	mirrord_mirror_partitions              mirror, state              gauge
 //	mirrord_mirror_fetch_latency_seconds   mirror, source_broker      histogram
 //	mirrord_mirror_source_high_watermark_age_seconds
@@ -88,8 +90,10 @@ type mirrorMetrics struct {
 // partitionMetrics is what the fetcher observes of one mirrored partition.
 type partitionMetrics struct {
 	bytes, batches atomic.Int64
-	joined         time.Time    // when the partition joined the mirror (monotonic); set before the partition is shared
-	caughtUp       atomic.Int64 // nanoseconds after joined at which it was last seen caught up (0: never)
+	// uncleanTruncations counts ULE_RECOVERY's truncations.
+	uncleanTruncations atomic.Int64
+	joined             time.Time    // when the partition joined the mirror (monotonic); set before the partition is shared
+	caughtUp           atomic.Int64 // nanoseconds after joined at which it was last seen caught up (0: never)
 	// highWatermarkAt: nanoseconds after joined at which the source high
 	// watermark was last learned or confirmed (0: never); stored after
 	// the high watermark it dates.
@@ -192,6 +196,9 @@ type MirrorPartitionReport struct {
 	// Bytes and Batches count what the mirror appended to the partition
 	// since it joined the mirror in this process.
 	Bytes, Batches int64
+	// UncleanTruncations counts the truncations that followed an unclean
+	// leader election on the source (ULE_RECOVERY) in this process.
+	UncleanTruncations int64
 }
 
 // MirrorReports reports every mirror of the node, by name.
@@ -232,7 +239,7 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 	leo := int64(mp.local.LogEndOffset())
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
-		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load()}
+		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load(), UncleanTruncations: mp.metrics.uncleanTruncations.Load()}
 	if hw >= 0 {
 		r.LagRecords = max(hw-leo, 0)
 		r.LagLowerBound = age < 0 || age > staleAfter
@@ -247,6 +254,7 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 type mirrorCollector struct {
 	node                                           *Node
 	lagRecords, lagSeconds, bytes, batches, states *prometheus.Desc
+	uncleanTruncations                             *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
@@ -270,6 +278,10 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 			"Record batch bytes appended to the mirror partition since it joined the mirror in this process.", partitionLabels, nil),
 		batches: prometheus.NewDesc("mirrord_mirror_batches_total",
 			"Record batches appended to the mirror partition since it joined the mirror in this process.", partitionLabels, nil),
+		uncleanTruncations: prometheus.NewDesc("mirrord_mirror_unclean_truncations_total",
+			"Truncations of the mirror partition that followed an unclean leader election on the source (ULE_RECOVERY, "+
+				"with mirror.support.unclean.leader.election) since it joined the mirror in this process; "+
+				"the removed batches are kept under truncated/ in the data directory.", partitionLabels, nil),
 		states: prometheus.NewDesc("mirrord_mirror_partitions",
 			"Partitions of the mirror in each state (as DescribeClusterMirrors reports it); every state is listed.",
 			[]string{"mirror", "state"}, nil),
@@ -291,6 +303,7 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lagSeconds
 	ch <- c.bytes
 	ch <- c.batches
+	ch <- c.uncleanTruncations
 	ch <- c.states
 	ch <- c.highWatermarkAge
 	ch <- c.reachable
@@ -311,6 +324,7 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.lagSeconds, prometheus.GaugeValue, p.Lag.Seconds(), labels...)
 			ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.CounterValue, float64(p.Bytes), labels...)
 			ch <- prometheus.MustNewConstMetric(c.batches, prometheus.CounterValue, float64(p.Batches), labels...)
+			ch <- prometheus.MustNewConstMetric(c.uncleanTruncations, prometheus.CounterValue, float64(p.UncleanTruncations), labels...)
 			states[p.State]++
 		}
 		for s, count := range states {
