@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"netio":               {"epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
-	"engine":              {"engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"engine":              {"engine/mirrorstate", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module

@@ -29,9 +29,9 @@ const (
 	stateLogBatchRecords = 500 // live records per batch when rewriting
 )
 
-// errMirrorStateInternal refuses client writes and deletes of
-// __mirror_state.
-var errMirrorStateInternal = fmt.Errorf("%w: %s is internal: only the node's mirrors write it", kerr.InvalidTopicException, mirrorStateTopic)
+// errMirrorStateInternal refuses client writes and deletes of the internal
+// topics, __mirror_state and __consumer_offsets.
+var errMirrorStateInternal = fmt.Errorf("%w: the topic is internal (%s, %s): only the node writes it", kerr.InvalidTopicException, mirrorStateTopic, consumerOffsetsTopic)
 
 // stateLog is __mirror_state partition 0: the persisted state of every
 // mirrored partition, one record per state change, keyed by (mirror,

@@ -51,6 +51,7 @@ type Node struct {
 
 	metrics *mirrorMetrics
 	states  *stateLog // __mirror_state
+	groups  groupCoordinator
 
 	// mirrorsMu guards mirrors; it is taken before mu, never after.
 	mirrorsMu sync.Mutex
@@ -65,7 +66,7 @@ type topic struct {
 	name       string
 	id         rb.TopicID
 	partitions []*partition
-	internal   bool          // __mirror_state: no produce, delete or DeleteRecords
+	internal   bool          // __mirror_state, __consumer_offsets: no produce, delete or DeleteRecords
 	limits     produceLimits // its partitions'
 }
 
@@ -114,14 +115,14 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 			continue
 		}
 		if t == nil {
-			t = &topic{name: info.Topic, id: info.TopicID, internal: info.Topic == mirrorStateTopic, limits: nodeProduceLimits(cfg)}
+			t = &topic{name: info.Topic, id: info.TopicID, internal: isInternalTopic(info.Topic), limits: nodeProduceLimits(cfg)}
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
 		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log, t.limits))
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	var skipped []error
-	n.states, skipped, err = openStateLog(cfg.FS, cfg.DataDir, dir, cfg.Log, n.registerStateTopic)
+	n.states, skipped, err = openStateLog(cfg.FS, cfg.DataDir, dir, cfg.Log, n.registerInternalTopic(stateLogTP()))
 	for _, cause := range skipped {
 		n.log.Error("skipped a corrupt record of an internal log: the mirror states it held are lost", "topic", mirrorStateTopic, "error", cause)
 	}
@@ -134,6 +135,11 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 		return nil, err
 	}
 	if n.txns, err = openTransactions(n); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := n.openGroups(); err != nil {
+		n.txns.close()
 		dir.Close()
 		return nil, err
 	}
@@ -156,6 +162,7 @@ func (n *Node) Close() error {
 	}
 	n.mirrorsMu.Unlock()
 	n.txns.close()
+	n.groups.Close()
 	return n.dir.Close()
 }
 
@@ -197,16 +204,6 @@ func (t *topic) refuseIfMirrored(action string) error {
 
 func (t *topic) info() netio.TopicInfo {
 	return netio.TopicInfo{Name: t.name, ID: t.id, Partitions: int32(len(t.partitions)), Internal: t.internal}
-}
-
-// registerStateTopic adds __mirror_state, created at its first write.
-func (n *Node) registerStateTopic(log *logstore.Log, id rb.TopicID) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	p := newPartition(stateLogTP(), log, nodeProduceLimits(n.cfg))
-	p.internal = true
-	t := &topic{name: mirrorStateTopic, id: id, partitions: []*partition{p}, internal: true}
-	n.topics[t.name], n.byID[t.id] = t, t
 }
 
 func (n *Node) Topic(name string) (netio.TopicInfo, bool) {
@@ -253,7 +250,7 @@ func (n *Node) Transactions() netio.Transactions { return n.txns }
 // same metrics. The answer carries the partition count and the effective
 // configs, for a validate-only request too.
 func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
-	if name == mirrorStateTopic { // as Kafka refuses its internal topics, also before they exist
+	if isInternalTopic(name) { // as Kafka refuses its internal topics, also before they exist
 		return netio.TopicInfo{}, netio.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", name)
 	}
 	cfg, err := topicConfig(n.cfg.Log, configs)
