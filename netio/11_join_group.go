@@ -1,7 +1,6 @@
 package netio
 
-// JoinGroup, versions 2-9 (v0-1 were removed in Kafka 4.0, KIP-896; the
-// coordinator serves them, Kafka 4.4 does not advertise them). The group
+// JoinGroup, versions 0-9 (Kafka 4.4 still advertises v0-1). The group
 // coordinator (Backend.Groups) answers it whole; the answer may wait for
 // the rest of the group, up to the rebalance timeout, and holds this
 // connection meanwhile, as a Kafka broker's does. The member's client

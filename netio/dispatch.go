@@ -33,7 +33,7 @@ func init() {
 		8:  {2, 9, serveOffsetCommit}, // v0-1 removed in Kafka 4.0 (KIP-896)
 		9:  {1, 9, serveOffsetFetch},  // v0 removed in Kafka 4.0 (KIP-896)
 		10: {0, 6, serveFindCoordinator},
-		11: {2, 9, serveJoinGroup}, // v0-1 removed in Kafka 4.0 (KIP-896)
+		11: {0, 9, serveJoinGroup},
 		12: {0, 4, serveHeartbeat},
 		13: {0, 5, serveLeaveGroup},
 		14: {0, 5, serveSyncGroup},
