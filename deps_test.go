@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"netio":               {"epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
-	"broker":              {"netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
+	"broker":              {"broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"engine":              {"broker", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},

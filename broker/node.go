@@ -48,6 +48,7 @@ type Node struct {
 	dir     *logstore.Dir
 	log     *slog.Logger
 	txns    *transactions
+	groups  groupCoordinator
 	cluster netio.ClusterInfo
 
 	mu     sync.RWMutex
@@ -93,6 +94,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), consumerOffsetsTopic)
 	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
 	if err != nil {
 		return nil, err
@@ -132,11 +134,17 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		dir.Close()
 		return nil, err
 	}
+	if err := n.openGroups(); err != nil {
+		n.txns.close()
+		dir.Close()
+		return nil, err
+	}
 	return n, nil
 }
 
 // Close stops the transaction reaper and closes every partition log.
 func (n *Node) Close() error {
+	n.groups.Close()
 	n.txns.close()
 	return n.dir.Close()
 }

@@ -5,6 +5,7 @@ import (
 	"net"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +19,14 @@ import (
 // startNode serves a Node over dir on a loopback port until the test ends.
 func startNode(t *testing.T, dir string) (*Node, string) {
 	t.Helper()
+	n, addr, _ := serveNode(t, dir)
+	return n, addr
+}
+
+// serveNode is startNode with a function that stops serving and closes
+// the node before the test ends (it may be called twice).
+func serveNode(t *testing.T, dir string) (*Node, string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -25,21 +34,36 @@ func startNode(t *testing.T, dir string) (*Node, string) {
 	addr := ln.Addr().(*net.TCPAddr)
 	node, err := Open(Config{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port)}, nil)
 	if err != nil {
+		ln.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- netio.NewServer(netio.Config{Backend: node}).Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if err := node.Close(); err != nil {
-			t.Errorf("close node: %v", err)
-		}
-	})
-	return node, ln.Addr().String()
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			if err := node.Close(); err != nil {
+				t.Errorf("close node: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return node, ln.Addr().String(), stop
+}
+
+// openTestNodeAt opens a Node over fs at dir; the caller closes it.
+func openTestNodeAt(t *testing.T, fs vfs.FS, dir string) *Node {
+	t.Helper()
+	n, err := Open(Config{FS: fs, DataDir: dir, Log: logstore.DefaultConfig()}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 func TestProduceToNode(t *testing.T) {

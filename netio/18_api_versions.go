@@ -21,7 +21,8 @@ package netio
 //     which a client sees as level 0 too; level 2 is not built, and a Java
 //     client would use it if finalized.
 //   - not reported: kraft.version (no quorum), group.version,
-//     streams.version and share.version (no groups of any kind),
+//     streams.version and share.version (classic groups only: no KIP-848,
+//     streams or share groups),
 //     eligible.leader.replicas.version (one replica, no ELR).
 // Finalized features never change, so their epoch stays
 // finalizedFeaturesEpoch.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/twmb/franz-go/pkg/kmsg"
+
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
@@ -31,6 +33,8 @@ type Backend interface {
 	Partition(topic string, partition int32) (Partition, error)
 	// Transactions is the producer ID and transaction coordinator.
 	Transactions() Transactions
+	// Groups is the classic consumer group coordinator.
+	Groups() GroupCoordinator
 }
 
 // TopicID is recordbatch's TopicID under netio's name, kept for the mirror
@@ -168,6 +172,32 @@ type Transactions interface {
 	InitProducerID(ctx context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error)
 	AddPartitions(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error
 	EndTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error
+}
+
+// GroupCoordinator is the classic consumer group coordinator: each method
+// answers the request of its name, whole, at the request's version (the
+// handlers check only the version). JoinGroup and SyncGroup may wait for
+// the rest of the group, up to its rebalance timeout. An error means no
+// answer (the coordinator closed, ctx done): the handler answers
+// COORDINATOR_NOT_AVAILABLE, which clients retry.
+type GroupCoordinator interface {
+	JoinGroup(ctx context.Context, client GroupClient, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, error)
+	SyncGroup(ctx context.Context, req *kmsg.SyncGroupRequest) (*kmsg.SyncGroupResponse, error)
+	Heartbeat(ctx context.Context, req *kmsg.HeartbeatRequest) (*kmsg.HeartbeatResponse, error)
+	LeaveGroup(ctx context.Context, req *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, error)
+	OffsetCommit(ctx context.Context, req *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error)
+	OffsetFetch(ctx context.Context, req *kmsg.OffsetFetchRequest) (*kmsg.OffsetFetchResponse, error)
+	OffsetDelete(ctx context.Context, req *kmsg.OffsetDeleteRequest) (*kmsg.OffsetDeleteResponse, error)
+	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error)
+	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error)
+	DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (*kmsg.DeleteGroupsResponse, error)
+}
+
+// GroupClient names the client of a JoinGroup: its client.id and its
+// address as Kafka prints it ("/127.0.0.1").
+type GroupClient struct {
+	ID   string
+	Host string
 }
 
 // ErrNotBuilt answers requests for parts of the API that are not built.

@@ -30,7 +30,15 @@ func init() {
 		1:  {4, 18, serveFetch},
 		2:  {1, 11, serveListOffsets},
 		3:  {0, 13, serveMetadata},
+		8:  {2, 9, serveOffsetCommit}, // v0-1 removed in Kafka 4.0 (KIP-896)
+		9:  {1, 9, serveOffsetFetch},  // v0 removed in Kafka 4.0 (KIP-896)
 		10: {0, 6, serveFindCoordinator},
+		11: {0, 9, serveJoinGroup},
+		12: {0, 4, serveHeartbeat},
+		13: {0, 5, serveLeaveGroup},
+		14: {0, 5, serveSyncGroup},
+		15: {0, 5, serveDescribeGroups},
+		16: {0, 5, serveListGroups},
 		18: {0, 5, serveAPIVersionsWithMirrors},
 		19: {2, 7, serveCreateTopics},
 		20: {1, 6, serveDeleteTopics},
@@ -40,6 +48,8 @@ func init() {
 		24: {0, 3, serveAddPartitionsToTxn},
 		26: {0, 4, serveEndTxn},
 		37: {0, 3, serveCreatePartitions},
+		42: {0, 2, serveDeleteGroups},
+		47: {0, 0, serveOffsetDelete},
 		60: {0, 2, serveDescribeCluster},
 		75: {0, 0, serveDescribeTopicPartitions},
 	}

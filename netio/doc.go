@@ -27,8 +27,12 @@
 // the API's fallback code. Kafka error codes exist only here, at the
 // edge.
 //
-// Not built yet: consumer groups (FindCoordinator answers, but JoinGroup,
-// OffsetCommit and the rest are not served), DescribeConfigs and
+// Consumer groups: FindCoordinator names this node; JoinGroup, SyncGroup,
+// Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete and
+// List/Describe/DeleteGroups go to Backend.Groups (the classic protocol;
+// KIP-848's ConsumerGroupHeartbeat and TxnOffsetCommit are not served).
+//
+// Not built yet: DescribeConfigs and
 // AlterConfigs, SASL and TLS on the listener, and per-connection limits
 // beyond the request size (idle timeouts, per-IP connection counts).
 package netio

@@ -21,6 +21,7 @@ type memBackend struct {
 	topics       map[string]*memTopic
 	nextProducer int64
 	cluster      ClusterInfo
+	groups       GroupCoordinator // nil: every group request fails (groups_test.go)
 }
 
 type memTopic struct {
@@ -135,6 +136,13 @@ func (b *memBackend) Partition(topic string, partition int32) (Partition, error)
 }
 
 func (b *memBackend) Transactions() Transactions { return memTransactions{b} }
+
+func (b *memBackend) Groups() GroupCoordinator {
+	if b.groups == nil {
+		return noGroups{}
+	}
+	return b.groups
+}
 
 type memTransactions struct{ b *memBackend }
 

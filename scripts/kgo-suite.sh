@@ -34,13 +34,8 @@ fail() {
 # Tests that need what mirrord does not serve yet, one per line as
 # "Name<TAB>reason (the missing API)". Anchored to top-level test names.
 skips=$(cat <<'EOF'
-TestGroupETL	classic consumer groups: JoinGroup, SyncGroup, Heartbeat, OffsetCommit, OffsetFetch, LeaveGroup, DeleteGroups
-TestGroupSimple	classic consumer groups (JoinGroup, SyncGroup, OffsetCommit) and KIP-848 (ConsumerGroupHeartbeat)
-TestIssue523	classic consumer groups with a regex subscription: JoinGroup, SyncGroup, Heartbeat
 Test848RegexBrokerResolves	KIP-848 consumer groups: ConsumerGroupHeartbeat
-TestUnknownGroupOffsetFetchPinned	OffsetFetch (not advertised, so the request fails before it can test anything)
 TestTxnEtl	consumer groups (JoinGroup, SyncGroup, OffsetFetch) and transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit)
-TestConsumeRegex	__consumer_offsets: the group coordinator's internal topic, which Kafka creates on the first FindCoordinator (KafkaApis getCoordinator); the test waits for it to show up as internal in Metadata
 TestShareGroup	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupETL	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupAckOnClose	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge

@@ -73,6 +73,6 @@
 // The KIP-848 consumer protocol (ConsumerGroupHeartbeat), transactional
 // offset commits (so require_stable never finds unstable offsets),
 // offsets.retention.minutes expiry (expire timestamps are kept, not acted
-// on), OffsetCommit v10 (topic IDs), and the Store over the node's log
-// store.
+// on) and OffsetCommit v10 (topic IDs). The Store over the node's log
+// store, __consumer_offsets, is the engine's (engine/group_store.go).
 package group

@@ -1,0 +1,29 @@
+package netio
+
+// DeleteGroups, versions 0-2. The group coordinator (Backend.Groups)
+// answers it whole: only an Empty group is deleted (NON_EMPTY_GROUP
+// otherwise), with its offsets. No answer (the coordinator closed) is
+// COORDINATOR_NOT_AVAILABLE for every group asked for.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func serveDeleteGroups(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*kmsg.DeleteGroupsRequest)
+	resp, err := c.server.backend.Groups().DeleteGroups(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	resp = req.ResponseKind().(*kmsg.DeleteGroupsResponse)
+	for _, name := range req.Groups {
+		g := kmsg.NewDeleteGroupsResponseGroup()
+		g.Group, g.ErrorCode = name, code
+		resp.Groups = append(resp.Groups, g)
+	}
+	return resp, nil
+}
