@@ -67,8 +67,9 @@ func openGroupStore(n *Node, cfg logstore.Config) (*groupStore, error) {
 	if err != nil {
 		return nil, err
 	}
-	live := liveGroupRecords(all)
-	if len(all) > groupLogCompactMin && len(all) > groupLogCompactRatio*len(live) {
+	plain, open := resolveTransactions(all)
+	live := liveGroupRecords(plain)
+	if !open && len(all) > groupLogCompactMin && len(all) > groupLogCompactRatio*len(live) {
 		if err := s.rewrite(live); err != nil {
 			return nil, fmt.Errorf("broker: compact %s: %w", consumerOffsetsTopic, err)
 		}
@@ -97,6 +98,13 @@ func readGroupLog(log *logstore.Log) ([]group.Record, error) {
 			b := it.Batch()
 			offset = b.NextOffset()
 			if b.Control() {
+				if b.Transactional() {
+					marker, err := markerRecord(b)
+					if err != nil {
+						return nil, fmt.Errorf("broker: %s marker at offset %d: %w", consumerOffsetsTopic, b.BaseOffset(), err)
+					}
+					out = append(out, marker)
+				}
 				continue
 			}
 			if b.Codec() != rb.CodecNone {
@@ -106,7 +114,8 @@ func readGroupLog(log *logstore.Log) ([]group.Record, error) {
 			n := int32(0)
 			for recs.Next() {
 				r := recs.Record()
-				out = append(out, group.Record{Key: cloneBytes(r.Key), Value: cloneBytes(r.Value)})
+				out = append(out, group.Record{Key: cloneBytes(r.Key), Value: cloneBytes(r.Value),
+					Transactional: b.Transactional(), ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch()})
 				n++
 			}
 			if err := recs.Err(); err != nil || n != b.RecordCount() {
@@ -164,30 +173,41 @@ func (s *groupStore) rewrite(live []group.Record) error {
 	return s.log.AdvanceLogStart(start)
 }
 
+// appendBatch appends recs as one batch through the partition, which
+// keeps its producer state (transactional records, group_txn.go).
 func (s *groupStore) appendBatch(recs []group.Record) error {
-	batch := make([]rb.Record, len(recs))
-	for i, r := range recs {
-		batch[i] = rb.Record{Key: r.Key, Value: r.Value}
+	p, err := s.node.LocalPartition(consumerOffsetsTopic, 0)
+	if err != nil {
+		return err
 	}
-	s.scratch = rb.Append(s.scratch[:0], rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		BaseTimestamp: time.Now().UnixMilli(), Records: batch})
-	_, err := s.log.AppendAssign(s.scratch, max(s.log.LatestEpoch(), 0))
-	return err
+	s.scratch = groupBatch(s.scratch[:0], recs, time.Now().UnixMilli())
+	return p.appendCoordinatorBatch(s.scratch)
 }
 
-// Append writes records as one batch and syncs it (group.Store).
+// ensureLog creates __consumer_offsets if the node has none; s.mu is held.
+func (s *groupStore) ensureLog() error {
+	if s.log != nil {
+		return nil
+	}
+	log, err := s.node.CreateInternalLog(consumerOffsetsTopic, s.cfg)
+	if err != nil {
+		return fmt.Errorf("broker: create %s: %w", consumerOffsetsTopic, err)
+	}
+	s.log = log
+	return nil
+}
+
+// Append writes records as one batch and syncs it (group.Store). A
+// transactional batch fails with the transaction check's kerr error when
+// the producer did not add the partition at its epoch.
 func (s *groupStore) Append(recs []group.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.log == nil {
-		log, err := s.node.CreateInternalLog(consumerOffsetsTopic, s.cfg)
-		if err != nil {
-			return fmt.Errorf("broker: create %s: %w", consumerOffsetsTopic, err)
-		}
-		s.log = log
+	if err := s.ensureLog(); err != nil {
+		return err
 	}
 	if err := s.appendBatch(recs); err != nil {
 		return fmt.Errorf("broker: %s: %w", consumerOffsetsTopic, err)
@@ -215,7 +235,10 @@ func (s *groupStore) Replay(apply func(group.Record) error) error {
 
 // groupCoordinator serves broker/group's coordinator as netio's
 // GroupCoordinator: JoinGroup takes netio's name for the client.
-type groupCoordinator struct{ *group.Coordinator }
+type groupCoordinator struct {
+	*group.Coordinator
+	store *groupStore
+}
 
 func (g groupCoordinator) JoinGroup(ctx context.Context, client netio.GroupClient, req *kmsg.JoinGroupRequest) (*kmsg.JoinGroupResponse, error) {
 	return g.Coordinator.JoinGroup(ctx, group.Client{ID: client.ID, Host: client.Host}, req)
@@ -237,7 +260,8 @@ func (n *Node) openGroups() error {
 	if err != nil {
 		return fmt.Errorf("broker: open the group coordinator: %w", err)
 	}
-	n.groups = groupCoordinator{coordinator}
+	n.groups = groupCoordinator{coordinator, store}
+	n.txns.start(coordinator) // the reaper's markers now reach the coordinator
 	return nil
 }
 

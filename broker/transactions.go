@@ -12,8 +12,10 @@ import (
 	"slices"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mirrord/mirrord/broker/group"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -57,6 +59,10 @@ type transactions struct {
 	// producers in (round robin).
 	sweepCursor int
 
+	// groups is the group coordinator told of markers written to
+	// __consumer_offsets (group_txn.go); nil until start.
+	groups    atomic.Pointer[group.Coordinator]
+	started   atomic.Bool
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -180,15 +186,25 @@ func openTransactions(n *Node) (*transactions, error) {
 		return nil, err
 	}
 	t.stop, t.done = make(chan struct{}), make(chan struct{})
-	go t.run()
 	return t, nil
+}
+
+// start starts the reaper once the group coordinator, which it tells of
+// the markers it writes to __consumer_offsets, is open.
+func (t *transactions) start(groups *group.Coordinator) {
+	t.groups.Store(groups)
+	if t.started.CompareAndSwap(false, true) {
+		go t.run()
+	}
 }
 
 // close stops the reaper and waits for it; later calls do nothing.
 func (t *transactions) close() {
 	t.closeOnce.Do(func() {
 		close(t.stop)
-		<-t.done
+		if t.started.Load() {
+			<-t.done
+		}
 	})
 }
 
@@ -549,6 +565,10 @@ func (t *transactions) complete(m *txnMetadata) error {
 		}
 		if err := p.log.Flush(); err != nil {
 			errs = append(errs, fmt.Errorf("broker: %s: flush markers: %w", tp, err))
+			continue
+		}
+		if tp.Topic == consumerOffsetsTopic {
+			t.groupsTransactionCompleted(m.producerID, commit)
 		}
 	}
 	if len(errs) > 0 {

@@ -204,6 +204,11 @@ func (s *stubTransactions) AddPartitions(_ context.Context, transactionalID stri
 	return errs
 }
 
+func (s *stubTransactions) AddOffsets(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, group string) error {
+	s.record("AddOffsets(%q, %d, %d, %s)", transactionalID, producerID, producerEpoch, group)
+	return s.err
+}
+
 func (s *stubTransactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error {
 	s.record("End(%q, %d, %d, %v)", transactionalID, producerID, producerEpoch, commit)
 	return s.err

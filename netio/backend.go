@@ -172,6 +172,9 @@ type Transactions interface {
 	InitProducerID(ctx context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error)
 	AddPartitions(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error
 	EndTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error
+	// AddOffsets adds the group's __consumer_offsets partition to the
+	// transaction, as AddPartitions adds a partition.
+	AddOffsets(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, group string) error
 }
 
 // GroupCoordinator is the classic consumer group coordinator: each method
@@ -191,6 +194,9 @@ type GroupCoordinator interface {
 	ListGroups(ctx context.Context, req *kmsg.ListGroupsRequest) (*kmsg.ListGroupsResponse, error)
 	DescribeGroups(ctx context.Context, req *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error)
 	DeleteGroups(ctx context.Context, req *kmsg.DeleteGroupsRequest) (*kmsg.DeleteGroupsResponse, error)
+	// TxnOffsetCommit commits offsets in the producer's transaction: they
+	// become visible when it commits.
+	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error)
 }
 
 // GroupClient names the client of a JoinGroup: its client.id and its

@@ -46,7 +46,9 @@ func init() {
 		22: {0, 5, serveInitProducerID},
 		23: {2, 4, serveOffsetForLeaderEpoch}, // v0-1 removed in Kafka 4.0 (KIP-896)
 		24: {0, 3, serveAddPartitionsToTxn},
+		25: {0, 3, serveAddOffsetsToTxn},
 		26: {0, 4, serveEndTxn},
+		28: {0, 4, serveTxnOffsetCommit},
 		37: {0, 3, serveCreatePartitions},
 		42: {0, 2, serveDeleteGroups},
 		47: {0, 0, serveOffsetDelete},

@@ -40,6 +40,9 @@ func (noGroups) Heartbeat(context.Context, *kmsg.HeartbeatRequest) (*kmsg.Heartb
 func (noGroups) LeaveGroup(context.Context, *kmsg.LeaveGroupRequest) (*kmsg.LeaveGroupResponse, error) {
 	return nil, errNoGroups
 }
+func (noGroups) TxnOffsetCommit(context.Context, *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
+	return nil, errNoGroups
+}
 func (noGroups) OffsetCommit(context.Context, *kmsg.OffsetCommitRequest) (*kmsg.OffsetCommitResponse, error) {
 	return nil, errNoGroups
 }

@@ -159,6 +159,8 @@ func (memTransactions) AddPartitions(_ context.Context, _ string, _ int64, _ int
 
 func (memTransactions) EndTransaction(context.Context, string, int64, int16, bool) error { return nil }
 
+func (memTransactions) AddOffsets(context.Context, string, int64, int16, string) error { return nil }
+
 func (p *memPartition) LeaderEpoch() recordbatch.Epoch {
 	p.mu.Lock()
 	defer p.mu.Unlock()

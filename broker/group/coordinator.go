@@ -96,6 +96,7 @@ type Coordinator struct {
 	groups    map[string]*group // every group not Dead; unbounded for now: offsets retention is not built
 	deadlines deadlineHeap
 	now       time.Time
+	pending   pendingOffsets // transactional offsets awaiting their marker (txn_offsets.go)
 }
 
 // New replays store and starts the coordinator's loop. Close stops it.
@@ -118,6 +119,7 @@ func New(cfg Config, store Store) (*Coordinator, error) {
 		closing: make(chan struct{}),
 		stopped: make(chan struct{}),
 		groups:  make(map[string]*group),
+		pending: make(pendingOffsets),
 		now:     cfg.Clock.Now(),
 	}
 	if err := store.Replay(c.replay); err != nil {

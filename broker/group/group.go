@@ -140,6 +140,8 @@ type group struct {
 
 	offsets    map[string]map[int32]committed // topic -> partition -> committed offset
 	subscribed map[string]bool                // topics the members consume (consumer protocol); nil: not known
+	// offsetSequence is the last committed.sequence handed out.
+	offsetSequence uint64
 
 	scheduled time.Time // the earliest deadline queued in the coordinator's heap for this group; zero: none
 }

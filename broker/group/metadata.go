@@ -75,6 +75,9 @@ func nonNil(b []byte) []byte {
 
 // replay applies one record of the log to the groups being loaded.
 func (c *Coordinator) replay(r Record) error {
+	if r.Transactional {
+		return c.replayTransactional(r)
+	}
 	d, err := decodeRecord(r)
 	if err != nil {
 		return err
@@ -208,6 +211,9 @@ func (g *group) subscribedTo(topic string) bool {
 }
 
 func (g *group) setOffset(topic string, partition int32, c committed) {
+	if c.sequence == 0 {
+		c.sequence = g.nextOffsetSequence()
+	}
 	partitions := g.offsets[topic]
 	if partitions == nil {
 		partitions = make(map[int32]committed)

@@ -153,7 +153,9 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 	resp := req.ResponseKind().(*kmsg.OffsetFetchResponse)
 	if req.Version >= 8 {
 		for _, rg := range req.Groups {
-			resp.Groups = append(resp.Groups, c.fetchGroup(rg.Group, rg.Topics))
+			fetched := c.fetchGroup(rg.Group, rg.Topics)
+			c.markUnstable(&fetched, req.RequireStable)
+			resp.Groups = append(resp.Groups, fetched)
 		}
 		return resp
 	}
@@ -165,6 +167,7 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 		}
 	}
 	fetched := c.fetchGroup(req.Group, topics)
+	c.markUnstable(&fetched, req.RequireStable)
 	resp.ErrorCode = fetched.ErrorCode
 	for _, t := range fetched.Topics {
 		rt := kmsg.OffsetFetchResponseTopic{Topic: t.Topic}

@@ -11,10 +11,19 @@ import (
 // Record is one record of the group log, as Kafka writes it to
 // __consumer_offsets: Key and Value are the bytes of Kafka's
 // OffsetCommitKey/Value or GroupMetadataKey/Value (each led by its int16
-// version). A nil Value is a tombstone.
+// version). A nil Value is a tombstone. A record of a transaction
+// (TxnOffsetCommit) is Transactional with its producer's ID and epoch, and
+// is written in a transactional batch of that producer; at replay the
+// transaction's marker comes as a Record with Marker set and no key
+// (txn_offsets.go).
 type Record struct {
 	Key   []byte
 	Value []byte
+
+	Transactional bool
+	ProducerID    int64 // of a Transactional record or a marker
+	ProducerEpoch int16
+	Marker        Marker // a transaction marker, at replay only
 }
 
 // Store keeps the group log. The coordinator appends the records of a
@@ -46,7 +55,8 @@ func (s *MemoryStore) Append(records []Record) error {
 		return s.appendError
 	}
 	for _, r := range records {
-		s.records = append(s.records, Record{Key: clone(r.Key), Value: clone(r.Value)})
+		r.Key, r.Value = clone(r.Key), clone(r.Value)
+		s.records = append(s.records, r)
 	}
 	return nil
 }
@@ -106,6 +116,10 @@ type committed struct {
 	metadata        string
 	commitTimestamp int64 // ms since the epoch
 	expireTimestamp int64 // ms since the epoch; -1: none (offsets.retention.minutes applies)
+	// sequence orders a group's commits as their records are in the log
+	// (Kafka compares record offsets): a transactional offset replaces the
+	// committed one at COMMIT only if it was written after it. 0: not set.
+	sequence uint64
 }
 
 func offsetCommitRecord(group, topic string, partition int32, c committed) Record {

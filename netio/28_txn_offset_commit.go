@@ -1,0 +1,39 @@
+package netio
+
+// TxnOffsetCommit, versions 0-4 (v3+ carry the member's generation, ID
+// and instance ID, KIP-447; v5, KIP-890 part 2, adds the partition to the
+// transaction implicitly and is left for transaction.version 2). The
+// group coordinator (Backend.Groups) answers it whole once the offsets
+// are written in the producer's transaction: INVALID_TXN_STATE when the
+// producer has not sent AddOffsetsToTxn, INVALID_PRODUCER_EPOCH when it
+// is fenced, the group checks of a transactional commit otherwise. No
+// answer (the coordinator closed) is COORDINATOR_NOT_AVAILABLE for every
+// partition of the request.
+
+import (
+	"context"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+)
+
+func serveTxnOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
+	req := kreq.(*kmsg.TxnOffsetCommitRequest)
+	resp, err := c.server.backend.Groups().TxnOffsetCommit(ctx, req)
+	if err == nil {
+		return resp, nil
+	}
+	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	resp = req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
+	for _, rt := range req.Topics {
+		st := kmsg.NewTxnOffsetCommitResponseTopic()
+		st.Topic = rt.Topic
+		for _, rp := range rt.Partitions {
+			sp := kmsg.NewTxnOffsetCommitResponseTopicPartition()
+			sp.Partition, sp.ErrorCode = rp.Partition, code
+			st.Partitions = append(st.Partitions, sp)
+		}
+		resp.Topics = append(resp.Topics, st)
+	}
+	return resp, nil
+}
