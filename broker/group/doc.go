@@ -68,10 +68,19 @@
 // full session timeout to heartbeat again, and committed offsets with
 // their leader epoch and metadata.
 //
+// # Transactions
+//
+// TxnOffsetCommit (0-4) writes its offsets as a transactional batch of the
+// producer (Record.Transactional); they stay pending until the
+// transaction's marker, which the node's transaction coordinator writes to
+// the store and reports with CompleteTransaction (and which replay finds
+// in the log): COMMIT makes them committed, ABORT drops them. Meanwhile
+// OffsetFetch with require_stable answers UNSTABLE_OFFSET_COMMIT for their
+// partitions (txn_offsets.go).
+//
 // # Not built here
 //
-// The KIP-848 consumer protocol (ConsumerGroupHeartbeat), transactional
-// offset commits (so require_stable never finds unstable offsets),
+// The KIP-848 consumer protocol (ConsumerGroupHeartbeat),
 // offsets.retention.minutes expiry (expire timestamps are kept, not acted
 // on) and OffsetCommit v10 (topic IDs). The Store over the node's log
 // store, __consumer_offsets, is the engine's (engine/group_store.go).

@@ -187,9 +187,8 @@ func (c *Coordinator) offsetFetch(req *kmsg.OffsetFetchRequest) *kmsg.OffsetFetc
 
 // fetchGroup is OffsetMetadataManager.fetchOffsets (topics listed) and
 // fetchAllOffsets (topics nil). A partition without a committed offset, or
-// of a group that does not exist, answers offset -1. Nothing is unstable
-// yet: transactional commits are not built, so require_stable has nothing
-// to wait for.
+// of a group that does not exist, answers offset -1. The caller marks
+// the partitions with pending transactional offsets (markUnstable).
 func (c *Coordinator) fetchGroup(name string, topics []kmsg.OffsetFetchRequestGroupTopic) kmsg.OffsetFetchResponseGroup {
 	out := kmsg.OffsetFetchResponseGroup{Group: name}
 	if name == "" {
