@@ -11,7 +11,8 @@
 #      KGO_TEST_RF=1 (one node), skipping the tests listed in $skips below:
 #      each needs something mirrord does not have yet. Bounded by
 #      KGO_SUITE_TIMEOUT (go test -timeout, default 10m;
-#      a run takes about 35 s here once compiled).
+#      a run takes about 35 s here once compiled, plus about 170 s for
+#      TestTxnEtl).
 #   4. Stop mirrord (SIGTERM, then SIGKILL after 10 s) on any exit. A
 #      passing run removes its folder; a failing one keeps the mirrord log
 #      and the test output in it (the path is printed) and removes the rest.
@@ -35,7 +36,6 @@ fail() {
 # "Name<TAB>reason (the missing API)". Anchored to top-level test names.
 skips=$(cat <<'EOF'
 Test848RegexBrokerResolves	KIP-848 consumer groups: ConsumerGroupHeartbeat
-TestTxnEtl	consumer groups (JoinGroup, SyncGroup, OffsetFetch) and transactional offset commits (AddOffsetsToTxn, TxnOffsetCommit)
 TestShareGroup	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupETL	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupAckOnClose	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
