@@ -197,7 +197,7 @@ func (g groupCoordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffs
 			if errors.As(err, &kafkaErr) {
 				code = kafkaErr.Code
 			}
-			return txnOffsetCommitError(req, code), nil
+			return g.txnOffsetCommitError(req, code), nil
 		}
 	}
 	return g.Coordinator.TxnOffsetCommit(ctx, req)
@@ -216,12 +216,19 @@ func (s *groupStore) checkTransaction(transactionalID string, producerID int64, 
 	return p.producers.verify(batchInfo{producerID: producerID, epoch: producerEpoch, transactional: true}, transactionalID)
 }
 
-func txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.TxnOffsetCommitResponse {
+// txnOffsetCommitError answers code for each partition the node has, and
+// UNKNOWN_TOPIC_OR_PARTITION for the others (KafkaApis answers those
+// before the coordinator sees the request).
+func (g groupCoordinator) txnOffsetCommitError(req *kmsg.TxnOffsetCommitRequest, code int16) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, t := range req.Topics {
 		rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic}
 		for _, p := range t.Partitions {
-			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: code})
+			partitionCode := code
+			if _, err := g.store.node.LocalPartition(t.Topic, p.Partition); err != nil {
+				partitionCode = kerr.UnknownTopicOrPartition.Code
+			}
+			rt.Partitions = append(rt.Partitions, kmsg.TxnOffsetCommitResponseTopicPartition{Partition: p.Partition, ErrorCode: partitionCode})
 		}
 		resp.Topics = append(resp.Topics, rt)
 	}

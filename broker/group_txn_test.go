@@ -114,6 +114,9 @@ func TestTxnOffsetCommitChecks(t *testing.T) {
 	if code := c.commitOffsets("g", "t", 0, 1); code != kerr.InvalidTxnState.Code {
 		t.Fatalf("commit before AddOffsetsToTxn: code %d, want INVALID_TXN_STATE", code)
 	}
+	if code := c.commitOffsets("g", "nope", 0, 1); code != kerr.UnknownTopicOrPartition.Code {
+		t.Fatalf("commit of an unknown topic before AddOffsetsToTxn: code %d, want UNKNOWN_TOPIC_OR_PARTITION first", code)
+	}
 	wantCode(t, "add offsets of an unknown transactional ID", n.txns.AddOffsets(context.Background(), "nope", c.producerID, c.epoch, "g"), kerr.InvalidProducerIDMapping)
 	wantCode(t, "add offsets at a future epoch", n.txns.AddOffsets(context.Background(), "tx", c.producerID, c.epoch+1, "g"), kerr.ProducerFenced)
 	wantCode(t, "add offsets", c.addOffsets("g"), nil)

@@ -126,6 +126,17 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 			}
 		}
 	}
+	// Unknown partitions first, as KafkaApis answers them before the
+	// coordinator sees the request.
+	if c.cfg.Partitions != nil {
+		for i, t := range req.Topics {
+			for j, p := range t.Partitions {
+				if !c.cfg.Partitions(t.Topic, p.Partition) {
+					codes[i][j] = kerr.UnknownTopicOrPartition.Code
+				}
+			}
+		}
+	}
 	if req.Group == "" {
 		setAll(kerr.InvalidGroupID.Code)
 		return resp
@@ -146,15 +157,6 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 	if code := g.validateTxnOffsetCommit(generation, memberID, instanceID); code != 0 {
 		setAll(code)
 		return resp
-	}
-	if c.cfg.Partitions != nil {
-		for i, t := range req.Topics {
-			for j, p := range t.Partitions {
-				if !c.cfg.Partitions(t.Topic, p.Partition) {
-					codes[i][j] = kerr.UnknownTopicOrPartition.Code
-				}
-			}
-		}
 	}
 	type change struct {
 		tp        topicPartition
