@@ -141,6 +141,8 @@ type group struct {
 	offsets    map[string]map[int32]committed // topic -> partition -> committed offset
 	subscribed map[string]bool                // topics the members consume (consumer protocol); nil: not known
 
+	consumer *consumerGroup // a KIP-848 consumer group (consumer.go); nil: a classic group
+
 	scheduled time.Time // the earliest deadline queued in the coordinator's heap for this group; zero: none
 }
 
@@ -338,6 +340,9 @@ func (g *group) nextDeadline() time.Time {
 	for _, t := range g.pending {
 		earlier(t)
 	}
+	if g.consumer != nil {
+		earlier(g.consumer.nextDeadline())
+	}
 	return next
 }
 
@@ -402,5 +407,11 @@ func (g *group) checkInvariants() {
 	}
 	if (g.state == Empty || g.state == Dead) && len(g.members) > 0 {
 		fail("members in an " + g.state.String() + " group")
+	}
+	if g.consumer != nil {
+		if g.state != Empty && g.state != Dead {
+			fail("a consumer group in classic state " + g.state.String())
+		}
+		g.consumer.checkInvariants(g.name)
 	}
 }

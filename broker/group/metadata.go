@@ -75,6 +75,9 @@ func nonNil(b []byte) []byte {
 
 // replay applies one record of the log to the groups being loaded.
 func (c *Coordinator) replay(r Record) error {
+	if recordType, ok := consumerRecordType(r); ok {
+		return c.replayConsumer(recordType, r)
+	}
 	d, err := decodeRecord(r)
 	if err != nil {
 		return err
@@ -165,6 +168,9 @@ func (c *Coordinator) loaded() {
 			m.heartbeatDeadline = c.after(m.sessionTimeout)
 		}
 		g.subscribed = g.computeSubscribedTopics()
+		if g.consumer != nil {
+			c.loadedConsumer(g)
+		}
 		c.done(g)
 	}
 }
@@ -201,6 +207,9 @@ func (g *group) computeSubscribedTopics() map[string]bool {
 
 // subscribedTo is ClassicGroup.isSubscribedToTopic.
 func (g *group) subscribedTo(topic string) bool {
+	if g.consumer != nil {
+		return g.consumer.subscribedTo(topic)
+	}
 	if g.subscribed != nil {
 		return g.subscribed[topic]
 	}
