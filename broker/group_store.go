@@ -244,6 +244,10 @@ func (g groupCoordinator) JoinGroup(ctx context.Context, client netio.GroupClien
 	return g.Coordinator.JoinGroup(ctx, group.Client{ID: client.ID, Host: client.Host}, req)
 }
 
+func (g groupCoordinator) ConsumerGroupHeartbeat(ctx context.Context, client netio.GroupClient, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	return g.Coordinator.ConsumerGroupHeartbeat(ctx, group.Client{ID: client.ID, Host: client.Host}, req)
+}
+
 // openGroups opens __consumer_offsets and the coordinator over it.
 func (n *Node) openGroups() error {
 	store, err := openGroupStore(n, n.cfg.Log)
@@ -255,6 +259,14 @@ func (n *Node) openGroups() error {
 	cfg.Partitions = func(topic string, partition int32) bool {
 		_, err := n.LocalPartition(topic, partition)
 		return err == nil
+	}
+	cfg.Topics = func() []group.TopicMetadata {
+		topics := n.Topics()
+		out := make([]group.TopicMetadata, 0, len(topics))
+		for _, t := range topics {
+			out = append(out, group.TopicMetadata{Name: t.Name, ID: t.ID, Partitions: t.Partitions, Internal: t.Internal})
+		}
+		return out
 	}
 	coordinator, err := group.New(cfg, store)
 	if err != nil {

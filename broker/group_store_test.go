@@ -29,7 +29,7 @@ type groupMember struct {
 	consumed map[int32][]int64
 }
 
-func newGroupMember(t *testing.T, addr, topic string) *groupMember {
+func newGroupMember(t *testing.T, addr, topic string, opts ...kgo.Opt) *groupMember {
 	t.Helper()
 	m := &groupMember{owned: map[int32]bool{}, consumed: map[int32][]int64{}}
 	update := func(add bool) func(context.Context, *kgo.Client, map[string][]int32) {
@@ -45,10 +45,11 @@ func newGroupMember(t *testing.T, addr, topic string) *groupMember {
 			}
 		}
 	}
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics(topic),
+	opts = append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumerGroup("g"), kgo.ConsumeTopics(topic),
 		kgo.Balancers(kgo.CooperativeStickyBalancer()), kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
-		kgo.OnPartitionsAssigned(update(true)), kgo.OnPartitionsRevoked(update(false)), kgo.OnPartitionsLost(update(false)))
+		kgo.OnPartitionsAssigned(update(true)), kgo.OnPartitionsRevoked(update(false)), kgo.OnPartitionsLost(update(false))}, opts...)
+	client, err := kgo.NewClient(opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +170,16 @@ func fetchCommitted(t *testing.T, addr string) map[int32]int64 {
 // of the node the committed offsets are still there, in
 // __consumer_offsets, an internal topic clients cannot write.
 func TestConsumerGroupOnNode(t *testing.T) {
+	t.Run("classic", func(t *testing.T) { testConsumerGroupOnNode(t, false) })
+	t.Run("consumer (KIP-848)", func(t *testing.T) { testConsumerGroupOnNode(t, true) })
+}
+
+func testConsumerGroupOnNode(t *testing.T, kip848 bool) {
 	const topic, partitions = "orders", int32(4)
+	var opts []kgo.Opt
+	if kip848 {
+		opts = append(opts, kgo.ServerSideBalancer())
+	}
 	dir := filepath.Join(t.TempDir(), "data")
 	_, addr, stop := serveNode(t, dir)
 	producer, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(topic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -184,7 +194,7 @@ func TestConsumerGroupOnNode(t *testing.T) {
 	}
 	produceRound(t, producer, topic, partitions, 10)
 
-	a, b := newGroupMember(t, addr, topic), newGroupMember(t, addr, topic)
+	a, b := newGroupMember(t, addr, topic, opts...), newGroupMember(t, addr, topic, opts...)
 	split := func() bool {
 		pa, pb := a.ownedPartitions(), b.ownedPartitions()
 		if len(pa) != 2 || len(pb) != 2 {
@@ -198,6 +208,14 @@ func TestConsumerGroupOnNode(t *testing.T) {
 		return consumedRange(partitions, 0, 10, a, b)
 	}
 	pollUntil(t, "two members own two partitions each and consumed everything", split, a, b)
+	if kip848 {
+		req := kmsg.NewPtrConsumerGroupDescribeRequest()
+		req.Groups = []string{"g"}
+		resp, err := req.RequestWith(ctx, producer)
+		if err != nil || len(resp.Groups) != 1 || resp.Groups[0].ErrorCode != 0 || len(resp.Groups[0].Members) != 2 {
+			t.Fatalf("ConsumerGroupDescribe: %+v, %v: the members did not use the consumer protocol", resp, err)
+		}
+	}
 	for _, m := range []*groupMember{a, b} {
 		if err := m.client.CommitUncommittedOffsets(ctx); err != nil {
 			t.Fatalf("commit: %v", err)

@@ -20,9 +20,10 @@ package netio
 //     epoch bump per transaction, no EndTxn v5 or implicit partition adds),
 //     which a client sees as level 0 too; level 2 is not built, and a Java
 //     client would use it if finalized.
-//   - not reported: kraft.version (no quorum), group.version,
-//     streams.version and share.version (classic groups only: no KIP-848,
-//     streams or share groups),
+//   - group.version 1: the consumer group protocol (KIP-848,
+//     ConsumerGroupHeartbeat), which clients use only when it is finalized.
+//   - not reported: kraft.version (no quorum), streams.version and
+//     share.version (no streams or share groups),
 //     eligible.leader.replicas.version (one replica, no ELR).
 // Finalized features never change, so their epoch stays
 // finalizedFeaturesEpoch.
@@ -49,6 +50,7 @@ const metadataVersionKafka44 = 33
 var features = []feature{
 	{name: "metadata.version", minVersion: metadataVersionKafka44, maxVersion: metadataVersionKafka44, finalized: metadataVersionKafka44},
 	{name: "transaction.version", minVersion: 0, maxVersion: 1, finalized: 1},
+	{name: "group.version", minVersion: 0, maxVersion: 1, finalized: 1},
 }
 
 const finalizedFeaturesEpoch = 0

@@ -197,6 +197,9 @@ type GroupCoordinator interface {
 	// TxnOffsetCommit commits offsets in the producer's transaction: they
 	// become visible when it commits.
 	TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error)
+	// The consumer protocol (KIP-848).
+	ConsumerGroupHeartbeat(ctx context.Context, client GroupClient, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error)
+	ConsumerGroupDescribe(ctx context.Context, req *kmsg.ConsumerGroupDescribeRequest) (*kmsg.ConsumerGroupDescribeResponse, error)
 }
 
 // GroupClient names the client of a JoinGroup: its client.id and its

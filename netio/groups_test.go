@@ -58,6 +58,15 @@ func (noGroups) ListGroups(context.Context, *kmsg.ListGroupsRequest) (*kmsg.List
 func (noGroups) DescribeGroups(context.Context, *kmsg.DescribeGroupsRequest) (*kmsg.DescribeGroupsResponse, error) {
 	return nil, errNoGroups
 }
+func (g coordinatorGroups) ConsumerGroupHeartbeat(ctx context.Context, client GroupClient, req *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	return g.Coordinator.ConsumerGroupHeartbeat(ctx, group.Client{ID: client.ID, Host: client.Host}, req)
+}
+func (noGroups) ConsumerGroupHeartbeat(context.Context, GroupClient, *kmsg.ConsumerGroupHeartbeatRequest) (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+	return nil, errNoGroups
+}
+func (noGroups) ConsumerGroupDescribe(context.Context, *kmsg.ConsumerGroupDescribeRequest) (*kmsg.ConsumerGroupDescribeResponse, error) {
+	return nil, errNoGroups
+}
 func (noGroups) DeleteGroups(context.Context, *kmsg.DeleteGroupsRequest) (*kmsg.DeleteGroupsResponse, error) {
 	return nil, errNoGroups
 }

@@ -33,15 +33,15 @@ func (c *Coordinator) listGroups(req *kmsg.ListGroupsRequest) *kmsg.ListGroupsRe
 	}
 	slices.Sort(names)
 	for _, name := range names {
-		g := c.groups[name]
-		if !matches(req.StatesFilter, g.state.String()) || !matches(req.TypesFilter, classicGroupType) {
+		state, groupType, protocolType := c.groups[name].listed()
+		if !matches(req.StatesFilter, state) || !matches(req.TypesFilter, groupType) {
 			continue
 		}
 		resp.Groups = append(resp.Groups, kmsg.ListGroupsResponseGroup{
 			Group:        name,
-			ProtocolType: g.protocolType,
-			GroupState:   g.state.String(),
-			GroupType:    classicGroupType,
+			ProtocolType: protocolType,
+			GroupState:   state,
+			GroupType:    groupType,
 		})
 	}
 	return resp
@@ -64,6 +64,8 @@ func (c *Coordinator) describeGroups(req *kmsg.DescribeGroupsRequest) *kmsg.Desc
 			d.State = Dead.String()
 		case g == nil:
 			d.State = Dead.String()
+		case g.consumer != nil:
+			c.describeConsumerGroup(g, &d)
 		default:
 			d.State = g.state.String()
 			d.ProtocolType = g.protocolType
@@ -105,7 +107,7 @@ func (c *Coordinator) deleteGroups(req *kmsg.DeleteGroupsRequest) *kmsg.DeleteGr
 			result.ErrorCode = kerr.InvalidGroupID.Code
 		case g == nil || g.state == Dead:
 			result.ErrorCode = kerr.GroupIDNotFound.Code
-		case g.state != Empty:
+		case g.state != Empty || (g.consumer != nil && len(g.consumer.members) > 0):
 			result.ErrorCode = kerr.NonEmptyGroup.Code
 		default:
 			result.ErrorCode = c.deleteGroup(g)
@@ -132,7 +134,11 @@ func (c *Coordinator) deleteGroup(g *group) int16 {
 			records = append(records, offsetTombstone(g.name, topic, p))
 		}
 	}
-	records = append(records, groupTombstone(g.name))
+	if g.consumer != nil {
+		records = append(records, consumerGroupTombstones(g.name)...)
+	} else {
+		records = append(records, groupTombstone(g.name))
+	}
 	if err := c.append(records...); err != nil {
 		return storeFailedCode
 	}

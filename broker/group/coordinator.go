@@ -35,6 +35,15 @@ type Config struct {
 	GroupMaxSize           int           // group.max.size (Kafka: unbounded; here a stated bound)
 	OffsetMetadataMaxBytes int           // offset.metadata.max.bytes
 
+	ConsumerSessionTimeout    time.Duration // group.consumer.session.timeout.ms
+	ConsumerHeartbeatInterval time.Duration // group.consumer.heartbeat.interval.ms
+	ConsumerAssignors         []string      // group.consumer.assignors: "uniform", "range"; the first is the default
+
+	// Topics, when set, lists the topics consumer groups (KIP-848) assign
+	// partitions of; without it they assign none. It is called from the
+	// coordinator's loop and must not block.
+	Topics func() []TopicMetadata
+
 	// Partitions, when set, answers whether a partition exists; OffsetCommit
 	// and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for those that do
 	// not, as Kafka's KafkaApis does before its coordinator sees them. It is
@@ -51,6 +60,10 @@ func DefaultConfig() Config {
 		NewMemberJoinTimeout:   5 * time.Minute,
 		GroupMaxSize:           10000,
 		OffsetMetadataMaxBytes: 4096,
+
+		ConsumerSessionTimeout:    45 * time.Second,
+		ConsumerHeartbeatInterval: 5 * time.Second,
+		ConsumerAssignors:         []string{uniformAssignor, rangeAssignor},
 	}
 }
 
@@ -60,6 +73,10 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("%w: session timeouts [%v, %v]", ErrConfig, cfg.MinSessionTimeout, cfg.MaxSessionTimeout)
 	case cfg.InitialRebalanceDelay < 0 || cfg.NewMemberJoinTimeout <= 0:
 		return fmt.Errorf("%w: initial rebalance delay %v, new member join timeout %v", ErrConfig, cfg.InitialRebalanceDelay, cfg.NewMemberJoinTimeout)
+	case cfg.ConsumerSessionTimeout <= 0 || cfg.ConsumerHeartbeatInterval <= 0 || cfg.ConsumerHeartbeatInterval >= cfg.ConsumerSessionTimeout:
+		return fmt.Errorf("%w: consumer session timeout %v, heartbeat interval %v", ErrConfig, cfg.ConsumerSessionTimeout, cfg.ConsumerHeartbeatInterval)
+	case !validAssignors(cfg.ConsumerAssignors):
+		return fmt.Errorf("%w: consumer assignors %q", ErrConfig, cfg.ConsumerAssignors)
 	case cfg.GroupMaxSize <= 0 || cfg.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("%w: group max size %d, offset metadata max bytes %d", ErrConfig, cfg.GroupMaxSize, cfg.OffsetMetadataMaxBytes)
 	}

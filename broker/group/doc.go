@@ -68,6 +68,25 @@
 // full session timeout to heartbeat again, and committed offsets with
 // their leader epoch and metadata.
 //
+// # The consumer protocol (KIP-848)
+//
+// ConsumerGroupHeartbeat 0-1 and ConsumerGroupDescribe 0-1 (consumer.go)
+// serve GroupMetadataManager.consumerGroupHeartbeat: a group epoch bumped
+// by a new member, a subscription change, a change of the subscribed
+// topics (Config.Topics) or a member leaving; a target assignment computed
+// at the group epoch by the assignor most members ask for ("uniform" or
+// "range", consumer_assign.go); and each member moved towards its target
+// by CurrentAssignmentBuilder's rules: partitions are revoked (the member
+// reports it no longer owns them) before another member gets them. A
+// classic and a consumer group share the ID space: a joining member takes
+// an empty group of the other kind over, a non-empty one answers
+// GROUP_ID_NOT_FOUND (heartbeat) or INCONSISTENT_GROUP_PROTOCOL (JoinGroup).
+// Kafka's consumer group records (consumer_records.go) are written before
+// the answer and replayed at open. Not built: classic members in consumer
+// groups (online migration), OffsetFetch's member epoch check, KIP-1251's
+// per-partition assignment epochs for offset commits (a commit must carry
+// the member's current epoch), rack-aware assignment.
+//
 // # Transactions
 //
 // TxnOffsetCommit (0-4) writes its offsets as a transactional batch of the
@@ -80,8 +99,7 @@
 //
 // # Not built here
 //
-// The KIP-848 consumer protocol (ConsumerGroupHeartbeat),
-// offsets.retention.minutes expiry (expire timestamps are kept, not acted
+// Offsets.retention.minutes expiry (expire timestamps are kept, not acted
 // on) and OffsetCommit v10 (topic IDs). The Store over the node's log
 // store, __consumer_offsets, is the engine's (engine/group_store.go).
 package group

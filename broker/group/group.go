@@ -143,6 +143,8 @@ type group struct {
 	// offsetSequence is the last committed.sequence handed out.
 	offsetSequence uint64
 
+	consumer *consumerGroup // a KIP-848 consumer group (consumer.go); nil: a classic group
+
 	scheduled time.Time // the earliest deadline queued in the coordinator's heap for this group; zero: none
 }
 
@@ -340,6 +342,9 @@ func (g *group) nextDeadline() time.Time {
 	for _, t := range g.pending {
 		earlier(t)
 	}
+	if g.consumer != nil {
+		earlier(g.consumer.nextDeadline())
+	}
 	return next
 }
 
@@ -404,5 +409,11 @@ func (g *group) checkInvariants() {
 	}
 	if (g.state == Empty || g.state == Dead) && len(g.members) > 0 {
 		fail("members in an " + g.state.String() + " group")
+	}
+	if g.consumer != nil {
+		if g.state != Empty && g.state != Dead {
+			fail("a consumer group in classic state " + g.state.String())
+		}
+		g.consumer.checkInvariants(g.name)
 	}
 }

@@ -44,6 +44,13 @@ func (c *Coordinator) join(client Client, req *kmsg.JoinGroupRequest, reply func
 		return
 	}
 	g := c.groups[req.Group]
+	if g != nil && g.consumer != nil {
+		if code := c.classicJoinToConsumerGroup(g); code != 0 {
+			fail(code, req.MemberID)
+			return
+		}
+		g = c.groups[req.Group]
+	}
 	if g == nil {
 		if req.MemberID != "" {
 			fail(kerr.UnknownMemberID.Code, req.MemberID)

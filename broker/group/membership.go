@@ -242,6 +242,10 @@ func (c *Coordinator) leaveMembers(g *group, identities []kmsg.LeaveGroupRequest
 
 // tick runs the deadlines of g that have passed, earliest first.
 func (c *Coordinator) tick(g *group) {
+	if g.consumer != nil {
+		c.consumerTick(g)
+		return
+	}
 	defer c.done(g)
 	bound := 2*(len(g.members)+len(g.pending)) + 8 // each firing clears or moves one deadline past now
 	for range bound {

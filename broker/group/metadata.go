@@ -78,6 +78,9 @@ func (c *Coordinator) replay(r Record) error {
 	if r.Transactional {
 		return c.replayTransactional(r)
 	}
+	if recordType, ok := consumerRecordType(r); ok {
+		return c.replayConsumer(recordType, r)
+	}
 	d, err := decodeRecord(r)
 	if err != nil {
 		return err
@@ -168,6 +171,9 @@ func (c *Coordinator) loaded() {
 			m.heartbeatDeadline = c.after(m.sessionTimeout)
 		}
 		g.subscribed = g.computeSubscribedTopics()
+		if g.consumer != nil {
+			c.loadedConsumer(g)
+		}
 		c.done(g)
 	}
 }
@@ -204,6 +210,9 @@ func (g *group) computeSubscribedTopics() map[string]bool {
 
 // subscribedTo is ClassicGroup.isSubscribedToTopic.
 func (g *group) subscribedTo(topic string) bool {
+	if g.consumer != nil {
+		return g.consumer.subscribedTo(topic)
+	}
 	if g.subscribed != nil {
 		return g.subscribed[topic]
 	}

@@ -126,6 +126,9 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 // validateOffsetCommit is ClassicGroup.validateOffsetCommit for a
 // non-transactional commit.
 func (g *group) validateOffsetCommit(req *kmsg.OffsetCommitRequest) int16 {
+	if g.consumer != nil {
+		return g.consumer.validateOffsetCommit(req)
+	}
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable.Code
 	}

@@ -233,6 +233,9 @@ func txnAppendErrorCode(err error) int16 {
 // CompletingRebalance is taken too (the transaction is fenced otherwise,
 // KIP-447).
 func (g *group) validateTxnOffsetCommit(generation int32, memberID string, instanceID *string) int16 {
+	if g.consumer != nil {
+		return g.consumer.validateTxnOffsetCommit(generation, memberID)
+	}
 	if g.state == Dead {
 		return kerr.CoordinatorNotAvailable.Code
 	}
@@ -246,6 +249,23 @@ func (g *group) validateTxnOffsetCommit(generation int32, memberID string, insta
 		if generation != g.generation {
 			return kerr.IllegalGeneration.Code
 		}
+	}
+	return 0
+}
+
+// validateTxnOffsetCommit is ConsumerGroup.validateOffsetCommit for a
+// transactional commit: any OffsetCommit version, and a stale member epoch
+// is ILLEGAL_GENERATION (validateTransactionalOffsetCommit).
+func (cg *consumerGroup) validateTxnOffsetCommit(memberEpoch int32, memberID string) int16 {
+	if memberEpoch < 0 && len(cg.members) == 0 {
+		return 0
+	}
+	m := cg.members[memberID]
+	switch {
+	case m == nil:
+		return kerr.UnknownMemberID.Code
+	case memberEpoch != m.memberEpoch:
+		return kerr.IllegalGeneration.Code
 	}
 	return 0
 }
