@@ -8,6 +8,7 @@ package bench
 import (
 	"fmt"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -162,4 +163,64 @@ func decodeCommits(documents []commitDocument) []CommitResult {
 		results = append(results, r)
 	}
 	return results
+}
+
+// exampleCommits are the group-commit results of exampleReport: mirrord
+// at 1000 commits/s median with a 2 ms p99, Kafka at 2000 with 4 ms.
+func exampleCommits() []CommitResult {
+	sample := func(wall, p99 time.Duration) CommitSample {
+		return CommitSample{Commits: 1000, Wall: wall, ServerCPU: 300 * time.Millisecond,
+			P50: time.Millisecond, P99: p99, Max: 5 * time.Millisecond}
+	}
+	return []CommitResult{
+		{Server: commitServerMirrord, Committers: 1, Note: "synced",
+			Samples: []CommitSample{sample(time.Second, 2*time.Millisecond), sample(800*time.Millisecond, 2*time.Millisecond),
+				sample(1250*time.Millisecond, 2*time.Millisecond)}},
+		{Server: commitServerKafka, Committers: 1, Note: "not synced",
+			Samples: []CommitSample{sample(500*time.Millisecond, 4*time.Millisecond), sample(500*time.Millisecond, 4*time.Millisecond),
+				sample(500*time.Millisecond, 4*time.Millisecond)}},
+	}
+}
+
+func TestAggregateCommits(t *testing.T) {
+	mirrord := func(committers int, wall time.Duration) CommitResult {
+		return CommitResult{Server: commitServerMirrord, Committers: committers,
+			Samples: []CommitSample{{Commits: 100, Wall: wall, ServerCPU: 10 * time.Millisecond, P50: time.Millisecond, P99: 2 * time.Millisecond, Max: 3 * time.Millisecond}}}
+	}
+	kafka := mirrord(1, 400*time.Millisecond)
+	kafka.Server = commitServerKafka
+	kafka.Samples[0].P99 = 8 * time.Millisecond
+	tests := []struct {
+		name          string
+		results       []CommitResult
+		index         int
+		rate          float64
+		timesKafka    *float64
+		p99TimesKafka *float64
+	}{
+		{"mirrord over Kafka", []CommitResult{mirrord(1, 100*time.Millisecond), kafka}, 0, 1000, reportPointer(4), reportPointer(0.25)},
+		{"Kafka has no ratio", []CommitResult{mirrord(1, 100*time.Millisecond), kafka}, 1, 250, nil, nil},
+		{"other committer count gives -", []CommitResult{mirrord(16, 100*time.Millisecond), kafka}, 0, 1000, nil, nil},
+		{"no Kafka gives -", []CommitResult{mirrord(1, 200*time.Millisecond)}, 0, 500, nil, nil},
+		{"unusable sample gives no figures", []CommitResult{mirrord(1, 0), kafka}, 0, 0, nil, nil},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			r := aggregateCommits(test.results)[test.index]
+			if !reportNear(r.CommitsPerSecond.Median, test.rate) || r.SampleCount != 1 {
+				t.Errorf("commits/s %v over %d samples, want %v over 1", r.CommitsPerSecond.Median, r.SampleCount, test.rate)
+			}
+			if test.rate > 0 && (!reportNear(r.CPUMicrosecondsPerCommit, 100) || !reportNear(r.P50Milliseconds, 1)) {
+				t.Errorf("CPU %v µs/commit, p50 %v ms; want 100 and 1", r.CPUMicrosecondsPerCommit, r.P50Milliseconds)
+			}
+			for _, c := range []struct {
+				name      string
+				got, want *float64
+			}{{"x Kafka", r.TimesKafka, test.timesKafka}, {"p99 x Kafka", r.P99TimesKafka, test.p99TimesKafka}} {
+				if (c.got == nil) != (c.want == nil) || (c.got != nil && !reportNear(*c.got, *c.want)) {
+					t.Errorf("%s = %s, want %s", c.name, formatRatio(c.got), formatRatio(c.want))
+				}
+			}
+		})
+	}
 }
