@@ -206,6 +206,47 @@ func startVerifiableProducer(ctx context.Context, client *kgo.Client) *vcProduce
 // committed offsets, read with OffsetFetch every poll, never go back, and
 // end at the log end offsets.
 func TestVerifiableConsumerMemberKilled(t *testing.T) {
+	testVerifiableConsumers(t, vcScenario{
+		protocol: "classic",
+		flags:    []string{"--session-timeout", fmt.Sprint(verifiableSession.Milliseconds())},
+		props:    fmt.Sprintf("heartbeat.interval.ms=%d\nmax.poll.records=200\n", verifiableHeartbeat.Milliseconds()),
+		stop: func(t *testing.T, p *kafkatest.ToolProcess) {
+			p.Kill()
+		},
+		moveWithin: verifiableSession + verifiableMoveSlack,
+	})
+}
+
+// TestVerifiableConsumerConsumerProtocol: the same with the KIP-848
+// consumer protocol (group.protocol=consumer: the server assigns, the
+// session and heartbeat are the server's), the member leaving as a
+// stopped application does (SIGTERM: it leaves the group): its partitions
+// move at the survivors' next heartbeats, and nothing is skipped.
+func TestVerifiableConsumerConsumerProtocol(t *testing.T) {
+	testVerifiableConsumers(t, vcScenario{
+		protocol: "consumer",
+		props:    "max.poll.records=200\n",
+		stop: func(t *testing.T, p *kafkatest.ToolProcess) {
+			if err := p.Stop(); err != nil {
+				t.Fatal(err)
+			}
+		},
+		// Two of the server's heartbeat intervals (5 s): one to learn of
+		// the new target assignment, one to report the partitions taken.
+		moveWithin: 2*5*time.Second + verifiableMoveSlack,
+	})
+}
+
+// vcScenario is a group protocol and how a member goes.
+type vcScenario struct {
+	protocol   string   // --group-protocol
+	flags      []string // more VerifiableConsumer flags
+	props      string   // the consumer's properties file
+	stop       func(*testing.T, *kafkatest.ToolProcess)
+	moveWithin time.Duration // the victim's partitions have moved by then
+}
+
+func testVerifiableConsumers(t *testing.T, sc vcScenario) {
 	libs := kafkaLibs(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -213,14 +254,14 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 	createTopics(ctx, t, s.addr, map[string]int32{verifiableTopic: verifiablePartitions})
 	dir := t.TempDir()
 	config := filepath.Join(dir, "consumer.properties")
-	if err := os.WriteFile(config, []byte(fmt.Sprintf("heartbeat.interval.ms=%d\nmax.poll.records=200\n", verifiableHeartbeat.Milliseconds())), 0o644); err != nil {
+	if err := os.WriteFile(config, []byte(sc.props), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	members := make([]*vcMember, verifiableMembers)
 	for i := range members {
-		proc, err := kafkatest.StartTool(libs, dir, fmt.Sprintf("consumer-%d", i), "org.apache.kafka.tools.VerifiableConsumer",
-			"--bootstrap-server", s.addr, "--topic", verifiableTopic, "--group-id", "verifiable", "--group-protocol", "classic",
-			"--session-timeout", fmt.Sprint(verifiableSession.Milliseconds()), "--reset-policy", "earliest", "--command-config", config)
+		args := append([]string{"--bootstrap-server", s.addr, "--topic", verifiableTopic, "--group-id", "verifiable", "--group-protocol", sc.protocol,
+			"--reset-policy", "earliest", "--command-config", config}, sc.flags...)
+		proc, err := kafkatest.StartTool(libs, dir, fmt.Sprintf("consumer-%d", i), "org.apache.kafka.tools.VerifiableConsumer", args...)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -323,13 +364,14 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 		return total >= verifiableKillAfter
 	})
 	victim, survivors := members[1], []*vcMember{members[0], members[2]}
-	victim.proc.Kill()
+	owned := keys(victim.assigned)
+	sc.stop(t, victim.proc)
 	victim.poll(t, seen) // the events it wrote before it died
 	victim.killed = true
 	killed := time.Now()
-	t.Logf("killed %s (partitions %v) after %d records produced", victim.proc.Name, keys(victim.assigned), producer.acked.Load())
+	t.Logf("%s went (partitions %v) after %d records produced", victim.proc.Name, owned, producer.acked.Load())
 
-	waitFor("the survivors own every partition", verifiableSession+verifiableMoveSlack+10*time.Second, func() bool {
+	waitFor("the survivors own every partition", sc.moveWithin+10*time.Second, func() bool {
 		return covers(survivors) && survivors[0].assignedAt.After(killed) && survivors[1].assignedAt.After(killed)
 	})
 	latest := survivors[0].assignedAt
@@ -337,9 +379,9 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 		latest = survivors[1].assignedAt
 	}
 	moved := latest.Sub(killed)
-	t.Logf("the victim's partitions moved %v after the kill (session timeout %v); assignments %v", moved.Round(time.Millisecond), verifiableSession, assignments(survivors))
-	if moved > verifiableSession+verifiableMoveSlack {
-		t.Errorf("the partitions moved %v after the kill, want within the session timeout %v (+%v)", moved, verifiableSession, verifiableMoveSlack)
+	t.Logf("%s protocol: the victim's partitions moved %v after it went; assignments %v", sc.protocol, moved.Round(time.Millisecond), assignments(survivors))
+	if moved > sc.moveWithin {
+		t.Errorf("the partitions moved %v after the victim went, want within %v", moved, sc.moveWithin)
 	}
 
 	atMove := producer.acked.Load()
