@@ -88,16 +88,7 @@ func (g *groupSync) set(s groupSyncStatus) {
 
 // syncGroupsLoop runs a group sync round every interval until ctx is done.
 func (m *mirror) syncGroupsLoop(ctx context.Context) {
-	ticker := time.NewTicker(m.config.GroupOffsetsSyncInterval)
-	defer ticker.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-ticker.C:
-		}
-		m.syncGroups(ctx)
-	}
+	runEvery(ctx, m.config.GroupOffsetsSyncInterval, m.syncGroups)
 }
 
 // syncGroups runs one round and records its outcome.
