@@ -132,11 +132,11 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 // tells it.
 func describedGroupSync(t *testing.T, n *Node) netio.MirrorGroupSync {
 	t.Helper()
-	described, err := n.Mirrors().DescribeMirrors(context.Background(), []string{"m"}, false)
-	if err != nil || len(described) != 1 || described[0].GroupSync == nil {
-		t.Fatalf("describe: %v, %+v", err, described)
+	described := describeMirror(t, n)
+	if described.GroupSync == nil {
+		t.Fatalf("describe tells no group sync: %+v", described)
 	}
-	return *described[0].GroupSync
+	return *described.GroupSync
 }
 
 // localOffset is what this node's coordinator holds for group at
