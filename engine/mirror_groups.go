@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -55,8 +56,9 @@ type groupSyncStatus struct {
 	Err      string        // the round's failure, if any
 	// Lag is, per synced group, the source's committed offsets minus the
 	// synced ones, summed over the group's mirrored partitions.
-	Lag    map[string]int64
-	Errors int64 // rounds failed since the mirror started
+	Lag           map[string]int64
+	SkippedGroups []string // the groups skipped, sorted
+	Errors        int64    // rounds failed since the mirror started
 }
 
 // groupSync holds a mirror's group sync status for describe and metrics.
@@ -73,6 +75,7 @@ func (g *groupSync) get() groupSyncStatus {
 	for k, v := range g.status.Lag {
 		s.Lag[k] = v
 	}
+	s.SkippedGroups = slices.Clone(g.status.SkippedGroups)
 	return s
 }
 
@@ -140,6 +143,7 @@ func (m *mirror) syncGroupsRound(ctx context.Context) (groupSyncStatus, error) {
 	for _, name := range names {
 		if active[name] {
 			status.Skipped++
+			status.SkippedGroups = append(status.SkippedGroups, name)
 			continue
 		}
 		response, ok := fetched[name]

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -84,6 +85,9 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	if lag := metricByLabel(t, target, "mirrord_mirror_group_offset_lag", "group"); lag["app"] != 500 {
 		t.Fatalf("mirrord_mirror_group_offset_lag %v, want app at 500", lag)
 	}
+	if sync := describedGroupSync(t, target); sync.At.IsZero() || sync.Error != "" || !slices.Contains(sync.Groups, netio.MirrorGroupSyncGroup{Group: "app", OffsetLag: 500}) {
+		t.Fatalf("describe's group sync %+v, want app at lag 500", sync)
+	}
 	commit("app", 0, 0) // a reset on the source is followed, offset 0 too
 	waitSynced("app", 0, 0)
 
@@ -103,6 +107,9 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	if got := localOffset(t, target, "live", 0).Offset; got != -1 {
 		t.Fatalf("group live, active here, was given offset %d", got)
 	}
+	if sync := describedGroupSync(t, target); sync.Skipped < 1 || !slices.Contains(sync.Groups, netio.MirrorGroupSyncGroup{Group: "live", OffsetLag: -1, Skipped: true}) {
+		t.Fatalf("describe's group sync %+v, want live skipped", sync)
+	}
 	live.Close()
 
 	// A stopped topic is this node's: the source's commits stop here.
@@ -119,6 +126,17 @@ func TestMirrorSyncsGroupOffsets(t *testing.T) {
 	if lag := metricByLabel(t, target, "mirrord_mirror_group_offset_lag", "group"); lag["app"] != 0 {
 		t.Fatalf("mirrord_mirror_group_offset_lag %v after the stop, want app at 0 (nothing mirrored)", lag)
 	}
+}
+
+// describedGroupSync is the group sync of mirror m as DescribeMirrors
+// tells it.
+func describedGroupSync(t *testing.T, n *Node) netio.MirrorGroupSync {
+	t.Helper()
+	described := describeMirror(t, n)
+	if described.GroupSync == nil {
+		t.Fatalf("describe tells no group sync: %+v", described)
+	}
+	return *described.GroupSync
 }
 
 // localOffset is what this node's coordinator holds for group at
