@@ -80,6 +80,7 @@ func TestBenchReportSmoke(t *testing.T) {
 	if len(report.Lags) == 0 || len(report.Scales) == 0 {
 		t.Errorf("smoke report: %d lag rows, %d scale rows", len(report.Lags), len(report.Scales))
 	}
+	checkCommitResults(t, benchModes["smoke"], report.Commits, 1) // mirrord's; Kafka's in TestGroupCommitSmoke
 }
 
 // runReport measures every scenario of mode in turn; withKafka false
@@ -126,6 +127,7 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 			}
 		}
 	})
+	step("group commit", func() { report.Commits = commitScenarioOf(t, mode, withKafka, &report.Notes) })
 	step("scale", func() {
 		scales, err := scaleScenario(t, mode)
 		if err != nil {
@@ -135,6 +137,29 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 	})
 	report.Notes = append(report.Notes, fmt.Sprintf("Lag measured at %.0f MB/s, half of mirrord's 1-partition lz4 throughput in this run, and at %.0f MB/s.", rate/1e6, min(rate, lagModerateRate)/1e6))
 	return report
+}
+
+// commitScenarioOf runs the group-commit scenario, against Kafka too when
+// withKafka; without the Kafka jars (and not under CI=true) against
+// mirrord alone, with a note that says so.
+func commitScenarioOf(t *testing.T, mode benchMode, withKafka bool, notes *[]string) []CommitResult {
+	t.Helper()
+	libs := ""
+	if withKafka {
+		var err error
+		libs, err = kafkatest.Libs(".")
+		switch {
+		case errors.Is(err, kafkatest.ErrNotInstalled) && os.Getenv("CI") != "true":
+			*notes = append(*notes, "Offset commits against Kafka not measured: "+err.Error())
+		case err != nil:
+			t.Fatalf("group commit: %v", err)
+		}
+	}
+	results, err := groupCommitScenario(t, mode, libs)
+	if err != nil {
+		t.Fatalf("group commit: %v", err)
+	}
+	return results
 }
 
 // halfLoad is half the median throughput of the 1-partition lz4 mirrord

@@ -54,7 +54,8 @@ type Report struct {
 	Measurements []Measurement
 	Lags         []LagResult
 	Scales       []ScaleResult
-	Notes        []string // free text: skipped scenarios, caveats
+	Commits      []CommitResult // the group-commit scenario (commit_test.go)
+	Notes        []string       // free text: skipped scenarios, caveats
 }
 
 // spread is one figure of a row over its usable samples: Min <= Median <= Max.
@@ -488,6 +489,8 @@ type reportDocument struct {
 	Measurements []measurementDocument `json:"measurements"`
 	Lags         []lagDocument         `json:"lags"`
 	Scales       []scaleDocument       `json:"scales"`
+	Commits      []commitDocument      `json:"commits"`
+	CommitRows   []commitRow           `json:"commitRows"`
 	Rows         []row                 `json:"rows"`
 	Goals        []goal                `json:"goals"`
 	Notes        []string              `json:"notes"`
@@ -534,6 +537,8 @@ func encodeReport(r Report, rows []row, goals []goal) ([]byte, error) {
 		Measurements: make([]measurementDocument, len(r.Measurements)),
 		Lags:         make([]lagDocument, len(r.Lags)),
 		Scales:       make([]scaleDocument, len(r.Scales)),
+		Commits:      encodeCommits(r.Commits),
+		CommitRows:   append([]commitRow{}, aggregateCommits(r.Commits)...),
 		Rows:         append([]row{}, rows...),
 		Goals:        append([]goal{}, goals...),
 		Notes:        append([]string{}, r.Notes...),
@@ -572,7 +577,7 @@ func decodeReport(data []byte) (reportDocument, error) {
 }
 
 // report is the Report the document was written from (Measurements, Lags,
-// Scales and Notes; the rows and goals follow from it).
+// Scales, Commits and Notes; the rows and goals follow from it).
 func (d reportDocument) report() Report {
 	r := Report{Mode: d.Mode, Started: d.Started, Machine: d.Machine, Notes: d.Notes}
 	for _, m := range d.Measurements {
@@ -589,6 +594,7 @@ func (d reportDocument) report() Report {
 	for _, s := range d.Scales {
 		r.Scales = append(r.Scales, ScaleResult{s.Partitions, s.CPUPerSecond, s.RSSBytes, time.Duration(s.SetupNanoseconds)})
 	}
+	r.Commits = decodeCommits(d.Commits)
 	return r
 }
 
@@ -602,8 +608,10 @@ func renderMarkdown(r Report, rows []row, goals []goal) []byte {
 	writeThroughputTable(&b, rows)
 	writeLagTable(&b, r.Lags)
 	writeScaleTable(&b, r.Scales)
+	commits := aggregateCommits(r.Commits)
+	writeCommitTable(&b, commits)
 	writeGoals(&b, goals)
-	writeNotes(&b, r.Notes, rows)
+	writeNotes(&b, append(slices.Clip(r.Notes), commitNotes(commits)...), rows)
 	return []byte(b.String())
 }
 

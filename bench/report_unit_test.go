@@ -217,9 +217,10 @@ func exampleReport() Report {
 			quick("kgo-copier", "1 partition, lz4", "", 600, 650, 550),
 			mm2,
 		},
-		Lags:   []LagResult{{Variant: "1 partition, lz4, 50 MB/s", RateBytes: 50e6, Count: 5000, P50: 800 * time.Microsecond, P99: 4 * time.Millisecond, Max: 9 * time.Millisecond}},
-		Scales: []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.012, RSS: 300e6, SetupTime: 12 * time.Second}},
-		Notes:  []string{"serve-kafka: no Java on this machine"},
+		Lags:    []LagResult{{Variant: "1 partition, lz4, 50 MB/s", RateBytes: 50e6, Count: 5000, P50: 800 * time.Microsecond, P99: 4 * time.Millisecond, Max: 9 * time.Millisecond}},
+		Scales:  []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.012, RSS: 300e6, SetupTime: 12 * time.Second}},
+		Commits: exampleCommits(),
+		Notes:   []string{"serve-kafka: no Java on this machine"},
 	}
 }
 
@@ -241,7 +242,8 @@ func TestReportWritesFiles(t *testing.T) {
 	markdown := readReportFile(t, paths[0])
 	for _, s := range []string{"# Benchmark report: quick", "2 cores, linux/amd64, go1.26; started 2026-05-01 14:03:00 UTC",
 		"| limit | loopback copy | 2000 [1900-2100] |", "| 1200 [1100-1300] |", "0.60x", "**met**: mirror throughput",
-		"**not measured**: serving throughput", "## Lag", "## Idle partitions", "no Java"} {
+		"**not measured**: serving throughput", "## Lag", "## Idle partitions", "no Java",
+		"| mirrord | 1 | 1000 [800-1250] | 1.00 | 2.00 | 5.00 | 300 | 0.50x | 0.50x | 3 |", "offset commits / kafka: not synced"} {
 		if !strings.Contains(markdown, s) {
 			t.Errorf("markdown lacks %q:\n%s", s, markdown)
 		}
@@ -272,7 +274,8 @@ func TestReportJSONRoundTrip(t *testing.T) {
 		t.Errorf("goals from the file %+v, want %+v", document.Goals, goals)
 	}
 	if !again.Started.Equal(r.Started) || again.Mode != r.Mode || !reflect.DeepEqual(again.Lags, r.Lags) ||
-		!reflect.DeepEqual(again.Scales, r.Scales) || !reflect.DeepEqual(again.Notes, r.Notes) {
+		!reflect.DeepEqual(again.Scales, r.Scales) || !reflect.DeepEqual(again.Notes, r.Notes) ||
+		!reflect.DeepEqual(again.Commits, r.Commits) || !reflect.DeepEqual(document.CommitRows, aggregateCommits(r.Commits)) {
 		t.Errorf("report from the file %+v, want %+v", again, r)
 	}
 	if _, err := decodeReport([]byte(`{"format": 99}`)); err == nil {

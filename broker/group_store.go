@@ -256,6 +256,9 @@ func (n *Node) openGroups() error {
 	}
 	cfg := group.DefaultConfig()
 	cfg.Logger = n.log
+	if n.cfg.OffsetsRetention > 0 {
+		cfg.OffsetsRetention = n.cfg.OffsetsRetention
+	}
 	cfg.Partitions = func(topic string, partition int32) bool {
 		_, err := n.LocalPartition(topic, partition)
 		return err == nil

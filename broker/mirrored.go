@@ -67,6 +67,22 @@ func (p *Partition) LogEndOffset() rb.Offset   { return p.log.LogEndOffset() }
 // for none).
 func (p *Partition) LatestEpoch() rb.Epoch { return p.log.LatestEpoch() }
 
+// HighWatermark is the partition's high watermark.
+func (p *Partition) HighWatermark() rb.Offset { return p.log.HighWatermark() }
+
+// CommittedLeaderEpoch is the leader epoch a consumer positioned at
+// offset commits: that of the record before it (rb.NoEpoch at the log's
+// first offset, or when the log holds no epoch for it).
+func (p *Partition) CommittedLeaderEpoch(offset rb.Offset) rb.Epoch {
+	if offset <= p.log.LogStartOffset() {
+		return rb.NoEpoch
+	}
+	if e, ok := p.log.EpochForOffset(offset - 1); ok {
+		return e
+	}
+	return rb.NoEpoch
+}
+
 // Epochs is the log's epoch cache.
 func (p *Partition) Epochs() []epoch.Entry { return p.log.Epochs() }
 

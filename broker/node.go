@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -35,6 +36,9 @@ type Config struct {
 	// by CreateInternalLog): clients may read them but not create,
 	// produce to, delete or grow them.
 	InternalTopics []string
+	// OffsetsRetention is how long the committed offsets of an Empty group
+	// stay (offsets.retention.minutes); 0 means Kafka's default, 7 days.
+	OffsetsRetention time.Duration
 }
 
 // Node is the Kafka node: the partition logs of its data directory and

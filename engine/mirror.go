@@ -58,6 +58,9 @@ type mirror struct {
 	log     *slog.Logger
 	metrics *mirrorMetrics
 	health  sourceHealth // the source's reachability (mirror_source.go)
+	// groupSync is the consumer group offset sync's last round
+	// (mirror_groups.go).
+	groupSync groupSync
 
 	refresh  chan struct{} // capacity 1: a pending refresh request
 	inbox    *inbox        // events for the owner
@@ -237,6 +240,12 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 		m.probeHighWatermarks(ctx)
 	}()
 	defer func() { <-prober }()
+	groups := make(chan struct{})
+	go func() {
+		defer close(groups)
+		m.syncGroupsLoop(ctx)
+	}()
+	defer func() { <-groups }()
 	m.step(ctx, restored)
 	metadata := time.NewTimer(0)
 	defer metadata.Stop()

@@ -279,6 +279,7 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	defer m.mu.Unlock()
 	d := netio.MirrorDescription{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
 	d.SourceUnreachableSince, d.SourceError = m.health.status()
+	d.GroupSync = groupSyncDescription(m.groupSync.get())
 	now, staleAfter := time.Now(), m.config.staleAfter()
 	for tp, mp := range m.partitions {
 		record, errText := mp.status()
@@ -306,6 +307,20 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 		a, b := d.Partitions[i], d.Partitions[j]
 		return a.Topic < b.Topic || a.Topic == b.Topic && a.Partition < b.Partition
 	})
+	return d
+}
+
+// groupSyncDescription is a group sync round as describe shows it: the
+// groups synced with their lag and those skipped, by name.
+func groupSyncDescription(s groupSyncStatus) *netio.MirrorGroupSync {
+	d := &netio.MirrorGroupSync{At: s.At, Duration: s.Duration, Synced: s.Synced, Skipped: s.Skipped, FailedRounds: s.Errors, Error: s.Err}
+	for group, lag := range s.Lag {
+		d.Groups = append(d.Groups, netio.MirrorGroupSyncGroup{Group: group, OffsetLag: lag})
+	}
+	for _, group := range s.SkippedGroups {
+		d.Groups = append(d.Groups, netio.MirrorGroupSyncGroup{Group: group, OffsetLag: -1, Skipped: true})
+	}
+	sort.Slice(d.Groups, func(i, j int) bool { return d.Groups[i].Group < d.Groups[j].Group })
 	return d
 }
 

@@ -73,6 +73,10 @@ type MirrorConfig struct {
 	// math.MaxInt64 is unthrottled.
 	ReplicationThrottledRate int64
 	Retry                    mirrorstate.RetryPolicy // valid()
+	// GroupOffsetsSyncInterval is mirror.group.offsets.sync.interval.ms:
+	// how often the source's consumer group offsets are synced (whole
+	// milliseconds, > 0).
+	GroupOffsetsSyncInterval time.Duration
 	// SupportUncleanLeaderElection is
 	// mirror.support.unclean.leader.election: a source that lost records
 	// the mirror copied (an unclean leader election) is followed, the
@@ -226,6 +230,7 @@ var mirrorConfigKeys = []mirrorConfigKey{
 	mirrorPatternsKey("topics.exclude", "__.*", func(c *MirrorConfig) *NamePatterns { return &c.TopicsExclude }),
 	mirrorPatternsKey("groups.include", ".*", func(c *MirrorConfig) *NamePatterns { return &c.GroupsInclude }),
 	mirrorPatternsKey("groups.exclude", "", func(c *MirrorConfig) *NamePatterns { return &c.GroupsExclude }),
+	mirrorMillisKey("mirror.group.offsets.sync.interval.ms", "5000", 1, func(c *MirrorConfig) *time.Duration { return &c.GroupOffsetsSyncInterval }),
 	mirrorMillisKey("mirror.metadata.refresh.interval.ms", "60000", 1, func(c *MirrorConfig) *time.Duration { return &c.MetadataRefreshInterval }),
 	{name: "mirror.replication.throttled.rate", defaultValue: strconv.FormatInt(math.MaxInt64, 10),
 		parse: func(c *MirrorConfig, value string) (err error) {

@@ -43,6 +43,7 @@ var designMirrorDefaults = map[string]string{
 	"mirror.failed.retry.max.backoff.ms":     "300000",
 	"mirror.failed.retry.max.attempts":       "20",
 	"mirror.support.unclean.leader.election": "false",
+	"mirror.group.offsets.sync.interval.ms":  "5000",
 }
 
 func minimalMirrorProps() map[string]string {
@@ -134,6 +135,8 @@ func TestMirrorConfigKeys(t *testing.T) {
 		{"mirror.failed.retry.max.attempts", "0", "0"},
 		{"mirror.failed.retry.max.attempts", "-1", "!"},
 		{"mirror.failed.retry.max.attempts", "", "!"},
+		{"mirror.group.offsets.sync.interval.ms", "250", "250"},
+		{"mirror.group.offsets.sync.interval.ms", "0", "!"},
 		{"mirror.support.unclean.leader.election", "TRUE", "true"},
 		{"mirror.support.unclean.leader.election", "false", "false"},
 		{"mirror.support.unclean.leader.election", "yes", "!"},

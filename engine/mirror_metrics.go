@@ -27,6 +27,13 @@ import (
 //	mirrord_mirror_fetch_latency_seconds   mirror, source_broker      histogram
 //	mirrord_mirror_source_high_watermark_age_seconds
 //	                                       mirror, topic, partition   gauge
+//	mirrord_mirror_group_sync_groups       mirror, result             gauge
+//	mirrord_mirror_group_sync_timestamp_seconds
+//	                                       mirror                     gauge
+//	mirrord_mirror_group_sync_duration_seconds
+//	                                       mirror                     gauge
+//	mirrord_mirror_group_sync_errors_total mirror                     counter
+//	mirrord_mirror_group_offset_lag        mirror, group              gauge
 //	mirrord_mirror_source_reachable        mirror                     gauge
 //	mirrord_mirror_source_unreachable_seconds
 //	                                       mirror                     gauge
@@ -168,6 +175,8 @@ type MirrorReport struct {
 	// than this makes a partition's lag a lower bound.
 	StaleAfter time.Duration
 	Partitions []MirrorPartitionReport // by topic, then partition
+	// GroupSync is the consumer group offset sync's last round.
+	GroupSync GroupSyncStatus
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
@@ -219,6 +228,7 @@ func (m *mirror) report() MirrorReport {
 	r := MirrorReport{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID,
 		StaleAfter: m.config.staleAfter(), Partitions: make([]MirrorPartitionReport, 0, len(m.partitions))}
 	r.SourceUnreachableSince, r.SourceError = m.health.status()
+	r.GroupSync = m.groupSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
 		record, _ := mp.status()
@@ -255,6 +265,8 @@ type mirrorCollector struct {
 	node                                           *Node
 	lagRecords, lagSeconds, bytes, batches, states *prometheus.Desc
 	uncleanTruncations                             *prometheus.Desc
+	groupSyncGroups, groupSyncAt, groupSyncTook    *prometheus.Desc
+	groupSyncErrors, groupOffsetLag                *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
@@ -282,6 +294,18 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 			"Truncations of the mirror partition that followed an unclean leader election on the source (ULE_RECOVERY, "+
 				"with mirror.support.unclean.leader.election) since it joined the mirror in this process; "+
 				"the removed batches are kept under truncated/ in the data directory.", partitionLabels, nil),
+		groupSyncGroups: prometheus.NewDesc("mirrord_mirror_group_sync_groups",
+			"Consumer groups of the source the last offset sync round handled: result=synced (their offsets are the source's, "+
+				"clamped to what the mirror holds) or result=skipped_active (members on this node: left alone).", []string{"mirror", "result"}, nil),
+		groupSyncAt: prometheus.NewDesc("mirrord_mirror_group_sync_timestamp_seconds",
+			"When the last consumer group offset sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
+		groupSyncTook: prometheus.NewDesc("mirrord_mirror_group_sync_duration_seconds",
+			"How long the last consumer group offset sync round took.", []string{"mirror"}, nil),
+		groupSyncErrors: prometheus.NewDesc("mirrord_mirror_group_sync_errors_total",
+			"Consumer group offset sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		groupOffsetLag: prometheus.NewDesc("mirrord_mirror_group_offset_lag",
+			"Per synced group, the source's committed offsets minus the synced ones, summed over its mirrored partitions: "+
+				"what a consumer of the group would read twice after a failover now.", []string{"mirror", "group"}, nil),
 		states: prometheus.NewDesc("mirrord_mirror_partitions",
 			"Partitions of the mirror in each state (as DescribeClusterMirrors reports it); every state is listed.",
 			[]string{"mirror", "state"}, nil),
@@ -304,6 +328,11 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.batches
 	ch <- c.uncleanTruncations
+	ch <- c.groupSyncGroups
+	ch <- c.groupSyncAt
+	ch <- c.groupSyncTook
+	ch <- c.groupSyncErrors
+	ch <- c.groupOffsetLag
 	ch <- c.states
 	ch <- c.highWatermarkAge
 	ch <- c.reachable
@@ -329,6 +358,17 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		for s, count := range states {
 			ch <- prometheus.MustNewConstMetric(c.states, prometheus.GaugeValue, float64(count), m.Name, mirrorstate.State(s).String())
+		}
+		g := m.GroupSync
+		ch <- prometheus.MustNewConstMetric(c.groupSyncGroups, prometheus.GaugeValue, float64(g.Synced), m.Name, "synced")
+		ch <- prometheus.MustNewConstMetric(c.groupSyncGroups, prometheus.GaugeValue, float64(g.Skipped), m.Name, "skipped_active")
+		ch <- prometheus.MustNewConstMetric(c.groupSyncErrors, prometheus.CounterValue, float64(g.Errors), m.Name)
+		if !g.At.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.groupSyncAt, prometheus.GaugeValue, float64(g.At.UnixMilli())/1000, m.Name)
+			ch <- prometheus.MustNewConstMetric(c.groupSyncTook, prometheus.GaugeValue, g.Duration.Seconds(), m.Name)
+		}
+		for group, lag := range g.Lag {
+			ch <- prometheus.MustNewConstMetric(c.groupOffsetLag, prometheus.GaugeValue, float64(lag), m.Name, group)
 		}
 		reachable, unreachable := 1.0, 0.0
 		if !m.SourceUnreachableSince.IsZero() {

@@ -159,78 +159,96 @@ type partitionWork struct {
 	actions []mirrorstate.Action
 }
 
-// localStepParallelism bounds the partitions whose local I/O actions
-// (markers, truncations: a flush each) run at once.
+// localStepParallelism bounds the partitions whose actions (markers,
+// truncations: a flush each) run at once.
 const localStepParallelism = 8
 
-// perform performs a round's actions, in each partition's order, and
-// returns the events their completions produce. Fetch set changes apply
-// at once (StopFetching returns when the fetcher has let go); alignment
-// asks the source for all the round's partitions in one request.
+// performed is what performing one partition's actions produced.
+type performed struct {
+	events          []partitionEvent
+	fetchSetChanged bool
+	nextRetry       time.Time // zero: none asked
+	align           bool      // StartAlignment: the round's lookup includes it
+}
+
+// perform performs a round's actions and returns the events their
+// completions produce. Each partition's actions run in order, on one
+// goroutine; partitions run in parallel, localStepParallelism at a time.
+// Fetch set changes apply at once (StopFetching returns when the fetcher
+// has let go); alignment asks the source for all the round's partitions
+// in one request, after the rest.
 func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionEvent {
-	var aligning []*mirrorPartition
-	var local []partitionWork // actions with disk I/O, run in parallel
-	var out []partitionEvent
-	for _, w := range work {
-		mp := w.mp
-		for i, action := range w.actions {
-			switch a := action.(type) {
-			case mirrorstate.StartFetching:
-				mp.startFetching()
-				m.fetchSetChanged = true
-			case mirrorstate.StopFetching:
-				if mp.stopFetching() {
-					m.fetchSetChanged = true
-				}
-				switch mp.machine.State() {
-				case mirrorstate.Pausing:
-					out = append(out, partitionEvent{mp, mirrorstate.PauseDone{}})
-				case mirrorstate.Stopping:
-					// The last mirror offset must be durable before a
-					// record names it: a power loss would otherwise leave a
-					// record past what survived on disk.
-					if err := mp.local.Flush(); err != nil {
-						out = append(out, partitionEvent{mp, mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()}})
-						break
-					}
-					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopRemoveFromFetcher,
-						LastMirrorEpoch: mp.local.LatestEpoch(), LastMirrorOffset: mp.local.LogEndOffset()}})
-				}
-			case mirrorstate.StartAlignment:
-				aligning = append(aligning, mp)
-			case mirrorstate.BumpLeaderEpoch:
-				mp.local.RaiseLeaderEpoch(a.To)
-				if mp.machine.State() == mirrorstate.Stopping {
-					out = append(out, partitionEvent{mp, mirrorstate.StopStepDone{Step: mirrorstate.StopBumpLeaderEpoch}})
-				} else {
-					out = append(out, partitionEvent{mp, mirrorstate.LeaderEpochBumped{Epoch: a.To}})
-				}
-			case mirrorstate.Truncate, mirrorstate.WriteAbortMarkers, mirrorstate.WriteMirrorPIDReset:
-				local = append(local, partitionWork{mp, w.actions[i : i+1]})
-			case mirrorstate.ScheduleRetry:
-				if m.nextRetry.IsZero() || a.At.Before(m.nextRetry) {
-					m.nextRetry = a.At
-				}
-			default:
-				panic(fmt.Sprintf("engine: mirror %s: unknown action %v", m.name, action))
-			}
-		}
+	results := make([]performed, len(work))
+	indexes := make([]int, len(work))
+	for i := range indexes {
+		indexes[i] = i
 	}
-	if len(local) > 0 {
-		results := make([]partitionEvent, len(local))
-		indexes := make([]int, len(local))
-		for i := range indexes {
-			indexes[i] = i
+	runBounded(indexes, localStepParallelism, func(i int) { results[i] = m.performPartition(work[i].mp, work[i].actions) })
+	var out []partitionEvent
+	var aligning []*mirrorPartition
+	for i, r := range results {
+		out = append(out, r.events...)
+		m.fetchSetChanged = m.fetchSetChanged || r.fetchSetChanged
+		if !r.nextRetry.IsZero() && (m.nextRetry.IsZero() || r.nextRetry.Before(m.nextRetry)) {
+			m.nextRetry = r.nextRetry
 		}
-		runBounded(indexes, localStepParallelism, func(i int) {
-			results[i] = partitionEvent{local[i].mp, m.performLocal(local[i].mp, local[i].actions[0])}
-		})
-		out = append(out, results...)
+		if r.align {
+			aligning = append(aligning, work[i].mp)
+		}
 	}
 	if len(aligning) > 0 {
 		out = append(out, m.align(ctx, aligning)...)
 	}
 	return out
+}
+
+// performPartition performs one partition's actions in order.
+func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Action) performed {
+	var r performed
+	emit := func(event mirrorstate.Event) { r.events = append(r.events, partitionEvent{mp, event}) }
+	for _, action := range actions {
+		switch a := action.(type) {
+		case mirrorstate.StartFetching:
+			mp.startFetching()
+			r.fetchSetChanged = true
+		case mirrorstate.StopFetching:
+			if mp.stopFetching() {
+				r.fetchSetChanged = true
+			}
+			switch mp.machine.State() {
+			case mirrorstate.Pausing:
+				emit(mirrorstate.PauseDone{})
+			case mirrorstate.Stopping:
+				// The last mirror offset must be durable before a record
+				// names it: a power loss would otherwise leave a record
+				// past what survived on disk.
+				if err := mp.local.Flush(); err != nil {
+					emit(mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()})
+					break
+				}
+				emit(mirrorstate.StopStepDone{Step: mirrorstate.StopRemoveFromFetcher,
+					LastMirrorEpoch: mp.local.LatestEpoch(), LastMirrorOffset: mp.local.LogEndOffset()})
+			}
+		case mirrorstate.StartAlignment:
+			r.align = true
+		case mirrorstate.BumpLeaderEpoch:
+			mp.local.RaiseLeaderEpoch(a.To)
+			if mp.machine.State() == mirrorstate.Stopping {
+				emit(mirrorstate.StopStepDone{Step: mirrorstate.StopBumpLeaderEpoch})
+			} else {
+				emit(mirrorstate.LeaderEpochBumped{Epoch: a.To})
+			}
+		case mirrorstate.Truncate, mirrorstate.WriteAbortMarkers, mirrorstate.WriteMirrorPIDReset:
+			emit(m.performLocal(mp, action))
+		case mirrorstate.ScheduleRetry:
+			if r.nextRetry.IsZero() || a.At.Before(r.nextRetry) {
+				r.nextRetry = a.At
+			}
+		default:
+			panic(fmt.Sprintf("engine: mirror %s: unknown action %v", m.name, action))
+		}
+	}
+	return r
 }
 
 // performLocal performs one action that writes the partition's log and

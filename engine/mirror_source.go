@@ -166,7 +166,12 @@ func (mp *mirrorPartition) highWatermarkAge(now time.Time) time.Duration {
 
 // probeHighWatermarks runs the prober until ctx is done.
 func (m *mirror) probeHighWatermarks(ctx context.Context) {
-	ticker := time.NewTicker(highWatermarkProbeTick)
+	runEvery(ctx, highWatermarkProbeTick, m.probeRound)
+}
+
+// runEvery calls round every interval until ctx is done.
+func runEvery(ctx context.Context, interval time.Duration, round func(context.Context)) {
+	ticker := time.NewTicker(interval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -174,7 +179,7 @@ func (m *mirror) probeHighWatermarks(ctx context.Context) {
 			return
 		case <-ticker.C:
 		}
-		m.probeRound(ctx)
+		round(ctx)
 	}
 }
 

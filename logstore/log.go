@@ -384,6 +384,14 @@ func (l *Log) LatestEpoch() rb.Epoch {
 	return rb.NoEpoch
 }
 
+// EpochForOffset is the leader epoch of the batch holding offset (as the
+// epoch cache covers it), or false when offset lies below every epoch.
+func (l *Log) EpochForOffset(offset rb.Offset) (rb.Epoch, bool) {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.epochs.EpochForOffset(offset)
+}
+
 // EndOffsetForEpoch answers OffsetForLeaderEpoch from this log.
 func (l *Log) EndOffsetForEpoch(requested rb.Epoch) (rb.Epoch, rb.Offset) {
 	l.mu.RLock()

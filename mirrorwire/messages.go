@@ -41,8 +41,9 @@ package mirrorwire
 //     later one of the same name.
 //   - Also mirrord's, as tagged fields (absent: unknown or none, so older
 //     clients read the same answer): a mirror carries
-//     SourceUnreachableSinceMillis (tag 0) and SourceError (tag 1); a
-//     partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
+//     SourceUnreachableSinceMillis (tag 0), SourceError (tag 1) and
+//     GroupSync (tag 2: the consumer group offset sync's last round;
+//     absent from a server that has none); a partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
 //     and LagLowerBound (tag 2). A partition whose SourceOffset is older
 //     than the mirror's staleness bound answers Lag -1 (an older client
 //     shows it unknown rather than too small) and LagLowerBound.
@@ -528,6 +529,40 @@ type DescribeClusterMirrorsMirror struct {
 	// SourceError (tag 1, mirrord's) is the latest failure's text, null
 	// (absent) when none.
 	SourceError *string
+	// GroupSync (tag 2, mirrord's) is the mirror's consumer group offset
+	// sync (KIP-1279), its last round; nil (absent) when not told.
+	GroupSync *DescribeClusterMirrorsGroupSync
+}
+
+// DescribeClusterMirrorsGroupSync is the last round of a mirror's
+// consumer group offset sync.
+type DescribeClusterMirrorsGroupSync struct {
+	// LastSyncMillis is when the last round ended, in Unix milliseconds;
+	// -1 before the first round (the rest is then zero).
+	LastSyncMillis int64
+	DurationMillis int64
+	// GroupsSynced counts the groups whose offsets are the source's
+	// (clamped to what is mirrored); GroupsSkipped those left alone
+	// because they have members on this node.
+	GroupsSynced  int32
+	GroupsSkipped int32
+	// FailedRounds counts the rounds that failed since the mirror started.
+	FailedRounds int64
+	// ErrorMessage is the last round's failure, null when it succeeded.
+	ErrorMessage *string
+	// Groups are the groups synced and skipped, sorted by name.
+	Groups []DescribeClusterMirrorsGroupSyncGroup
+}
+
+// DescribeClusterMirrorsGroupSyncGroup is one group of a group sync round.
+type DescribeClusterMirrorsGroupSyncGroup struct {
+	GroupID string
+	// OffsetLag is the source's committed offsets minus the synced ones,
+	// summed over the group's mirrored partitions; -1 for a group
+	// skipped.
+	OffsetLag int64
+	// Skipped: the group has members on this node; not synced.
+	Skipped bool
 }
 
 // Default sets AuthorizedOperations to "not requested" and the source
@@ -631,14 +666,48 @@ func appendDescribedMirror(dst []byte, m *DescribeClusterMirrorsMirror) []byte {
 		dst = appendArray(dst, t.Partitions, appendDescribedPartition)
 		return appendNoTags(dst)
 	})
-	dst = kbin.AppendUvarint(dst, countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil))
+	dst = kbin.AppendUvarint(dst, countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil, m.GroupSync != nil))
 	if m.SourceUnreachableSinceMillis >= 0 {
 		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendInt64(dst, m.SourceUnreachableSinceMillis) })
 	}
 	if m.SourceError != nil {
 		dst = appendTag(dst, 1, func(dst []byte) []byte { return kbin.AppendCompactNullableString(dst, m.SourceError) })
 	}
+	if m.GroupSync != nil {
+		dst = appendTag(dst, 2, m.GroupSync.appendTo)
+	}
 	return dst
+}
+
+func (g *DescribeClusterMirrorsGroupSync) appendTo(dst []byte) []byte {
+	dst = kbin.AppendInt64(dst, g.LastSyncMillis)
+	dst = kbin.AppendInt64(dst, g.DurationMillis)
+	dst = kbin.AppendInt32(dst, g.GroupsSynced)
+	dst = kbin.AppendInt32(dst, g.GroupsSkipped)
+	dst = kbin.AppendInt64(dst, g.FailedRounds)
+	dst = kbin.AppendCompactNullableString(dst, g.ErrorMessage)
+	dst = appendArray(dst, g.Groups, func(dst []byte, group *DescribeClusterMirrorsGroupSyncGroup) []byte {
+		dst = kbin.AppendCompactString(dst, group.GroupID)
+		dst = kbin.AppendInt64(dst, group.OffsetLag)
+		dst = kbin.AppendBool(dst, group.Skipped)
+		return appendNoTags(dst)
+	})
+	return appendNoTags(dst)
+}
+
+func readGroupSync(d *reader) *DescribeClusterMirrorsGroupSync {
+	g := &DescribeClusterMirrorsGroupSync{LastSyncMillis: d.Int64(), DurationMillis: d.Int64()}
+	g.GroupsSynced = d.Int32()
+	g.GroupsSkipped = d.Int32()
+	g.FailedRounds = d.Int64()
+	g.ErrorMessage = d.nullableString()
+	g.Groups = readArray(d, 11, func(d *reader) DescribeClusterMirrorsGroupSyncGroup {
+		group := DescribeClusterMirrorsGroupSyncGroup{GroupID: d.string(), OffsetLag: d.Int64(), Skipped: d.Bool()}
+		d.skipTags()
+		return group
+	})
+	d.skipTags()
+	return g
 }
 
 func appendDescribedPartition(dst []byte, p *DescribeClusterMirrorsPartition) []byte {
@@ -698,6 +767,8 @@ func readDescribedMirror(d *reader) DescribeClusterMirrorsMirror {
 			m.SourceUnreachableSinceMillis = max(v.Int64(), -1) // below -1 means reachable too
 		case 1:
 			m.SourceError = v.nullableString()
+		case 2:
+			m.GroupSync = readGroupSync(v)
 		default:
 			return false
 		}

@@ -76,7 +76,12 @@ func mirrorSamples() []mirrorMessage {
 		&DescribeClusterMirrorsResponse{ErrorHead: head, Mirrors: []DescribeClusterMirrorsMirror{
 			{MirrorName: "m", SourceBootstrap: strPtr("a:9092"), SourceClusterID: strPtr("src"), AuthorizedOperations: AuthorizedOperationsUnknown,
 				Topics:                       []DescribeClusterMirrorsTopic{{TopicName: "orders", Partitions: []DescribeClusterMirrorsPartition{partition, unset, stale}}, {TopicName: "empty"}},
-				SourceUnreachableSinceMillis: 1_780_000_000_000, SourceError: strPtr("fetch from broker 1: connection refused")},
+				SourceUnreachableSinceMillis: 1_780_000_000_000, SourceError: strPtr("fetch from broker 1: connection refused"),
+				GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: 1_780_000_000_500, DurationMillis: 12, GroupsSynced: 2, GroupsSkipped: 1,
+					FailedRounds: 3, ErrorMessage: strPtr("fetch the offsets of group c: NOT_COORDINATOR"),
+					Groups: []DescribeClusterMirrorsGroupSyncGroup{{GroupID: "app", OffsetLag: 500}, {GroupID: "b"}, {GroupID: "live", OffsetLag: -1, Skipped: true}}}},
+			{MirrorName: "new", AuthorizedOperations: AuthorizedOperationsUnknown, SourceUnreachableSinceMillis: -1,
+				GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: -1}},
 			{MirrorName: "gone", ErrorCode: kerr.ResourceNotFound.Code, ErrorMessage: strPtr("no mirror gone"), SourceUnreachableSinceMillis: -1},
 		}, LastMirrorEpochs: []DescribeClusterMirrorsEpochTopic{
 			{TopicID: [16]byte{1, 2}, Partitions: []DescribeClusterMirrorsEpochPartition{{PartitionIndex: 0, LastMirrorEpoch: 4, LastMirrorOffset: 100}, {5, 3, -1, -1}}},
@@ -165,6 +170,23 @@ func TestMirrorMessagesGolden(t *testing.T) {
 		// throttle 0, error 40, message null, one topic ("t", 0, null), no tags.
 		{&MirrorTopicsResponse{Change: PauseMirroring, ErrorHead: ErrorHead{ErrorCode: 40}, Topics: []MirrorTopicsResponseTopic{{TopicName: "t"}}},
 			[]byte{0, 0, 0, 0, 0, 40, 0, 2, 2, 't', 0, 0, 0, 0, 0}},
+		// One mirror: error 0, message null, name "m", bootstrap and
+		// cluster ID null, operations, no topics; one tag: 2 (size 47:
+		// last sync 1000, took 7, 1 synced, 0 skipped, 0 failed rounds,
+		// error null, one group ("g", lag 5, not skipped, no tags), no
+		// tags); then the response's own tags: none.
+		{&DescribeClusterMirrorsResponse{Mirrors: []DescribeClusterMirrorsMirror{{MirrorName: "m", AuthorizedOperations: 1, SourceUnreachableSinceMillis: -1,
+			GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: 1000, DurationMillis: 7, GroupsSynced: 1,
+				Groups: []DescribeClusterMirrorsGroupSyncGroup{{GroupID: "g", OffsetLag: 5}}}}}},
+			[]byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 'm', 0, 0, 0, 0, 0, 1, 1,
+				1, 2, 47,
+				0, 0, 0, 0, 0, 0, 0x03, 0xe8, // last sync
+				0, 0, 0, 0, 0, 0, 0, 7, // took
+				0, 0, 0, 1, 0, 0, 0, 0, // synced, skipped
+				0, 0, 0, 0, 0, 0, 0, 0, 0, // failed rounds, error null
+				2, 2, 'g', 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, // one group
+				0, // the group sync's tags
+				0}},
 	} {
 		if got := tc.message.AppendTo(nil); !bytes.Equal(got, tc.want) {
 			t.Errorf("%T: % x, want % x", tc.message, got, tc.want)
@@ -213,5 +235,34 @@ func TestMirrorMessagesRefuseBadInput(t *testing.T) {
 	var req ListClusterMirrorsRequest
 	if err := req.ReadFrom([]byte{1, 1, 7, 2, 0xaa, 0xbb}); err != nil || !req.IncludeTopicNames {
 		t.Errorf("unknown tag: %v, %+v", err, req)
+	}
+}
+
+// TestDescribedMirrorUnknownTag: a client reads a described mirror's
+// tagged fields it does not know as absent, here the group sync under a
+// tag number no reader knows; the rest reads the same.
+func TestDescribedMirrorUnknownTag(t *testing.T) {
+	groupSync := &DescribeClusterMirrorsGroupSync{LastSyncMillis: 1000, GroupsSkipped: 1,
+		Groups: []DescribeClusterMirrorsGroupSyncGroup{{GroupID: "live", OffsetLag: -1, Skipped: true}}}
+	mirror := DescribeClusterMirrorsMirror{MirrorName: "m", AuthorizedOperations: AuthorizedOperationsUnknown,
+		SourceUnreachableSinceMillis: 5, GroupSync: groupSync}
+	encoded := appendDescribedMirror(nil, &mirror)
+	// The fields before the tags: error code 2, message 1, name 2,
+	// bootstrap 1, cluster ID 1, operations 4, topics 1; then the tag
+	// count, tag 0 (id, size, 8 bytes), and tag 2's id.
+	at := 2 + 1 + 2 + 1 + 1 + 4 + 1 + 1 + 10
+	if encoded[at] != 2 {
+		t.Fatalf("byte %d is %d, want the group sync's tag 2: % x", at, encoded[at], encoded)
+	}
+	encoded[at] = 9
+	d := newReader(encoded)
+	got := readDescribedMirror(&d)
+	if err := d.complete(); err != nil {
+		t.Fatal(err)
+	}
+	want := mirror
+	want.GroupSync = nil
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("read\n%+v\nwant\n%+v", got, want)
 	}
 }

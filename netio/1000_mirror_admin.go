@@ -29,10 +29,13 @@ package netio
 //     half is the top-level error and the response carries nothing else.
 //     A partition whose source high watermark is stale answers Lag -1 and
 //     the lower bound in LagLowerBound; an unreachable source, the time
-//     and the error in SourceUnreachableSinceMillis and SourceError.
+//     and the error in SourceUnreachableSinceMillis and SourceError; the
+//     group offset sync's last round, when the engine reports one, in
+//     GroupSync (LastSyncMillis -1 before the first round).
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -292,6 +295,9 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 	if !d.SourceUnreachableSince.IsZero() {
 		m.SourceUnreachableSinceMillis, m.SourceError = max(d.SourceUnreachableSince.UnixMilli(), 0), nonEmpty(d.SourceError)
 	}
+	if d.GroupSync != nil {
+		m.GroupSync = describedGroupSync(d.GroupSync)
+	}
 	for _, status := range d.Partitions {
 		if n := len(m.Topics); n == 0 || m.Topics[n-1].TopicName != status.Topic {
 			m.Topics = append(m.Topics, mirrorwire.DescribeClusterMirrorsTopic{TopicName: status.Topic})
@@ -317,6 +323,24 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 		})
 	}
 	return m
+}
+
+// describedGroupSync is the wire form of a group sync round.
+func describedGroupSync(g *MirrorGroupSync) *mirrorwire.DescribeClusterMirrorsGroupSync {
+	out := &mirrorwire.DescribeClusterMirrorsGroupSync{LastSyncMillis: -1, GroupsSynced: clampInt32(g.Synced), GroupsSkipped: clampInt32(g.Skipped),
+		FailedRounds: g.FailedRounds, ErrorMessage: nonEmpty(g.Error)}
+	if !g.At.IsZero() {
+		out.LastSyncMillis, out.DurationMillis = max(g.At.UnixMilli(), 0), max(g.Duration.Milliseconds(), 0)
+	}
+	for _, group := range g.Groups {
+		out.Groups = append(out.Groups, mirrorwire.DescribeClusterMirrorsGroupSyncGroup{GroupID: group.Group, OffsetLag: group.OffsetLag, Skipped: group.Skipped})
+	}
+	return out
+}
+
+// clampInt32 is n, or the int32 nearest it.
+func clampInt32(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
 // millisOrUnknown is d in milliseconds, -1 for a negative d (unknown):

@@ -255,3 +255,82 @@ func TestFetchSessionBounds(t *testing.T) {
 	client.nc.Close()
 	fetchTestEventually(t, 10*time.Second, "dropping the closed connection's sessions", func() bool { return server.sessions.count() == 0 })
 }
+
+// What a Java consumer (FetchSessionHandler) sends around a rebalance and
+// at close, with A and B in two topics (as the "extraIds" of the Java
+// client's complaint are topic IDs): a full session of A and B, an
+// incremental fetch, then a new full request naming only A: either
+// (0, 0), after FETCH_SESSION_ID_NOT_FOUND or a response the client
+// refused, or (X, 0), after any other session error. Its response, and
+// the new session's incremental ones, name A only, never B, even once B
+// has records; the client's close, (X, -1) with no partitions, is
+// answered with none.
+func TestFetchSessionNewFullForgetsOldPartitions(t *testing.T) {
+	for _, reuseID := range []bool{false, true} {
+		t.Run(fmt.Sprintf("reuseID=%v", reuseID), func(t *testing.T) {
+			mem := newMemBackend()
+			addr, server := startFetchServer(t, mem, nil, nil)
+			a := fetchTestTopic(t, mem, "a", 1, []string{"a0"})
+			b := fetchTestTopic(t, mem, "b", 1, []string{"b0"})
+			client := dialFetchTest(t, addr)
+			request := func(id, epoch int32, onA, onB []fetchTestPart) *kmsg.FetchRequest {
+				req := fetchTestRequest(18, a, onA...)
+				req.Topics = append(req.Topics, fetchTestRequest(18, b, onB...).Topics...)
+				req.SessionID, req.SessionEpoch = id, epoch
+				return req
+			}
+			named := func(resp *kmsg.FetchResponse) string {
+				names := map[TopicID]string{a.ID: "a", b.ID: "b"}
+				var out []string
+				for _, rt := range resp.Topics {
+					for _, rp := range rt.Partitions {
+						out = append(out, fmt.Sprintf("%s-%d", names[TopicID(rt.TopicID)], rp.Partition))
+					}
+				}
+				return fmt.Sprint(out)
+			}
+
+			resp := client.fetch(request(0, 0, []fetchTestPart{at(0, 0)}, []fetchTestPart{at(0, 0)}))
+			old := resp.SessionID
+			if old == 0 || named(resp) != "[a-0 b-0]" {
+				t.Fatalf("full A, B: session %d, answered %s", old, named(resp))
+			}
+			if resp = client.fetch(request(old, 1, []fetchTestPart{at(0, 1)}, []fetchTestPart{at(0, 1)})); resp.ErrorCode != 0 || named(resp) != "[]" {
+				t.Fatalf("incremental, nothing new: error %d, answered %s", resp.ErrorCode, named(resp))
+			}
+			id := int32(0)
+			if reuseID {
+				id = old
+			}
+			resp = client.fetch(request(id, 0, []fetchTestPart{at(0, 1)}, nil))
+			renewed := resp.SessionID
+			if resp.ErrorCode != 0 || renewed == 0 || named(resp) != "[a-0]" {
+				t.Fatalf("new full request of A alone: error %d, session %d, answered %s", resp.ErrorCode, renewed, named(resp))
+			}
+			if got := server.sessions.count(); reuseID && got != 1 {
+				t.Fatalf("(X, 0) left %d sessions, want only the new one", got)
+			}
+			bp, _ := mem.Partition("b", 0)
+			fetchTestProduce(t, bp, "b1")
+			if resp = client.fetch(request(renewed, 1, nil, nil)); resp.ErrorCode != 0 || named(resp) != "[]" {
+				t.Fatalf("incremental after B got records: error %d, answered %s; want nothing", resp.ErrorCode, named(resp))
+			}
+			ap, _ := mem.Partition("a", 0)
+			fetchTestProduce(t, ap, "a1")
+			if resp = client.fetch(request(renewed, 2, nil, nil)); resp.ErrorCode != 0 || named(resp) != "[a-0]" {
+				t.Fatalf("incremental after A and B got records: error %d, answered %s; want A", resp.ErrorCode, named(resp))
+			}
+			// The Java consumer's close: the session's ID, epoch -1, nothing named.
+			if resp = client.fetch(request(renewed, -1, nil, nil)); resp.ErrorCode != 0 || resp.SessionID != 0 || named(resp) != "[]" {
+				t.Fatalf("close: error %d, session %d, answered %s; want nothing", resp.ErrorCode, resp.SessionID, named(resp))
+			}
+			want := 1 // (0, 0) left the first session to eviction, as Kafka does
+			if reuseID {
+				want = 0
+			}
+			if got := server.sessions.count(); got != want {
+				t.Fatalf("%d sessions after the close, want %d", got, want)
+			}
+		})
+	}
+}

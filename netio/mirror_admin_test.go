@@ -240,7 +240,8 @@ func TestMirrorAdminDescribe(t *testing.T) {
 	}
 	m := resp.Mirrors[0]
 	if m.MirrorName != "m" || *m.SourceBootstrap != "src:9092" || *m.SourceClusterID != "source-m" || m.AuthorizedOperations != mirrorwire.AuthorizedOperationsUnknown ||
-		m.SourceUnreachableSinceMillis != since.UnixMilli() || m.SourceError == nil || *m.SourceError != "fetch from broker 1: connection refused" {
+		m.SourceUnreachableSinceMillis != since.UnixMilli() || m.SourceError == nil || *m.SourceError != "fetch from broker 1: connection refused" ||
+		m.GroupSync != nil {
 		t.Errorf("mirror %+v", m)
 	}
 	// A stale source high watermark: Lag -1 (older clients show it
@@ -266,6 +267,45 @@ func TestMirrorAdminDescribe(t *testing.T) {
 	wantCode(t, "unknown mirror", resp.Mirrors[1].ErrorCode, resp.Mirrors[1].ErrorMessage, kerr.ResourceNotFound, `mirror "x"`)
 	if calls := admin.takeCalls(); calls != "Describe([], false) Describe([m x], true)" {
 		t.Errorf("calls %q", calls)
+	}
+}
+
+// The group offset sync's last round reaches the wire: its time and
+// duration in milliseconds, the counts, the error, each group's lag or
+// skip; before the first round, LastSyncMillis -1.
+func TestMirrorAdminDescribeGroupSync(t *testing.T) {
+	client, admin := mirrorClient(t, Config{})
+	request[*mirrorwire.CreateClusterMirrorResponse](t, client, &mirrorwire.CreateClusterMirrorRequest{MirrorName: "m",
+		Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: strPtr("src:9092")}}})
+	describe := func() *mirrorwire.DescribeClusterMirrorsGroupSync {
+		t.Helper()
+		resp := request[*mirrorwire.DescribeClusterMirrorsResponse](t, client, &mirrorwire.DescribeClusterMirrorsRequest{})
+		if resp.ErrorCode != 0 || len(resp.Mirrors) != 1 {
+			t.Fatalf("describe: %s %+v", errName(resp.ErrorCode), resp.Mirrors)
+		}
+		return resp.Mirrors[0].GroupSync
+	}
+
+	admin.setGroupSync("m", &MirrorGroupSync{})
+	if got, want := describe(), (&mirrorwire.DescribeClusterMirrorsGroupSync{LastSyncMillis: -1}); !reflect.DeepEqual(got, want) {
+		t.Errorf("before the first round: %+v, want %+v", got, want)
+	}
+
+	at := time.UnixMilli(1_780_000_000_456)
+	admin.setGroupSync("m", &MirrorGroupSync{At: at, Duration: 12*time.Millisecond + 700*time.Microsecond, Synced: 2, Skipped: 1, FailedRounds: 4,
+		Error:  "fetch the offsets of group c: NOT_COORDINATOR",
+		Groups: []MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500}, {Group: "b"}, {Group: "live", OffsetLag: -1, Skipped: true}}})
+	want := &mirrorwire.DescribeClusterMirrorsGroupSync{LastSyncMillis: at.UnixMilli(), DurationMillis: 12, GroupsSynced: 2, GroupsSkipped: 1,
+		FailedRounds: 4, ErrorMessage: strPtr("fetch the offsets of group c: NOT_COORDINATOR"),
+		Groups: []mirrorwire.DescribeClusterMirrorsGroupSyncGroup{{GroupID: "app", OffsetLag: 500}, {GroupID: "b"}, {GroupID: "live", OffsetLag: -1, Skipped: true}}}
+	if got := describe(); !reflect.DeepEqual(got, want) {
+		t.Errorf("group sync\n%+v\nwant\n%+v", got, want)
+	}
+
+	// A round that succeeded: no error on the wire.
+	admin.setGroupSync("m", &MirrorGroupSync{At: at, Synced: 1, Groups: []MirrorGroupSyncGroup{{Group: "app", OffsetLag: 0}}})
+	if got := describe(); got == nil || got.ErrorMessage != nil || got.GroupsSynced != 1 || len(got.Groups) != 1 {
+		t.Errorf("a round without error: %+v", got)
 	}
 }
 

@@ -119,6 +119,38 @@ type MirrorDescription struct {
 	SourceError            string
 	// Partitions are sorted by topic, then partition.
 	Partitions []MirrorPartitionStatus
+	// GroupSync is the consumer group offset sync's last round, nil when
+	// the mirror reports none.
+	GroupSync *MirrorGroupSync
+}
+
+// MirrorGroupSync is the last round of a mirror's consumer group offset
+// sync (KIP-1279).
+type MirrorGroupSync struct {
+	// At is when the last round ended, zero before the first; Duration
+	// is how long it took.
+	At       time.Time
+	Duration time.Duration
+	// Synced counts the groups whose offsets are the source's (clamped to
+	// what is mirrored), Skipped those with members on this node.
+	Synced, Skipped int
+	// FailedRounds counts the rounds that failed since the mirror started;
+	// Error is the last round's failure, "" when it succeeded.
+	FailedRounds int64
+	Error        string
+	// Groups are the groups synced and skipped, sorted by name.
+	Groups []MirrorGroupSyncGroup
+}
+
+// MirrorGroupSyncGroup is one group of a group sync round.
+type MirrorGroupSyncGroup struct {
+	Group string
+	// OffsetLag is the source's committed offsets minus the synced ones,
+	// summed over the group's mirrored partitions: what a consumer moved
+	// here would read again. -1 for a group skipped.
+	OffsetLag int64
+	// Skipped: the group has members on this node and was not synced.
+	Skipped bool
 }
 
 // MirrorPartitionStatus is the state of one mirrored partition.

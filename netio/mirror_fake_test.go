@@ -50,6 +50,8 @@ type fakeMirror struct {
 	// unreachableSince and sourceError: what describe says of the source.
 	unreachableSince time.Time
 	sourceError      string
+	// groupSync: what describe says of the group offset sync.
+	groupSync *MirrorGroupSync
 }
 
 type fakeEpochKey struct {
@@ -294,7 +296,7 @@ func (a *fakeMirrorAdmin) DescribeMirrors(_ context.Context, names []string, fai
 			continue
 		}
 		description := MirrorDescription{Name: name, SourceBootstrap: mirror.config["bootstrap.servers"], SourceClusterID: mirror.clusterID,
-			SourceUnreachableSince: mirror.unreachableSince, SourceError: mirror.sourceError}
+			SourceUnreachableSince: mirror.unreachableSince, SourceError: mirror.sourceError, GroupSync: mirror.groupSync}
 		for _, p := range mirror.partitions {
 			if !failedOnly || p.State == "FAILED" {
 				description.Partitions = append(description.Partitions, p)
@@ -345,6 +347,13 @@ func (a *fakeMirrorAdmin) setUnreachable(mirror string, since time.Time, err str
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.mirrors[mirror].unreachableSince, a.mirrors[mirror].sourceError = since, err
+}
+
+// setGroupSync makes describe report the mirror's group offset sync.
+func (a *fakeMirrorAdmin) setGroupSync(mirror string, status *MirrorGroupSync) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.mirrors[mirror].groupSync = status
 }
 
 // storeEpoch stores a last mirror epoch for lookups from askingClusterID.

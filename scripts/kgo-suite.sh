@@ -11,8 +11,7 @@
 #      KGO_TEST_RF=1 (one node), skipping the tests listed in $skips below:
 #      each needs something mirrord does not have yet. Bounded by
 #      KGO_SUITE_TIMEOUT (go test -timeout, default 10m;
-#      a run takes about 35 s here once compiled, plus about 170 s for
-#      TestTxnEtl).
+#      a run takes about 35 s here once compiled).
 #   4. Stop mirrord (SIGTERM, then SIGKILL after 10 s) on any exit. A
 #      passing run removes its folder; a failing one keeps the mirrord log
 #      and the test output in it (the path is printed) and removes the rest.
@@ -36,6 +35,7 @@ fail() {
 # "Name<TAB>reason (the missing API)". Anchored to top-level test names.
 skips=$(cat <<'EOF'
 Test848RegexBrokerResolves	KIP-848 consumer groups: ConsumerGroupHeartbeat
+TestTxnEtl	its sticky/848/static subtest (KIP-848 static members) does not finish in 9 minutes, as TestGroupETL's sticky/848/static fails; its classic and non-static 848 subtests pass (transactional offset commits are served)
 TestShareGroup	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupETL	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge
 TestShareGroupAckOnClose	share groups: ShareGroupHeartbeat, ShareFetch, ShareAcknowledge

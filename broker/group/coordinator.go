@@ -44,6 +44,9 @@ type Config struct {
 	// coordinator's loop and must not block.
 	Topics func() []TopicMetadata
 
+	OffsetsRetention              time.Duration // offsets.retention.minutes (retention.go)
+	OffsetsRetentionCheckInterval time.Duration // offsets.retention.check.interval.ms
+
 	// Partitions, when set, answers whether a partition exists; OffsetCommit
 	// and OffsetDelete answer UNKNOWN_TOPIC_OR_PARTITION for those that do
 	// not, as Kafka's KafkaApis does before its coordinator sees them. It is
@@ -61,9 +64,11 @@ func DefaultConfig() Config {
 		GroupMaxSize:           10000,
 		OffsetMetadataMaxBytes: 4096,
 
-		ConsumerSessionTimeout:    45 * time.Second,
-		ConsumerHeartbeatInterval: 5 * time.Second,
-		ConsumerAssignors:         []string{uniformAssignor, rangeAssignor},
+		ConsumerSessionTimeout:        45 * time.Second,
+		ConsumerHeartbeatInterval:     5 * time.Second,
+		ConsumerAssignors:             []string{uniformAssignor, rangeAssignor},
+		OffsetsRetention:              7 * 24 * time.Hour,
+		OffsetsRetentionCheckInterval: 10 * time.Minute,
 	}
 }
 
@@ -79,6 +84,8 @@ func (cfg *Config) validate() error {
 		return fmt.Errorf("%w: consumer assignors %q", ErrConfig, cfg.ConsumerAssignors)
 	case cfg.GroupMaxSize <= 0 || cfg.OffsetMetadataMaxBytes < 0:
 		return fmt.Errorf("%w: group max size %d, offset metadata max bytes %d", ErrConfig, cfg.GroupMaxSize, cfg.OffsetMetadataMaxBytes)
+	case cfg.OffsetsRetention <= 0 || cfg.OffsetsRetentionCheckInterval <= 0:
+		return fmt.Errorf("%w: offsets retention %v, check interval %v", ErrConfig, cfg.OffsetsRetention, cfg.OffsetsRetentionCheckInterval)
 	}
 	return nil
 }
@@ -110,10 +117,12 @@ type Coordinator struct {
 	stopped chan struct{}
 
 	// Owned by the loop (and by New before the loop starts).
-	groups    map[string]*group // every group not Dead; unbounded for now: offsets retention is not built
+	groups    map[string]*group // every group not Dead; Empty groups leave with their offsets' retention
 	deadlines deadlineHeap
 	now       time.Time
 	pending   pendingOffsets // transactional offsets awaiting their marker (txn_offsets.go)
+
+	nextRetentionCheck time.Time // the first one an interval after New, as Kafka schedules it
 }
 
 // New replays store and starts the coordinator's loop. Close stops it.
@@ -139,6 +148,7 @@ func New(cfg Config, store Store) (*Coordinator, error) {
 		pending: make(pendingOffsets),
 		now:     cfg.Clock.Now(),
 	}
+	c.nextRetentionCheck = c.now.Add(cfg.OffsetsRetentionCheckInterval)
 	if err := store.Replay(c.replay); err != nil {
 		return nil, fmt.Errorf("group: replay: %w", err)
 	}
@@ -162,28 +172,25 @@ func (c *Coordinator) run() {
 	for {
 		c.now = c.clock.Now()
 		c.fireDue()
-		var timer Timer
-		var fire <-chan time.Time
-		if len(c.deadlines) > 0 {
-			timer = c.clock.NewTimer(c.deadlines[0].at.Sub(c.now))
-			fire = timer.C()
+		next := c.expireOffsets()
+		if len(c.deadlines) > 0 && c.deadlines[0].at.Before(next) {
+			next = c.deadlines[0].at
 		}
+		timer := c.clock.NewTimer(next.Sub(c.now))
+		fire := timer.C()
 		select {
 		case cl := <-c.calls:
 			c.now = c.clock.Now()
 			c.fireDue()
+			c.expireOffsets()
 			cl.run()
 			close(cl.done)
 		case <-fire:
 		case <-c.closing:
-			if timer != nil {
-				timer.Stop()
-			}
+			timer.Stop()
 			return
 		}
-		if timer != nil {
-			timer.Stop()
-		}
+		timer.Stop()
 	}
 }
 

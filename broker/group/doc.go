@@ -99,7 +99,8 @@
 //
 // # Not built here
 //
-// Offsets.retention.minutes expiry (expire timestamps are kept, not acted
-// on) and OffsetCommit v10 (topic IDs). The Store over the node's log
+// KIP-496's expiry of unsubscribed topics' offsets in groups with members
+// (offsets.retention.minutes is applied to Empty groups: retention.go)
+// and OffsetCommit v10 (topic IDs). The Store over the node's log
 // store, __consumer_offsets, is the engine's (engine/group_store.go).
 package group

@@ -24,6 +24,9 @@ import (
 // partition, OffsetFetch with RequireStable answers
 // UNSTABLE_OFFSET_COMMIT for it.
 //
+// Offsets with a pending transactional offset do not expire, and a group
+// with one is not deleted by retention (cleanupExpiredOffsets).
+//
 // Bounds: pending holds one entry per producer with an open transaction
 // that committed offsets, each bounded by the partitions it committed;
 // the transaction coordinator ends every transaction within its timeout
@@ -80,6 +83,17 @@ func (p pendingOffsets) add(producerID int64, group string, tp topicPartition, c
 func (p pendingOffsets) has(group string, tp topicPartition) bool {
 	for _, groups := range p {
 		if _, ok := groups[group][tp]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// hasGroup reports whether an open transaction committed offsets for the
+// group: its offsets do not expire and it is not deleted meanwhile.
+func (p pendingOffsets) hasGroup(group string) bool {
+	for _, groups := range p {
+		if _, ok := groups[group]; ok {
 			return true
 		}
 	}

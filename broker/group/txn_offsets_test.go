@@ -2,6 +2,7 @@ package group
 
 import (
 	"testing"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -78,5 +79,40 @@ func TestTxnOffsetReplay(t *testing.T) {
 	}
 	if offset, code := h.fetched("h"); offset != -1 || code != 0 {
 		t.Fatalf("aborted at replay: offset %d, %s", offset, codeName(code))
+	}
+}
+
+// TestTxnOffsetsOutliveRetention: while a transaction's offset is pending,
+// retention neither expires the partition's offset nor deletes the group.
+func TestTxnOffsetsOutliveRetention(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) {
+		cfg.OffsetsRetention, cfg.OffsetsRetentionCheckInterval = time.Minute, time.Second
+	})
+	plain := kmsg.NewPtrOffsetCommitRequest()
+	plain.Version, plain.Group, plain.Generation = 8, "g", -1
+	plain.Topics = []kmsg.OffsetCommitRequestTopic{{Topic: "a", Partitions: []kmsg.OffsetCommitRequestTopicPartition{{Partition: 0, Offset: 3, LeaderEpoch: -1}}}}
+	if _, err := h.c.OffsetCommit(h.ctx(), plain); err != nil {
+		t.Fatal(err)
+	}
+	expectCode(t, "transactional commit", h.txnCommit(3, "g", "", -1, 7, 5), 0)
+	h.advance(2 * time.Minute)
+	if offset, code := h.fetched("g"); offset != -1 || code != kerr.UnstableOffsetCommit.Code {
+		t.Fatalf("pending past the retention: offset %d, %s", offset, codeName(code))
+	}
+	fetch := kmsg.NewPtrOffsetFetchRequest()
+	fetch.Version, fetch.Group = 7, "g"
+	fetch.Topics = []kmsg.OffsetFetchRequestTopic{{Topic: "a", Partitions: []int32{0}}}
+	if resp, err := h.c.OffsetFetch(h.ctx(), fetch); err != nil || resp.Topics[0].Partitions[0].Offset != 3 {
+		t.Fatalf("the committed offset under a pending one, past the retention: %+v %v; want 3 kept", resp, err)
+	}
+	if err := h.c.CompleteTransaction(h.ctx(), 7, true); err != nil {
+		t.Fatal(err)
+	}
+	if offset, code := h.fetched("g"); offset != 5 || code != 0 {
+		t.Fatalf("committed: offset %d, %s", offset, codeName(code))
+	}
+	h.advance(2 * time.Minute)
+	if offset, code := h.fetched("g"); offset != -1 || code != 0 {
+		t.Fatalf("expired once committed: offset %d, %s", offset, codeName(code))
 	}
 }

@@ -40,13 +40,15 @@ actions:
                                                       stop mirroring: the topics become writable with the
                                                       offsets they have (failover); --dry-run stops nothing
                                                       and reports, per partition, the lag in records and
-                                                      time a stop now would leave behind
+                                                      time a stop now would leave behind, and per consumer
+                                                      group the records it would read again here
   --pause     --mirror NAME --topics LIST           pause fetching; the topics stay read-only
   --resume    --mirror NAME --topics LIST           resume paused topics
   --recover   --mirror NAME --topics LIST           retry FAILED partitions now
   --delete    --mirror NAME                         delete a mirror
   --list                                            list the mirrors
-  --describe  [--mirror NAME] [--json] [--failed]   the state of every mirrored partition
+  --describe  [--mirror NAME] [--json] [--failed]   the state of every mirrored partition, and each
+                                                      mirror's consumer group offset sync
 
 LIST is comma-separated: an item made only of topic-name characters
 ([a-zA-Z0-9._-]) names a topic, any other is a regular expression matched
@@ -508,6 +510,8 @@ type describedMirror struct {
 	SourceClusterID        string `json:"sourceClusterId"`
 	SourceUnreachableSince string `json:"sourceUnreachableSince,omitempty"` // RFC 3339
 	SourceError            string `json:"sourceError,omitempty"`
+	// GroupSync is the consumer group offset sync's last round.
+	GroupSync *describedGroupSync `json:"groupSync,omitempty"`
 }
 
 // describeOutput is the --describe --json document: the mirrors, and the
@@ -537,7 +541,8 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
 			return fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
 		}
-		mirror := describedMirror{Mirror: m.MirrorName, SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID)}
+		mirror := describedMirror{Mirror: m.MirrorName, SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID),
+			GroupSync: groupSyncOf(m.GroupSync, now)}
 		if m.SourceUnreachableSinceMillis >= 0 {
 			mirror.SourceUnreachableSince = time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)
 			mirror.SourceError = stringOrEmpty(m.SourceError)
@@ -556,7 +561,10 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 			return err
 		}
 	}
-	return printDescribeTable(out, described.Partitions)
+	if err := printDescribeTable(out, described.Partitions); err != nil {
+		return err
+	}
+	return printGroupSyncs(out, described.Mirrors, now)
 }
 
 func stringOrEmpty(s *string) string {

@@ -55,6 +55,8 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 	}
 	lags := []stopLag{}
 	source := stopSource{UnreachableSinceMillis: -1}
+	var groups *describedGroupSync
+	now := time.Now()
 	for _, m := range r.Mirrors {
 		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
 			return fmt.Errorf("stop --dry-run: mirror %q: %w", m.MirrorName, err)
@@ -63,6 +65,7 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 			source = stopSource{UnreachableSinceMillis: m.SourceUnreachableSinceMillis, Error: stringOrEmpty(m.SourceError),
 				UnreachableSince: time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)}
 		}
+		groups = groupSyncOf(m.GroupSync, now)
 		for _, t := range m.Topics {
 			if !selects(t.TopicName) {
 				continue
@@ -85,9 +88,15 @@ func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions,
 			Mirror string `json:"mirror"`
 			stopSource
 			Partitions []stopLag `json:"partitions"`
-		}{opts.mirror, source, lags})
+			// GroupSync: per group, the offsets a consumer moved here
+			// reads again, as of the last sync round.
+			GroupSync *describedGroupSync `json:"groupSync,omitempty"`
+		}{opts.mirror, source, lags, groups})
 	}
-	return printStopLags(out, opts.mirror, source, lags, time.Now())
+	if err := printStopLags(out, opts.mirror, source, lags, now); err != nil {
+		return err
+	}
+	return printStopGroupLags(out, groups, now)
 }
 
 // printStopLags prints the dry run's table and summary; now is the

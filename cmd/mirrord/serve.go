@@ -139,7 +139,8 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 }
 
 // writeStatus writes the status page: the node, then each mirror with
-// whether its source answers, and its partitions' state and lag (in
+// whether its source answers, its consumer group offset sync in one
+// line, and its partitions' state and lag (in
 // records and in time, as /metrics reports them; "-" while the source
 // high watermark is unknown, ">=N" while it is older than the staleness
 // bound, with its age beside it).
@@ -154,6 +155,7 @@ func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.Mirror
 		if !m.SourceUnreachableSince.IsZero() {
 			fmt.Fprintf(tw, "%s\n", unreachableText(m.SourceUnreachableSince.UnixMilli(), m.SourceError, time.Now()))
 		}
+		fmt.Fprintf(tw, "%s\n", groupSyncStatusLine(m.GroupSync, time.Now()))
 		if len(m.Partitions) == 0 {
 			continue
 		}
@@ -179,6 +181,25 @@ func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.Mirror
 		}
 	}
 	return tw.Flush()
+}
+
+// groupSyncStatusLine is the status page's line on a mirror's group
+// offset sync: the round, then the groups' offset lag, its sum and the
+// group with the most.
+func groupSyncStatusLine(g engine.GroupSyncStatus, now time.Time) string {
+	text := groupSyncLine(g.At, g.Duration, g.Synced, g.Skipped, g.Errors, g.Err, now)
+	if len(g.Lag) == 0 {
+		return text
+	}
+	var total int64
+	most := ""
+	for group, lag := range g.Lag {
+		total += lag
+		if most == "" || lag > g.Lag[most] || lag == g.Lag[most] && group < most {
+			most = group
+		}
+	}
+	return fmt.Sprintf("%s; offset lag %d over %d groups (most: %s %d)", text, total, len(g.Lag), most, g.Lag[most])
 }
 
 // stateCounts is ": 3 MIRRORING, 1 FAILED" (states in name order).
