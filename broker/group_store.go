@@ -56,7 +56,7 @@ type groupStore struct {
 // compacts it when it has grown. A batch that cannot be read fails the
 // open: the committed offsets would be lost silently otherwise.
 func openGroupStore(n *Node, cfg logstore.Config) (*groupStore, error) {
-	cfg.Flush = logstore.FlushEveryAppend
+	cfg.Flush = logstore.FlushOS // the coordinator syncs (Sync), once per batch of requests
 	s := &groupStore{node: n, cfg: cfg}
 	log, ok := n.InternalLog(consumerOffsetsTopic)
 	if !ok {
@@ -197,10 +197,19 @@ func (s *groupStore) ensureLog() error {
 	return nil
 }
 
-// Append writes records as one batch and syncs it (group.Store). A
+// Append writes records as one batch and syncs it (group.Store).
+func (s *groupStore) Append(recs []group.Record) error {
+	if err := s.Write(recs); err != nil {
+		return err
+	}
+	return s.Sync()
+}
+
+// Write appends records as one batch, not synced (group.GroupCommitStore:
+// the coordinator syncs once for every request it drained). A
 // transactional batch fails with the transaction check's kerr error when
 // the producer did not add the partition at its epoch.
-func (s *groupStore) Append(recs []group.Record) error {
+func (s *groupStore) Write(recs []group.Record) error {
 	if len(recs) == 0 {
 		return nil
 	}
@@ -212,10 +221,19 @@ func (s *groupStore) Append(recs []group.Record) error {
 	if err := s.appendBatch(recs); err != nil {
 		return fmt.Errorf("broker: %s: %w", consumerOffsetsTopic, err)
 	}
-	if err := s.log.Flush(); err != nil { // a no-op after FlushEveryAppend
+	return nil
+}
+
+// Sync makes every Write before it durable (group.GroupCommitStore).
+func (s *groupStore) Sync() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.log == nil {
+		return nil
+	}
+	if err := s.log.Flush(); err != nil {
 		return fmt.Errorf("broker: %s: %w", consumerOffsetsTopic, err)
 	}
-	s.log.SetHighWatermark(s.log.LogEndOffset())
 	return nil
 }
 

@@ -16,6 +16,9 @@ import (
 var (
 	// ErrClosed: the coordinator was closed before it answered.
 	ErrClosed = errors.New("group: coordinator closed")
+	// ErrStoreFailed answers every request once a sync of the group log
+	// failed: the groups in memory may be ahead of the disk.
+	ErrStoreFailed = errors.New("group: the group log failed")
 	// ErrCorruptRecord: a record of the group log does not parse as one of
 	// Kafka's classic group records.
 	ErrCorruptRecord = errors.New("group: corrupt record")
@@ -123,6 +126,14 @@ type Coordinator struct {
 	pending   pendingOffsets // transactional offsets awaiting their marker (txn_offsets.go)
 
 	nextRetentionCheck time.Time // the first one an interval after New, as Kafka schedules it
+
+	// Group commit (a GroupCommitStore): unsynced, the loop wrote records
+	// no Sync has made durable yet; held, the answers that wait for that
+	// Sync; failed, a Sync failed: the groups in memory may be ahead of the
+	// disk, so every request fails from then on (restart the node).
+	unsynced bool
+	held     []func(error)
+	failed   error
 }
 
 // New replays store and starts the coordinator's loop. Close stops it.
@@ -180,18 +191,68 @@ func (c *Coordinator) run() {
 		fire := timer.C()
 		select {
 		case cl := <-c.calls:
-			c.now = c.clock.Now()
-			c.fireDue()
-			c.expireOffsets()
-			cl.run()
-			close(cl.done)
+			c.runCall(cl)
+			c.drain()
 		case <-fire:
 		case <-c.closing:
 			timer.Stop()
+			c.flush()
 			return
 		}
 		timer.Stop()
+		c.flush()
 	}
+}
+
+// runCall runs one request at the clock's time, after what became due.
+func (c *Coordinator) runCall(cl call) {
+	c.now = c.clock.Now()
+	c.fireDue()
+	c.expireOffsets()
+	cl.run()
+	close(cl.done)
+}
+
+// drain runs the calls already queued, at most callsMax, so that their
+// writes share one Sync (flush).
+func (c *Coordinator) drain() {
+	for range callsMax {
+		select {
+		case cl := <-c.calls:
+			c.runCall(cl)
+		default:
+			return
+		}
+	}
+}
+
+// flush makes the loop's writes durable with one Sync and then sends the
+// answers that waited for it. A failed Sync fails them and every later
+// request: what the groups hold in memory may not be on disk.
+func (c *Coordinator) flush() {
+	if c.unsynced {
+		c.unsynced = false
+		if err := c.store.(GroupCommitStore).Sync(); err != nil {
+			c.failed = fmt.Errorf("%w: group: sync: %w", ErrStoreFailed, err)
+			c.log.Error("group: the group log cannot be synced: the coordinator refuses every request until the node restarts", "err", err)
+		}
+	}
+	held := c.held
+	c.held = nil
+	for _, answer := range held {
+		answer(c.failed)
+	}
+}
+
+// reply sends an answer now, or after the next Sync while the loop's
+// writes wait for one (an answer must not show a change before it is
+// durable).
+func (c *Coordinator) reply(answer func(error)) {
+	if !c.unsynced {
+		answer(c.failed)
+		return
+	}
+	c.held = append(c.held, answer)
 }
 
 // submit has the loop run fn and returns once it has.
@@ -217,35 +278,53 @@ func (c *Coordinator) submit(ctx context.Context, fn func()) error {
 	}
 }
 
-// replier returns the function the loop answers a request with: it never
-// blocks, and a second answer to one request is a bug.
-func replier[T any](replies chan T) func(T) {
-	return func(r T) {
+// result is a request's answer, or why it has none.
+type result[T any] struct {
+	answer T
+	err    error
+}
+
+// do runs handle on the loop and waits for the answer it gives, now or
+// later (a JoinGroup or SyncGroup waits for the rest of the group; any
+// answer waits for the Sync of the writes before it). The answer is sent
+// without blocking; a second answer to one request is a bug.
+func do[T any](ctx context.Context, c *Coordinator, handle func(reply func(T))) (T, error) {
+	results := make(chan result[T], 1)
+	var zero T
+	send := func(r result[T]) {
 		select {
-		case replies <- r:
+		case results <- r:
 		default:
 			panic("group: a request answered twice")
 		}
 	}
-}
-
-// do runs handle on the loop and waits for the answer it gives, now or
-// later (a JoinGroup or SyncGroup waits for the rest of the group).
-func do[T any](ctx context.Context, c *Coordinator, handle func(reply func(T))) (T, error) {
-	replies := make(chan T, 1)
-	var zero T
-	if err := c.submit(ctx, func() { handle(replier(replies)) }); err != nil {
+	run := func() {
+		if c.failed != nil {
+			send(result[T]{err: c.failed})
+			return
+		}
+		handle(func(answer T) {
+			c.reply(func(err error) {
+				if err != nil {
+					send(result[T]{err: err})
+					return
+				}
+				send(result[T]{answer: answer})
+			})
+		})
+	}
+	if err := c.submit(ctx, run); err != nil {
 		return zero, err
 	}
 	select {
-	case r := <-replies:
-		return r, nil
+	case r := <-results:
+		return r.answer, r.err
 	case <-ctx.Done():
 		return zero, ctx.Err()
 	case <-c.stopped:
 		select {
-		case r := <-replies:
-			return r, nil
+		case r := <-results:
+			return r.answer, r.err
 		default:
 			return zero, ErrClosed
 		}
@@ -322,10 +401,15 @@ func newMemberID(clientID string, instanceID *string) string {
 // append writes records to the store, logging a failure; the caller turns
 // it into Kafka's answer.
 func (c *Coordinator) append(records ...Record) error {
-	if err := c.store.Append(records); err != nil {
+	write, deferred := c.store.Append, false
+	if gc, ok := c.store.(GroupCommitStore); ok {
+		write, deferred = gc.Write, true
+	}
+	if err := write(records); err != nil {
 		c.log.Warn("group: store append failed", "records", len(records), "err", err)
 		return fmt.Errorf("group: append: %w", err)
 	}
+	c.unsynced = c.unsynced || deferred
 	return nil
 }
 

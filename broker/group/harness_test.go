@@ -282,3 +282,16 @@ func (h *harness) stableGroup(group string, clients ...string) []string {
 	}
 	return ids
 }
+
+// replier is the answer function of a request the test submits to the
+// loop itself: the answer goes to replies at once (MemoryStore syncs every
+// write, so no answer waits for a group commit); a second answer fails.
+func replier[T any](replies chan T) func(T) {
+	return func(r T) {
+		select {
+		case replies <- r:
+		default:
+			panic("group test: a request answered twice")
+		}
+	}
+}

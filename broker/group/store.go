@@ -39,6 +39,19 @@ type Store interface {
 	Replay(apply func(Record) error) error
 }
 
+// GroupCommitStore is a Store that can make many writes durable with one
+// sync. Write appends records, in order, visible to Replay after a
+// restart only once a Sync returned (or none of them on an error); Sync
+// makes every Write before it durable. The coordinator writes the changes
+// of every request waiting in its queue, syncs once, and only then
+// answers them (a group commit): a commit costs a share of one sync, not
+// one each. Append is Write and Sync.
+type GroupCommitStore interface {
+	Store
+	Write(records []Record) error
+	Sync() error
+}
+
 // MemoryStore is a Store in memory, for tests: a restart is a new
 // Coordinator over the same MemoryStore.
 type MemoryStore struct {
