@@ -85,7 +85,7 @@ func TestGroupFailoverFromKafka(t *testing.T) {
 	createKafkaTopic(ctx, t, kafka, verifiableTopic, verifiablePartitions, 1, nil)
 	tps := topicPartitions(map[string]int32{verifiableTopic: verifiablePartitions})
 	mirror := startServer(t)
-	startGroupSyncMirror(ctx, t, mirror, groupFailoverMirror, kafka, verifiableTopic)
+	startGroupSyncMirror(ctx, t, mirror, groupFailoverMirror, kafka, verifiableTopic, groupSyncInterval)
 	waitDescribed(ctx, t, mirror, groupFailoverMirror, func(p describedRow) bool { return p.State == "MIRRORING" })
 
 	dir := t.TempDir()
@@ -263,23 +263,29 @@ func checkResumed(t *testing.T, r *appRun, synced map[int32]int64, lastMirror ma
 }
 
 // startGroupSyncMirror creates mirror name on target from source, with
-// group offset sync every groupSyncInterval, and starts topic.
-func startGroupSyncMirror(ctx context.Context, t *testing.T, target *server, name, source, topic string) {
+// group offset sync every interval, and starts topic.
+func startGroupSyncMirror(ctx context.Context, t *testing.T, target *server, name, source, topic string, interval time.Duration) {
 	t.Helper()
 	config := writeMirrorConfig(t, source)
-	f, err := os.OpenFile(config, os.O_APPEND|os.O_WRONLY, 0)
+	appendProperties(t, config, fmt.Sprintf("mirror.group.offsets.sync.interval.ms=%d\n", interval.Milliseconds()))
+	runMirrorsOK(ctx, t, target.addr, "--create", "--mirror", name, "--mirror-config", config)
+	runMirrorsOK(ctx, t, target.addr, "--start", "--mirror", name, "--topics", topic)
+}
+
+// appendProperties adds text to the properties file at path.
+func appendProperties(t *testing.T, path, text string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = fmt.Fprintf(f, "mirror.group.offsets.sync.interval.ms=%d\n", groupSyncInterval.Milliseconds())
+	_, err = f.WriteString(text)
 	if closeErr := f.Close(); err == nil {
 		err = closeErr
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	runMirrorsOK(ctx, t, target.addr, "--create", "--mirror", name, "--mirror-config", config)
-	runMirrorsOK(ctx, t, target.addr, "--start", "--mirror", name, "--topics", topic)
 }
 
 // lastMirrorOffsets reads --describe --json and requires every partition
