@@ -103,6 +103,47 @@ func TestGroupOffsetsFailback(t *testing.T) {
 	t.Logf("the groups' offsets flowed back to A after %v: %v", time.Since(started).Round(time.Millisecond), onB)
 }
 
+// TestGroupSyncClampsAndSkipsActive: B mirrors A and syncs its groups.
+// Group ahead commits on A past A's end (Kafka and mirrord take any
+// offset): B gives it its own high watermark, never more, and follows A's
+// next records up to the commit. Group busy has a live member on B (a
+// franz-go group consumer) when it commits on A: its offsets on B are
+// never written while ahead is synced around it.
+func TestGroupSyncClampsAndSkipsActive(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
+	defer cancel()
+	a, b := startServer(t), startServer(t)
+	createTopics(ctx, t, a.addr, failoverTopics)
+	tps := topicPartitions(failoverTopics)
+	maker := newRecordMaker(newSeed(t))
+	for _, tp := range tps {
+		produceTo(ctx, t, newClient(t, a.addr), maker, tp, groupSyncRecords, newLedger())
+	}
+	startGroupSyncMirror(ctx, t, b, "a-to-b", a.addr, failoverTopic, groupSyncInterval)
+	ends := waitMirrorCaughtUp(ctx, t, a.addr, b.addr, tps)
+
+	member := newClient(t, b.addr, kgo.ConsumerGroup("busy"), kgo.ConsumeTopics(failoverTopic), kgo.DisableAutoCommit())
+	pollCtx, cancelPoll := context.WithTimeout(ctx, time.Second)
+	member.PollFetches(pollCtx) // joins the group
+	cancelPoll()
+	waitGroupState(ctx, t, kadm.NewClient(newClient(t, b.addr)), "busy", "Stable", 1)
+
+	past := int64(groupSyncRecords + groupSyncAfterFailover)
+	commitSimple(ctx, t, a.addr, "busy", map[topicPartition]int64{tps[0]: 50, tps[1]: 60})
+	commitSimple(ctx, t, a.addr, "ahead", map[topicPartition]int64{tps[0]: past, tps[1]: past})
+	waitGroupOffsets(ctx, t, b.addr, map[string]map[topicPartition]int64{"ahead": ends}, "ahead clamped to B's high watermark")
+	for _, tp := range tps {
+		produceTo(ctx, t, newClient(t, a.addr), maker, tp, groupSyncAfterFailover, newLedger())
+	}
+	ends = waitMirrorCaughtUp(ctx, t, a.addr, b.addr, tps)
+	if ends[tps[0]] != past {
+		t.Fatalf("A ends at %d, want %d", ends[tps[0]], past)
+	}
+	// Two rounds at least ran after busy's commit on A: ahead moved twice.
+	want := map[string]map[topicPartition]int64{"ahead": ends, "busy": {}}
+	waitGroupOffsets(ctx, t, b.addr, want, "ahead follows A's records; busy, active on B, is not written")
+}
+
 // TestGroupSyncSurvivesKill: B mirrors A and syncs groupSyncKillGroups
 // groups every groupSyncKillInterval while a committer moves their offsets on A every
 // groupSyncCommitEvery. B is killed (SIGKILL) at seeded moments, right
