@@ -199,7 +199,10 @@ func TestGroupSyncSurvivesKill(t *testing.T) {
 		}
 		// The sync goes on: some group moves past what it had.
 		reason := pollUntil(ctx, mirrorProgressWait, func(ctx context.Context) string {
-			now := fetchManyOffsets(ctx, t, admin, groups)
+			now, err := tryFetchManyOffsets(ctx, admin, groups)
+			if err != nil {
+				return err.Error()
+			}
 			for _, g := range groups {
 				for tp, offset := range now[g] {
 					if offset > after[g][tp] {
@@ -374,10 +377,19 @@ func readGroupOffsets(ctx context.Context, t *testing.T, addr string, want map[s
 
 func fetchManyOffsets(ctx context.Context, t *testing.T, admin *kadm.Client, groups []string) map[string]map[topicPartition]int64 {
 	t.Helper()
+	out, err := tryFetchManyOffsets(ctx, admin, groups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// tryFetchManyOffsets is the groups' committed offsets (OffsetFetch).
+func tryFetchManyOffsets(ctx context.Context, admin *kadm.Client, groups []string) (map[string]map[topicPartition]int64, error) {
 	out := map[string]map[topicPartition]int64{}
 	for group, resp := range admin.FetchManyOffsets(ctx, groups...) {
 		if resp.Err != nil {
-			t.Fatalf("fetch the offsets of group %s: %v", group, resp.Err)
+			return nil, fmt.Errorf("fetch the offsets of group %s: %w", group, resp.Err)
 		}
 		offsets := map[topicPartition]int64{}
 		resp.Fetched.Each(func(o kadm.OffsetResponse) {
@@ -387,7 +399,7 @@ func fetchManyOffsets(ctx context.Context, t *testing.T, admin *kadm.Client, gro
 		})
 		out[group] = offsets
 	}
-	return out
+	return out, nil
 }
 
 func sameGroupOffsets(got, want map[string]map[topicPartition]int64) bool {
@@ -413,7 +425,11 @@ func waitGroupOffsets(ctx context.Context, t *testing.T, addr string, want map[s
 		groups = append(groups, g)
 	}
 	reason := pollUntil(ctx, mirrorCatchUpWait, func(ctx context.Context) string {
-		if got := fetchManyOffsets(ctx, t, admin, groups); !sameGroupOffsets(got, want) {
+		got, err := tryFetchManyOffsets(ctx, admin, groups)
+		if err != nil {
+			return err.Error()
+		}
+		if !sameGroupOffsets(got, want) {
 			return fmt.Sprintf("%v", got)
 		}
 		return ""
