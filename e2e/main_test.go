@@ -6,9 +6,12 @@
 // What it checks:
 //
 //   - kgo producers of every codec, idempotent, plain and transactional,
-//     then ConsumePartitions (no consumer groups: mirrord has no group
-//     coordinator) compares keys, values, headers, timestamps and offsets
-//     with what the producers had acknowledged;
+//     then ConsumePartitions compares keys, values, headers, timestamps
+//     and offsets with what the producers had acknowledged;
+//   - consumer groups with real clients (groups_*_test.go): Kafka's
+//     VerifiableConsumer (classic and KIP-848), kafka-consumer-groups,
+//     kcat -G, franz-go; offsets surviving kill -9; applications failing
+//     over from Kafka to mirrord on the synced group offsets;
 //   - the stored batches, fetched raw, are well formed (CRC-32C), keep the
 //     producer's codec, and are identical byte for byte after kill -9 and a
 //     restart, and after a clean stop (SIGTERM) and a restart;
