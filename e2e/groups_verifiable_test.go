@@ -219,21 +219,19 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 
 // TestVerifiableConsumerConsumerProtocol: the same with the KIP-848
 // consumer protocol (group.protocol=consumer: the server assigns, the
-// session and heartbeat are the server's), the member leaving as a
-// stopped application does (SIGTERM: it leaves the group): its partitions
-// move at the survivors' next heartbeats, and nothing is skipped.
+// session and heartbeat are the server's, Kafka's defaults 45 s and 5 s),
+// a member killed (SIGKILL): its partitions move once the server's
+// session timeout passes, and nothing is skipped.
 func TestVerifiableConsumerConsumerProtocol(t *testing.T) {
 	testVerifiableConsumers(t, vcScenario{
 		protocol: "consumer",
 		props:    "max.poll.records=200\n",
 		stop: func(t *testing.T, p *kafkatest.ToolProcess) {
-			if err := p.Stop(); err != nil {
-				t.Fatal(err)
-			}
+			p.Kill()
 		},
-		// Two of the server's heartbeat intervals (5 s): one to learn of
-		// the new target assignment, one to report the partitions taken.
-		moveWithin: 2*5*time.Second + verifiableMoveSlack,
+		// The session timeout, then two heartbeat intervals: one to learn
+		// of the new target assignment, one to report the partitions taken.
+		moveWithin: 45*time.Second + 2*5*time.Second + verifiableMoveSlack,
 	})
 }
 
