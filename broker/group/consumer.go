@@ -163,7 +163,11 @@ func (c *Coordinator) consumerJoinOrHeartbeat(client Client, req *kmsg.ConsumerG
 	} else {
 		updated.assigned, updated.pendingRevocation = make(partitions), make(partitions)
 	}
-	updated.instanceID = req.InstanceID
+	// A request without an instance ID keeps the member's (Kafka's
+	// maybeUpdateInstanceId): franz-go's keepalive heartbeats leave it out.
+	if req.InstanceID != nil {
+		updated.instanceID = req.InstanceID
+	}
 	if req.RackID != nil {
 		updated.rackID = req.RackID
 	}
@@ -362,7 +366,10 @@ func (c *Coordinator) consumerLeave(req *kmsg.ConsumerGroupHeartbeatRequest, res
 		}
 		if req.MemberEpoch == leaveGroupStaticMemberEpoch {
 			left := m.clone()
+			// Its assignment waits for its instance; what it was
+			// revoking goes at once (consumerGroupStaticMemberGroupLeave).
 			left.memberEpoch = leaveGroupStaticMemberEpoch
+			left.pendingRevocation = make(partitions)
 			left.rebalanceDeadline = time.Time{}
 			if err := c.append(consumerCurrentAssignmentRecord(g.name, left)); err != nil {
 				return heartbeatFailure(kerr.NotCoordinator, "%v", err)

@@ -188,6 +188,30 @@ func TestConsumerGroupHeartbeat(t *testing.T) {
 			{member: "s2", instance: "i1", epoch: 0, want: 1, assigned: parts{"a": {0, 1, 2, 3}}, groupEpoch: 1},
 			{member: "s1", instance: "i1", epoch: 1, owned: none, code: kerr.UnknownMemberID},
 		}},
+		// franz-go's keepalive heartbeats leave the instance ID out, as
+		// Kafka allows: the member stays static, so its next full
+		// heartbeat, its -2 leave and its successor still find it.
+		{"static member heartbeats without its instance ID", []hb{
+			{member: "s1", instance: "i1", epoch: 0, want: 1, assigned: parts{"a": {0, 1, 2, 3}}},
+			{member: "s1", epoch: 1, want: 1},
+			{member: "s2", instance: "i2", epoch: 0, want: 2, assigned: none},
+			{member: "s1", instance: "i1", epoch: 1, owned: parts{"a": {0, 1, 2, 3}}, want: 1, assigned: parts{"a": {0, 1}}},
+			{member: "s1", epoch: 1, owned: parts{"a": {0, 1}}, want: 2},
+			{member: "s1", epoch: -2, code: kerr.InvalidRequest},
+			{restart: true},
+			{member: "s1", instance: "i1", epoch: -2, want: -2},
+			{restart: true},
+			{member: "s3", instance: "i1", epoch: 0, want: 2, assigned: parts{"a": {0, 1}}, groupEpoch: 2},
+		}},
+		// Kafka's consumerGroupStaticMemberGroupLeave drops the partitions
+		// pending revocation: they go to their new owner at once.
+		{"static member leaving with -2 releases what it was revoking", []hb{
+			{member: "s1", instance: "i1", epoch: 0, want: 1, assigned: parts{"a": {0, 1, 2, 3}}},
+			{member: "m2", epoch: 0, want: 2, assigned: none},
+			{member: "s1", instance: "i1", epoch: 1, owned: parts{"a": {0, 1, 2, 3}}, want: 1, assigned: parts{"a": {0, 1}}},
+			{member: "s1", instance: "i1", epoch: -2, want: -2},
+			{member: "m2", epoch: 2, owned: none, want: 2, assigned: parts{"a": {2, 3}}},
+		}},
 		{"regex subscriptions skip internal topics", []hb{
 			{member: "m1", epoch: 0, regex: ".*", want: 1, assigned: parts{"a": {0, 1, 2, 3}, "b": {0, 1}}},
 		}},
