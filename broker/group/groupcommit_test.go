@@ -72,15 +72,10 @@ func TestGroupCommit(t *testing.T) {
 			answered <- err
 		})
 	}
-	for deadline := time.Now().Add(10 * time.Second); ; { // every commit is written or queued
-		if writes, _ := store.counts(); writes >= 1 && len(c.calls)+writes >= committers {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the commits did not reach the loop")
-		}
-		time.Sleep(time.Millisecond) // polling the queue the loop drains: no event to wait on
-	}
+	pollUntil(t, "every commit to be written or queued behind the first Sync", func() bool {
+		writes, _ := store.counts()
+		return writes >= 1 && len(c.calls)+writes >= committers
+	})
 	select {
 	case err := <-answered:
 		t.Fatalf("a commit was answered (%v) before its Sync", err)
@@ -111,5 +106,20 @@ func TestGroupCommit(t *testing.T) {
 	fetch.Groups = []kmsg.OffsetFetchRequestGroup{{Group: "g"}}
 	if _, err := c.OffsetFetch(ctx, fetch); !errors.Is(err, ErrStoreFailed) {
 		t.Fatalf("fetch after a failed sync: %v, want ErrStoreFailed (the groups may be ahead of the disk)", err)
+	}
+}
+
+// pollUntil checks cond every millisecond until it holds, failing the test
+// after answerWait.
+func pollUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	deadline := time.Now().Add(answerWait)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		<-tick.C
 	}
 }

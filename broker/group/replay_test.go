@@ -156,13 +156,7 @@ func TestCloseAnswersWaiters(t *testing.T) {
 		_, err := h.c.JoinGroup(h.ctx(), Client{ID: "a"}, joinRequest("g", a))
 		errs <- err
 	}()
-	deadline := time.Now().Add(answerWait)
-	for h.describe("g").State != "PreparingRebalance" {
-		if time.Now().After(deadline) {
-			t.Fatal("the join never arrived")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	pollUntil(t, "the join to arrive", func() bool { return h.describe("g").State == "PreparingRebalance" })
 	h.c.Close()
 	if err := <-errs; !errors.Is(err, ErrClosed) {
 		t.Fatalf("JoinGroup after Close: %v, want ErrClosed", err)
