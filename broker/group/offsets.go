@@ -13,10 +13,7 @@ import (
 // The commits are in the store before the answer.
 func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.OffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics)) // per request topic and partition; 0 until decided
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
+	codes := newPartitionCodes(len(req.Topics), func(i int) int { return len(req.Topics[i].Partitions) })
 	defer func() {
 		for i, t := range req.Topics {
 			rt := kmsg.OffsetCommitResponseTopic{Topic: t.Topic}
@@ -26,15 +23,7 @@ func (c *Coordinator) offsetCommit(req *kmsg.OffsetCommitRequest) *kmsg.OffsetCo
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}()
-	setAll := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				if codes[i][j] == 0 {
-					codes[i][j] = code
-				}
-			}
-		}
-	}
+	setAll := codes.setUndecided
 	if req.Group == "" {
 		setAll(kerr.InvalidGroupID.Code)
 		return resp
@@ -293,4 +282,27 @@ func (c *Coordinator) offsetDelete(req *kmsg.OffsetDeleteRequest) *kmsg.OffsetDe
 	}
 	c.done(g)
 	return resp
+}
+
+// partitionCodes are the error codes of a commit request's partitions,
+// per request topic and partition: 0 until decided.
+type partitionCodes [][]int16
+
+func newPartitionCodes(topics int, partitions func(i int) int) partitionCodes {
+	codes := make(partitionCodes, topics)
+	for i := range codes {
+		codes[i] = make([]int16, partitions(i))
+	}
+	return codes
+}
+
+// setUndecided answers code for every partition not decided yet.
+func (c partitionCodes) setUndecided(code int16) {
+	for i := range c {
+		for j := range c[i] {
+			if c[i][j] == 0 {
+				c[i][j] = code
+			}
+		}
+	}
 }

@@ -118,10 +118,7 @@ func (c *Coordinator) CompleteTransaction(ctx context.Context, producerID int64,
 // txnOffsetCommit is OffsetMetadataManager.commitTransactionalOffset.
 func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.TxnOffsetCommitResponse {
 	resp := req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
-	codes := make([][]int16, len(req.Topics))
-	for i, t := range req.Topics {
-		codes[i] = make([]int16, len(t.Partitions))
-	}
+	codes := newPartitionCodes(len(req.Topics), func(i int) int { return len(req.Topics[i].Partitions) })
 	defer func() {
 		for i, t := range req.Topics {
 			rt := kmsg.TxnOffsetCommitResponseTopic{Topic: t.Topic}
@@ -131,15 +128,7 @@ func (c *Coordinator) txnOffsetCommit(req *kmsg.TxnOffsetCommitRequest) *kmsg.Tx
 			resp.Topics = append(resp.Topics, rt)
 		}
 	}()
-	setAll := func(code int16) {
-		for i := range codes {
-			for j := range codes[i] {
-				if codes[i][j] == 0 {
-					codes[i][j] = code
-				}
-			}
-		}
-	}
+	setAll := codes.setUndecided
 	// Unknown partitions first, as KafkaApis answers them before the
 	// coordinator sees the request.
 	if c.cfg.Partitions != nil {
