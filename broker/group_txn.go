@@ -12,17 +12,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-// Offsets in a transaction (Kafka's AddOffsetsToTxn and TxnOffsetCommit,
-// transaction version 1):
+// Offsets in a transaction (Kafka's AddOffsetsToTxn and TxnOffsetCommit):
 //
 //   - AddOffsetsToTxn adds __consumer_offsets-0 (this node's one partition
 //     for every group) to the transaction, as AddPartitionsToTxn adds a
 //     partition: the same producer checks and errors, and the partition's
 //     verification guard (addToTransaction) lets the producer's
 //     transactional records in.
-//   - TxnOffsetCommit checks that guard (INVALID_TXN_STATE when the
-//     producer has not added the partition, INVALID_PRODUCER_EPOCH when it
-//     is fenced, INVALID_PRODUCER_ID_MAPPING for another transactional ID),
+//   - TxnOffsetCommit has the transaction coordinator verify the producer
+//     (verifyTransaction: INVALID_PRODUCER_ID_MAPPING for another or an
+//     unknown transactional ID, INVALID_PRODUCER_EPOCH when it is fenced)
+//     and the partition: under transaction version 2 (v5+) it is added to
+//     the transaction then, below the producer must have added it
+//     (INVALID_TXN_STATE, v4 TRANSACTION_ABORTABLE),
 //     then the group coordinator validates the group and appends the
 //     offsets as a transactional batch of the producer ID and epoch (base
 //     sequence 0, as Kafka's coordinator writes them; no sequence check).
@@ -187,11 +189,13 @@ func (t *transactions) groupsTransactionCompleted(producerID int64, commit bool)
 	}
 }
 
-// TxnOffsetCommit checks the producer's verification on
-// __consumer_offsets, then has the coordinator commit (netio.GroupCoordinator).
+// TxnOffsetCommit has the transaction coordinator verify the producer's
+// transaction on __consumer_offsets (adding the partition under
+// transaction version 2, v5+), then has the group coordinator commit
+// (netio.GroupCoordinator).
 func (g groupCoordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffsetCommitRequest) (*kmsg.TxnOffsetCommitResponse, error) {
 	if req.Group != "" {
-		if err := g.store.checkTransaction(req.TransactionalID, req.ProducerID, req.ProducerEpoch); err != nil {
+		if err := g.store.checkTransaction(req.TransactionalID, req.ProducerID, req.ProducerEpoch, txnOffsetCommitOperation(req.Version)); err != nil {
 			code := kerr.InvalidTxnState.Code
 			var kafkaErr *kerr.Error
 			if errors.As(err, &kafkaErr) {
@@ -203,17 +207,27 @@ func (g groupCoordinator) TxnOffsetCommit(ctx context.Context, req *kmsg.TxnOffs
 	return g.Coordinator.TxnOffsetCommit(ctx, req)
 }
 
-// checkTransaction is the verification TxnOffsetCommit needs before the
-// coordinator runs: the producer added __consumer_offsets to the
-// transaction of transactionalID at this epoch.
-func (s *groupStore) checkTransaction(transactionalID string, producerID int64, producerEpoch int16) error {
-	p, err := s.node.LocalPartition(consumerOffsetsTopic, 0)
-	if err != nil {
-		return fmt.Errorf("%w: %s does not exist yet", kerr.InvalidTxnState, consumerOffsetsTopic)
+// txnOffsetCommitOperation is Kafka's
+// txnOffsetCommitRequestVersionToTransactionSupportedOperation.
+func txnOffsetCommitOperation(version int16) txnOperation {
+	switch {
+	case version >= 5:
+		return txnAddPartition
+	case version == 4:
+		return txnGenericError
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.producers.verify(batchInfo{producerID: producerID, epoch: producerEpoch, transactional: true}, transactionalID)
+	return txnDefaultError
+}
+
+// checkTransaction is the verification TxnOffsetCommit needs before the
+// group coordinator runs: the producer's transaction of transactionalID
+// at this epoch has __consumer_offsets, or gets it (op).
+func (s *groupStore) checkTransaction(transactionalID string, producerID int64, producerEpoch int16, op txnOperation) error {
+	p, err := s.consumerOffsetsPartition()
+	if err != nil {
+		return err
+	}
+	return s.node.txns.verifyTransaction(transactionalID, producerID, producerEpoch, p, op)
 }
 
 // txnOffsetCommitError answers code for each partition the node has, and

@@ -169,7 +169,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 			t = &topic{name: info.Topic, id: info.TopicID, internal: slices.Contains(cfg.InternalTopics, info.Topic), limits: nodeProduceLimits(cfg)}
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
-		t.partitions = append(t.partitions, newPartition(info.TopicPartition, log, t.limits))
+		t.partitions = append(t.partitions, newPartition(n, info.TopicPartition, log, t.limits))
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	if prepare != nil {
@@ -264,7 +264,7 @@ func (n *Node) CreateInternalLog(name string, cfg logstore.Config) (*logstore.Lo
 	if err != nil {
 		return nil, err
 	}
-	p := newPartition(tp, log, nodeProduceLimits(n.cfg))
+	p := newPartition(n, tp, log, nodeProduceLimits(n.cfg))
 	p.internal = true
 	t := &topic{name: name, id: id, partitions: []*Partition{p}, internal: true}
 	n.topics[t.name], n.byID[t.id] = t, t
@@ -383,7 +383,7 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 		return fmt.Errorf("broker: create %d partitions of %s: %w", len(tps), t.name, err)
 	}
 	for i, log := range logs {
-		t.partitions = append(t.partitions, newPartition(tps[i], log, t.limits))
+		t.partitions = append(t.partitions, newPartition(n, tps[i], log, t.limits))
 	}
 	return nil
 }

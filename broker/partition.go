@@ -23,6 +23,10 @@ import (
 type Partition struct {
 	tp  logstore.TopicPartition
 	log *logstore.Log
+	// node is the node the partition belongs to: its transaction
+	// coordinator verifies transactional produces (nil in tests of a
+	// partition alone: the partition's own verification guard decides).
+	node *Node
 
 	// readOnly, while set, refuses produce, DeleteRecords and the topic's
 	// CreatePartitions and DeleteTopics (SetReadOnly: a mirror writes it).
@@ -43,8 +47,8 @@ type Partition struct {
 	producers *producerStates
 }
 
-func newPartition(tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *Partition {
-	return &Partition{tp: tp, log: log, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
+func newPartition(n *Node, tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *Partition {
+	return &Partition{tp: tp, log: log, node: n, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
 }
 
 // notify wakes long polls; mu is held.

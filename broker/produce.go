@@ -104,6 +104,9 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	if err := p.validateProduce(batches, request); err != nil {
 		return netio.ProduceResult{}, err
 	}
+	if err := p.verifyTransactions(batches, request); err != nil {
+		return netio.ProduceResult{}, err
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := p.log.LogEndOffset()
@@ -151,6 +154,24 @@ func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest
 	}
 	if err := it.Err(); err != nil {
 		return errors.Join(kerr.CorruptMessage, err)
+	}
+	return nil
+}
+
+// verifyTransactions has the coordinator verify, before the partition is
+// locked, each transactional batch's producer and transaction (adding the
+// partition under transaction version 2: verifyTransaction).
+// checkProducers then finds the partition's verification guard set.
+func (p *Partition) verifyTransactions(batches []byte, request netio.ProduceRequest) error {
+	if request.TransactionalID == "" || p.node == nil {
+		return nil
+	}
+	for it := rb.NewIter(batches, false); it.Next(); {
+		if b := it.Batch(); b.Transactional() {
+			if err := p.node.txns.verifyTransaction(request.TransactionalID, b.ProducerID(), b.ProducerEpoch(), p, produceTxnOperation(request.Version)); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }
@@ -261,6 +282,15 @@ func (p *Partition) addToTransaction(producerID int64, epoch int16, transactiona
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.producers.verified[producerID] = txnVerification{epoch: epoch, transactionalID: transactionalID}
+}
+
+// verifiedFor reports whether producerID at epoch added this partition to
+// transactionalID's transaction.
+func (p *Partition) verifiedFor(producerID int64, epoch int16, transactionalID string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	v, ok := p.producers.verified[producerID]
+	return ok && v.epoch == epoch && v.transactionalID == transactionalID
 }
 
 // markerBatch is a transaction marker as Kafka's coordinator writes it: a

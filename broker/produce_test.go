@@ -31,7 +31,7 @@ func testPartition(t *testing.T) *Partition {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { log.Close() })
-	return newPartition(logstore.TopicPartition{Topic: "t", Partition: 0}, log, nodeProduceLimits(Config{}))
+	return newPartition(nil, logstore.TopicPartition{Topic: "t", Partition: 0}, log, nodeProduceLimits(Config{}))
 }
 
 // dataBatch is a batch of n records from a producer (producerID -1: not

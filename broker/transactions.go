@@ -17,6 +17,7 @@ import (
 
 	"github.com/mirrord/mirrord/broker/group"
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -27,10 +28,17 @@ import (
 //
 // Per transactional ID a txnMetadata walks Kafka's states:
 //
-//	Empty, CompleteCommit, CompleteAbort --AddPartitionsToTxn--> Ongoing
+//	Empty, CompleteCommit, CompleteAbort --AddPartitionsToTxn, or a write of version 2--> Ongoing
 //	Ongoing --EndTxn--> PrepareCommit | PrepareAbort --markers--> CompleteCommit | CompleteAbort
 //	Ongoing --InitProducerID, or its timeout (reaper)--> epoch bump, PrepareAbort (fence)
 //	Empty, Complete* --InitProducerID--> Empty with the epoch bumped (or a new producer ID)
+//	Empty, Complete* --EndTxn v5 abort--> PrepareAbort with no partition
+//
+// Transaction version 2 (KIP-890 part 2: Produce v12+, EndTxn v5+,
+// TxnOffsetCommit v5+) adds a partition when the producer first writes to
+// it (verifyTransaction) and bumps the epoch at every EndTxn, writing the
+// markers at the new epoch. Which version applies is the request's, as in
+// Kafka: one coordinator serves both.
 //
 // Each transition is persisted before it takes effect (file format in
 // txn_state.go): a crash leaves the old state or the new. Markers go to
@@ -112,8 +120,10 @@ type txnMetadata struct {
 }
 
 // txnRecord is what is persisted of a transactional ID. Invariants:
-// partitions is sorted, and non-empty exactly in Ongoing and Prepare*;
-// startMillis >= 0 exactly then too.
+// partitions is sorted, non-empty in Ongoing, empty in Empty and
+// Complete* (a Prepare* may have none: a transaction version 2 abort
+// without a transaction); startMillis >= 0 exactly in Ongoing and
+// Prepare*.
 type txnRecord struct {
 	id             string
 	producerID     int64
@@ -125,6 +135,9 @@ type txnRecord struct {
 	partitions     []logstore.TopicPartition
 	startMillis    int64 // when the transaction began (first AddPartitionsToTxn), or -1
 	updateMillis   int64 // last transition, for expiration
+	// nextProducerID is the producer ID a Prepare* of transaction
+	// version 2 moves to at Complete*, its epoch exhausted; else -1.
+	nextProducerID int64
 }
 
 // persisted is a copy of m's record, to prepare a transition.
@@ -285,7 +298,7 @@ func (t *transactions) lookupOrCreate(transactionalID string, timeoutMillis int3
 		return nil, false, err
 	}
 	fresh := &txnMetadata{txnRecord: txnRecord{id: transactionalID, producerID: id, lastProducerID: -1, epoch: -1, lastEpoch: -1,
-		timeoutMillis: timeoutMillis, state: txnEmpty, startMillis: -1, updateMillis: t.nowMillis()}}
+		timeoutMillis: timeoutMillis, state: txnEmpty, startMillis: -1, updateMillis: t.nowMillis(), nextProducerID: -1}}
 	t.mu.Lock()
 	m, raced := t.byID[transactionalID]
 	if !raced {
@@ -394,15 +407,59 @@ func (t *transactions) nextEpoch(m *txnMetadata, expected bool, expectedEpoch in
 // them does not exist, none is added: the others answer
 // OPERATION_NOT_ATTEMPTED, as Kafka.
 func (t *transactions) AddPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
-	errs := make([]error, len(partitions))
-	all := func(err error) []error {
-		for i := range errs {
-			errs[i] = err
-		}
+	errs, resolved := t.resolvePartitions(transactionalID, topic, partitions)
+	if resolved == nil {
 		return errs
 	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return fill(errs, kerr.InvalidProducerIDMapping)
+	}
+	defer m.mu.Unlock()
+	if err := checkProducer(m, producerID, producerEpoch); err != nil {
+		return fill(errs, err)
+	}
+	if m.state.prepared() {
+		return fill(errs, kerr.ConcurrentTransactions)
+	}
+	return fill(errs, t.addLocked(m, resolved))
+}
+
+// VerifyPartitions answers, per partition, whether it is in the
+// producer's ongoing transaction: nil, or TRANSACTION_ABORTABLE (Kafka's
+// handleVerifyPartitionsInTransaction, AddPartitionsToTxn v4+ with
+// VerifyOnly). The producer checks fail every partition alike.
+func (t *transactions) VerifyPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
+	errs, resolved := t.resolvePartitions(transactionalID, topic, partitions)
+	if resolved == nil {
+		return errs
+	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return fill(errs, kerr.InvalidProducerIDMapping)
+	}
+	defer m.mu.Unlock()
+	if err := checkProducer(m, producerID, producerEpoch); err != nil {
+		return fill(errs, err)
+	}
+	if m.state.prepared() {
+		return fill(errs, kerr.ConcurrentTransactions)
+	}
+	for i, p := range resolved {
+		if m.state != txnOngoing || !m.hasPartition(p.tp) {
+			errs[i] = kerr.TransactionAbortable
+		}
+	}
+	return errs
+}
+
+// resolvePartitions finds the partitions of an add or verify; when one is
+// unknown or read-only it returns the errors (OPERATION_NOT_ATTEMPTED for
+// the others) and no partitions.
+func (t *transactions) resolvePartitions(transactionalID, topic string, partitions []int32) ([]error, []*Partition) {
+	errs := make([]error, len(partitions))
 	if transactionalID == "" {
-		return all(kerr.InvalidRequest)
+		return fill(errs, kerr.InvalidRequest), nil
 	}
 	resolved, unknown := make([]*Partition, len(partitions)), false
 	for i, index := range partitions {
@@ -419,24 +476,27 @@ func (t *transactions) AddPartitions(_ context.Context, transactionalID string, 
 				errs[i] = kerr.OperationNotAttempted
 			}
 		}
-		return errs
+		return errs, nil
 	}
-	m := t.lookup(transactionalID)
-	if m == nil {
-		return all(kerr.InvalidProducerIDMapping)
+	return errs, resolved
+}
+
+// fill sets every element of errs to err and returns errs.
+func fill(errs []error, err error) []error {
+	for i := range errs {
+		errs[i] = err
 	}
-	defer m.mu.Unlock()
-	if err := checkProducer(m, producerID, producerEpoch); err != nil {
-		return all(err)
-	}
-	if m.state.prepared() {
-		return all(kerr.ConcurrentTransactions)
-	}
+	return errs
+}
+
+// addLocked adds partitions to m's transaction (m is locked, checked, and
+// not Prepare*), starting it if m has none, and lets the producer write
+// there (the partitions' verification guards).
+func (t *transactions) addLocked(m *txnMetadata, partitions []*Partition) error {
 	next := m.persisted()
-	for _, index := range partitions {
-		tp := logstore.TopicPartition{Topic: topic, Partition: index}
-		if i, found := slices.BinarySearchFunc(next.partitions, tp, compareTopicPartitions); !found {
-			next.partitions = slices.Insert(next.partitions, i, tp)
+	for _, p := range partitions {
+		if i, found := slices.BinarySearchFunc(next.partitions, p.tp, compareTopicPartitions); !found {
+			next.partitions = slices.Insert(next.partitions, i, p.tp)
 		}
 	}
 	if m.state != txnOngoing || len(next.partitions) != len(m.partitions) {
@@ -445,14 +505,79 @@ func (t *transactions) AddPartitions(_ context.Context, transactionalID string, 
 		}
 		next.state, next.updateMillis = txnOngoing, t.nowMillis()
 		if err := t.persist(&next); err != nil {
-			return all(err)
+			return err
 		}
 		m.apply(&next)
 	}
-	for _, p := range resolved {
+	for _, p := range partitions {
 		p.addToTransaction(m.producerID, m.epoch, m.id)
 	}
-	return errs
+	return nil
+}
+
+// txnOperation is what a transactional write does when its partition is
+// not in the producer's transaction, by the request's version (Kafka's
+// TransactionSupportedOperation).
+type txnOperation int8
+
+const (
+	// txnDefaultError answers INVALID_TXN_STATE (Produce v3-10,
+	// TxnOffsetCommit v0-3).
+	txnDefaultError txnOperation = iota
+	// txnGenericError answers TRANSACTION_ABORTABLE, which the client
+	// takes as "abort and go on" (Produce v11, TxnOffsetCommit v4).
+	txnGenericError
+	// txnAddPartition adds the partition: transaction.version 2 (Produce
+	// v12+, TxnOffsetCommit v5+, KIP-890 part 2).
+	txnAddPartition
+)
+
+// produceTxnOperation is Kafka's produceRequestVersionToTransactionSupportedOperation.
+func produceTxnOperation(version int16) txnOperation {
+	switch {
+	case version >= 12:
+		return txnAddPartition
+	case version == 11:
+		return txnGenericError
+	}
+	return txnDefaultError
+}
+
+// errNotInTransaction is Kafka's answer to a write, below
+// transaction.version 2, to a partition the producer did not add.
+var errNotInTransaction = &netio.Error{Code: kerr.InvalidTxnState, Message: "Partition was not added to the transaction"}
+
+// verifyTransaction is Kafka's transaction verification of a
+// transactional write of producerID at producerEpoch to p (the
+// AddPartitionsToTxnManager asking the coordinator): unless the producer
+// already added p at this epoch, the coordinator checks the producer
+// (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH for a fenced or a
+// future epoch, CONCURRENT_TRANSACTIONS while a transaction completes)
+// and then, as op says, adds p or refuses the write.
+func (t *transactions) verifyTransaction(transactionalID string, producerID int64, producerEpoch int16, p *Partition, op txnOperation) error {
+	if p.verifiedFor(producerID, producerEpoch, transactionalID) {
+		return nil
+	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return fmt.Errorf("%w: transactional ID %q is unknown", kerr.InvalidProducerIDMapping, transactionalID)
+	}
+	defer m.mu.Unlock()
+	if err := checkProducer(m, producerID, producerEpoch); err != nil {
+		if errors.Is(err, kerr.ProducerFenced) {
+			return fmt.Errorf("%w: %w", kerr.InvalidProducerEpoch, err) // as Kafka answers a write
+		}
+		return err
+	}
+	switch {
+	case m.state.prepared():
+		return fmt.Errorf("%w: transactional ID %q is completing a transaction", kerr.ConcurrentTransactions, m.id)
+	case m.state == txnOngoing && m.hasPartition(p.tp), op == txnAddPartition:
+		return t.addLocked(m, []*Partition{p})
+	case op == txnGenericError:
+		return fmt.Errorf("%w: %s is not in transactional ID %q's transaction", kerr.TransactionAbortable, p.tp, m.id)
+	}
+	return errNotInTransaction
 }
 
 // checkProducer is the producer check of AddPartitionsToTxn and EndTxn.
@@ -470,64 +595,150 @@ func checkProducer(m *txnMetadata, producerID int64, producerEpoch int16) error 
 // handleEndTransaction): Prepare* is persisted, the markers written and
 // flushed, Complete* persisted. Once Prepare* is durable the answer is
 // success even if a marker write fails: the reaper retries, and until it
-// is done the transactional ID answers CONCURRENT_TRANSACTIONS. A retry
-// of a completed EndTxn succeeds.
-func (t *transactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error {
+// is done the transactional ID answers CONCURRENT_TRANSACTIONS.
+//
+// Under transaction version 1 (EndTxn v0-4) the epoch stays, a retry of a
+// completed EndTxn succeeds, and the answer carries no producer. Under
+// version 2 (EndTxn v5+, tv2) every EndTxn bumps the epoch and answers the
+// producer ID and epoch to go on with (a new producer ID at epoch 0 once
+// the epoch is exhausted); a retry comes with the epoch before the bump;
+// an abort with no transaction bumps the epoch too (Kafka's table in
+// TransactionCoordinator.endTransaction).
+func (t *transactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit, tv2 bool) (int64, int16, error) {
 	if transactionalID == "" {
-		return kerr.InvalidRequest
+		return -1, -1, kerr.InvalidRequest
 	}
 	m := t.lookup(transactionalID)
 	if m == nil {
-		return kerr.InvalidProducerIDMapping
+		return -1, -1, kerr.InvalidProducerIDMapping
 	}
 	defer m.mu.Unlock()
+	var err error
+	if tv2 {
+		err = t.endV2(m, producerID, producerEpoch, commit)
+	} else {
+		err = t.endV1(m, producerID, producerEpoch, commit)
+	}
+	if err != nil || !tv2 {
+		return -1, -1, err
+	}
+	return m.producerID, m.epoch, nil
+}
+
+// endV1 is EndTransaction under transaction version 1.
+func (t *transactions) endV1(m *txnMetadata, producerID int64, producerEpoch int16, commit bool) error {
 	if err := checkProducer(m, producerID, producerEpoch); err != nil {
 		return err
 	}
-	invalid := fmt.Errorf("%w: transactional ID %q is %v, asked to commit=%v", kerr.InvalidTxnState, m.id, m.state, commit)
 	switch m.state {
 	case txnOngoing:
-		state := txnPrepareAbort
-		if commit {
-			state = txnPrepareCommit
-		}
-		return t.end(m, state, m.epoch)
+		next := m.persisted()
+		next.state = preparedState(commit)
+		return t.end(m, &next)
 	case txnCompleteCommit, txnCompleteAbort:
 		if commit == (m.state == txnCompleteCommit) {
 			return nil
 		}
-		return invalid
 	case txnPrepareCommit, txnPrepareAbort:
 		if commit == (m.state == txnPrepareCommit) {
 			return kerr.ConcurrentTransactions
 		}
-		return invalid
 	}
-	return invalid
+	return invalidTransition(m, commit)
+}
+
+// endV2 is EndTransaction under transaction version 2.
+func (t *transactions) endV2(m *txnMetadata, producerID int64, producerEpoch int16, commit bool) error {
+	retryOnOverflow := m.lastProducerID == producerID && producerEpoch == math.MaxInt16-1 && m.epoch == 0 && m.producerID != producerID
+	retryOnBump := m.epoch == producerEpoch+1
+	retry := retryOnBump || retryOnOverflow
+	var validEpoch bool
+	switch m.state {
+	case txnOngoing, txnEmpty:
+		validEpoch = producerEpoch == m.epoch
+	case txnPrepareCommit, txnPrepareAbort:
+		validEpoch = retryOnBump
+	case txnCompleteCommit, txnCompleteAbort:
+		validEpoch = retry || producerEpoch == m.epoch
+	}
+	switch {
+	case m.producerID != producerID && !retryOnOverflow:
+		return fmt.Errorf("%w: producer ID %d is not transactional ID %q's", kerr.InvalidProducerIDMapping, producerID, m.id)
+	case !validEpoch:
+		return fmt.Errorf("%w: epoch %d, transactional ID %q is at %d (%v)", kerr.ProducerFenced, producerEpoch, m.id, m.epoch, m.state)
+	}
+	bump := func(commit bool) error {
+		next := m.persisted()
+		next.state, next.epoch, next.lastEpoch = preparedState(commit), m.epoch+1, m.epoch
+		if m.state != txnOngoing {
+			next.startMillis = t.nowMillis() // an abort with no partition added
+		}
+		if epochExhausted(m.epoch) {
+			id, err := t.ids.next()
+			if err != nil {
+				return err
+			}
+			next.nextProducerID = id
+		}
+		return t.end(m, &next)
+	}
+	switch m.state {
+	case txnOngoing:
+		return bump(commit)
+	case txnEmpty:
+		if !commit {
+			return bump(false)
+		}
+	case txnCompleteCommit, txnCompleteAbort:
+		done := commit == (m.state == txnCompleteCommit)
+		switch {
+		case retry && done:
+			return nil
+		case !retry && !commit:
+			return bump(false)
+		}
+	case txnPrepareCommit, txnPrepareAbort:
+		if commit == (m.state == txnPrepareCommit) {
+			return kerr.ConcurrentTransactions
+		}
+	}
+	return invalidTransition(m, commit)
+}
+
+func preparedState(commit bool) txnState {
+	if commit {
+		return txnPrepareCommit
+	}
+	return txnPrepareAbort
+}
+
+func invalidTransition(m *txnMetadata, commit bool) error {
+	return fmt.Errorf("%w: transactional ID %q is %v, asked to commit=%v", kerr.InvalidTxnState, m.id, m.state, commit)
 }
 
 // fenceAndAbort aborts m's ongoing transaction with the epoch bumped, so
-// that its producer is fenced (Kafka's prepareFenceProducerEpoch).
+// that its producer is fenced (Kafka's prepareFenceProducerEpoch). The
+// epoch before the fence is kept as the last epoch: the fenced producer
+// may re-initialise with it (KIP-360), after a timeout say, and go on at
+// the bumped epoch.
 func (t *transactions) fenceAndAbort(m *txnMetadata) error {
 	if m.epoch == math.MaxInt16 {
 		panic(fmt.Sprintf("broker: transactional ID %q: an ongoing transaction at epoch %d", m.id, m.epoch))
 	}
-	return t.end(m, txnPrepareAbort, m.epoch+1)
+	next := m.persisted()
+	next.state, next.epoch, next.lastEpoch = txnPrepareAbort, m.epoch+1, m.epoch
+	return t.end(m, &next)
 }
 
-// end persists state (PrepareCommit or PrepareAbort) at epoch and
-// completes it. Errors after Prepare* is durable are logged, not
-// returned: the reaper completes the transaction.
-func (t *transactions) end(m *txnMetadata, state txnState, epoch int16) error {
-	next := m.persisted()
-	next.state, next.epoch, next.updateMillis = state, epoch, t.nowMillis()
-	if epoch != m.epoch {
-		next.lastEpoch = noProducerEpoch
-	}
-	if err := t.persist(&next); err != nil {
+// end persists next (PrepareCommit or PrepareAbort) and completes it.
+// Errors after Prepare* is durable are logged, not returned: the reaper
+// completes the transaction.
+func (t *transactions) end(m *txnMetadata, next *txnRecord) error {
+	next.updateMillis = t.nowMillis()
+	if err := t.persist(next); err != nil {
 		return err
 	}
-	m.apply(&next)
+	m.apply(next)
 	if err := t.complete(m); err != nil {
 		t.log.Warn("transaction markers not all written; retrying later", "transactional.id", m.id, "state", m.state, "error", err)
 	}
@@ -535,7 +746,8 @@ func (t *transactions) end(m *txnMetadata, state txnState, epoch int16) error {
 }
 
 // complete writes m's markers (m is Prepare*), flushes every partition of
-// the transaction and persists Complete*. On error m stays Prepare*, to
+// the transaction and persists Complete* (with the next producer ID, at
+// epoch 0, when the epoch was exhausted). On error m stays Prepare*, to
 // be completed again: markers already written are skipped then.
 func (t *transactions) complete(m *txnMetadata) error {
 	if !m.state.prepared() {
@@ -568,6 +780,9 @@ func (t *transactions) complete(m *txnMetadata) error {
 	next.state, next.partitions, next.startMillis, next.updateMillis = txnCompleteAbort, nil, -1, now
 	if commit {
 		next.state = txnCompleteCommit
+	}
+	if m.nextProducerID >= 0 {
+		next.lastProducerID, next.producerID, next.epoch, next.nextProducerID = m.producerID, m.nextProducerID, 0, -1
 	}
 	if err := t.persist(&next); err != nil {
 		return err

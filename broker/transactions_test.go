@@ -134,7 +134,8 @@ func (c *txnClient) mustProduce(topic string, index int32, n int) rb.Offset {
 }
 
 func (c *txnClient) end(commit bool) error {
-	return c.n.txns.EndTransaction(context.Background(), c.id, c.producerID, c.epoch, commit)
+	_, _, err := c.n.txns.EndTransaction(context.Background(), c.id, c.producerID, c.epoch, commit, false)
+	return err
 }
 
 // partitionState is what must come back the same after a restart.
@@ -231,8 +232,10 @@ func TestTransactionCommitAndAbort(t *testing.T) {
 		t.Fatalf("state %v, want CompleteAbort", got)
 	}
 	wantCode(t, "commit after abort", c.end(true), kerr.InvalidTxnState)
-	wantCode(t, "EndTxn from another producer ID", n.txns.EndTransaction(context.Background(), "tx", c.producerID+1, 0, true), kerr.InvalidProducerIDMapping)
-	wantCode(t, "EndTxn from an unknown ID", n.txns.EndTransaction(context.Background(), "nope", 1, 0, true), kerr.InvalidProducerIDMapping)
+	_, _, err = n.txns.EndTransaction(context.Background(), "tx", c.producerID+1, 0, true, false)
+	wantCode(t, "EndTxn from another producer ID", err, kerr.InvalidProducerIDMapping)
+	_, _, err = n.txns.EndTransaction(context.Background(), "nope", 1, 0, true, false)
+	wantCode(t, "EndTxn from an unknown ID", err, kerr.InvalidProducerIDMapping)
 	errs := n.txns.AddPartitions(context.Background(), "tx", c.producerID, c.epoch, "t", []int32{0, 9})
 	if !errors.Is(errs[0], kerr.OperationNotAttempted) || !errors.Is(errs[1], kerr.UnknownTopicOrPartition) {
 		t.Fatalf("add an unknown partition: %v", errs)
@@ -507,11 +510,14 @@ func TestOpenAbortsOrphans(t *testing.T) {
 
 func TestTxnRecordEncoding(t *testing.T) {
 	records := []txnRecord{
-		{id: "tx", producerID: 7, lastProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMillis: 60000, state: txnEmpty, startMillis: -1, updateMillis: 5},
+		{id: "tx", producerID: 7, lastProducerID: -1, epoch: 0, lastEpoch: -1, timeoutMillis: 60000, state: txnEmpty, startMillis: -1, updateMillis: 5, nextProducerID: -1},
 		{id: "with \"quotes\"\nand a newline", producerID: 8, lastProducerID: 8, epoch: 3, lastEpoch: 2, timeoutMillis: 1, state: txnOngoing,
-			partitions: []logstore.TopicPartition{{Topic: "a", Partition: 2}, {Topic: "a", Partition: 10}, {Topic: "b", Partition: 0}}, startMillis: 10, updateMillis: 11},
+			partitions: []logstore.TopicPartition{{Topic: "a", Partition: 2}, {Topic: "a", Partition: 10}, {Topic: "b", Partition: 0}}, startMillis: 10, updateMillis: 11, nextProducerID: -1},
 		{id: "x", producerID: 9, lastProducerID: 9, epoch: 32767, lastEpoch: -1, timeoutMillis: 900000, state: txnPrepareAbort,
-			partitions: []logstore.TopicPartition{{Topic: "t", Partition: 0}}, startMillis: 1, updateMillis: 2},
+			partitions: []logstore.TopicPartition{{Topic: "t", Partition: 0}}, startMillis: 1, updateMillis: 2, nextProducerID: -1},
+		// Transaction version 2: an abort without a transaction, its epoch exhausted.
+		{id: "v2", producerID: 10, lastProducerID: 10, epoch: 32767, lastEpoch: 32766, timeoutMillis: 60000, state: txnPrepareAbort,
+			startMillis: 3, updateMillis: 3, nextProducerID: 11},
 	}
 	for _, want := range records {
 		got, err := decodeTxnRecord(encodeTxnRecord(&want))
@@ -519,10 +525,20 @@ func TestTxnRecordEncoding(t *testing.T) {
 			t.Errorf("round trip of %+v: %+v, %v", want, got, err)
 		}
 	}
+	// A file of format version 0 (before transaction version 2) reads
+	// with no next producer ID.
+	v0 := "0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Ongoing\nstart.ms 4\nupdate.ms 5\npartition t 0\n"
+	want := txnRecord{id: "a", producerID: 1, lastProducerID: -1, lastEpoch: -1, timeoutMillis: 1, state: txnOngoing,
+		partitions: []logstore.TopicPartition{{Topic: "t", Partition: 0}}, startMillis: 4, updateMillis: 5, nextProducerID: -1}
+	if got, err := decodeTxnRecord([]byte(v0)); err != nil || !reflect.DeepEqual(*got, want) {
+		t.Errorf("version 0 file: %+v, %v; want %+v", got, err, want)
+	}
 	for _, bad := range []string{
 		"", "1\n", "0\ntransactional.id \"\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\n",
 		"0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Ongoing\nstart.ms -1\nupdate.ms 0\n",
 		"0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\npartition t 0\n",
+		"1\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\nnext.producer.id 5\n",
+		"1\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\n",
 	} {
 		if _, err := decodeTxnRecord([]byte(bad)); !errors.Is(err, errTxnFile) {
 			t.Errorf("decode %q: %v, want errTxnFile", bad, err)
@@ -559,12 +575,13 @@ func FuzzDecodeTxnRecord(f *testing.F) {
 // address that stays the same across restarts, so that clients
 // reconnect.
 type served struct {
-	t      *testing.T
-	dir    string
-	addr   string
-	node   *Node
-	cancel context.CancelFunc
-	done   chan error
+	t       *testing.T
+	dir     string
+	addr    string
+	node    *Node
+	cancel  context.CancelFunc
+	done    chan error
+	stopped bool
 }
 
 func serveDir(t *testing.T, dir, addr string) *served {
@@ -586,7 +603,13 @@ func serveDir(t *testing.T, dir, addr string) *served {
 	return s
 }
 
+// stopServing stops the listener; later calls do nothing (a deferred
+// close after a failed restart must not wait for it again).
 func (s *served) stopServing() {
+	if s.stopped {
+		return
+	}
+	s.stopped = true
 	s.cancel()
 	if err := <-s.done; err != nil {
 		s.t.Errorf("serve: %v", err)

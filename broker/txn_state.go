@@ -19,7 +19,7 @@ import (
 // One file per transactional ID, <data dir>/transactions/<sha256 of the
 // ID in hex>, replaced with logstore.WriteFileAtomic at each transition:
 //
-//	0                               format version
+//	1                               format version (0: no next.producer.id)
 //	transactional.id "<Go-quoted>"
 //	producer.id <n>
 //	last.producer.id <n>
@@ -29,6 +29,7 @@ import (
 //	state <Empty|Ongoing|PrepareCommit|PrepareAbort|CompleteCommit|CompleteAbort>
 //	start.ms <n>
 //	update.ms <n>
+//	next.producer.id <n>            -1 but in a Prepare* whose epoch was exhausted
 //	partition <topic> <index>       zero or more, sorted
 //
 // Cost: two fsyncs (file and directory) per transition, four transitions
@@ -38,9 +39,10 @@ var errTxnFile = errors.New("broker: corrupt transaction state file")
 
 func encodeTxnRecord(m *txnRecord) []byte {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "0\ntransactional.id %s\nproducer.id %d\nlast.producer.id %d\nproducer.epoch %d\nlast.producer.epoch %d\n",
+	fmt.Fprintf(&b, "1\ntransactional.id %s\nproducer.id %d\nlast.producer.id %d\nproducer.epoch %d\nlast.producer.epoch %d\n",
 		strconv.Quote(m.id), m.producerID, m.lastProducerID, m.epoch, m.lastEpoch)
-	fmt.Fprintf(&b, "timeout.ms %d\nstate %v\nstart.ms %d\nupdate.ms %d\n", m.timeoutMillis, m.state, m.startMillis, m.updateMillis)
+	fmt.Fprintf(&b, "timeout.ms %d\nstate %v\nstart.ms %d\nupdate.ms %d\nnext.producer.id %d\n",
+		m.timeoutMillis, m.state, m.startMillis, m.updateMillis, m.nextProducerID)
 	for _, tp := range m.partitions {
 		fmt.Fprintf(&b, "partition %s %d\n", tp.Topic, tp.Partition)
 	}
@@ -51,11 +53,12 @@ func encodeTxnRecord(m *txnRecord) []byte {
 // txnRecord; errors wrap errTxnFile.
 func decodeTxnRecord(data []byte) (*txnRecord, error) {
 	lines := strings.Split(string(data), "\n")
-	if len(lines) < 11 || lines[0] != "0" || lines[len(lines)-1] != "" {
-		return nil, fmt.Errorf("%w: want version 0 and nine fields, one a line", errTxnFile)
+	fieldCount := map[string]int{"0": 9, "1": 10}[lines[0]]
+	if fieldCount == 0 || len(lines) < fieldCount+2 || lines[len(lines)-1] != "" {
+		return nil, fmt.Errorf("%w: want version 0 (nine fields) or 1 (ten), one a line", errTxnFile)
 	}
-	m := &txnRecord{}
-	fields := lines[1:10]
+	m := &txnRecord{nextProducerID: -1}
+	fields := lines[1 : fieldCount+1]
 	value := func(i int, key string) string {
 		v, ok := strings.CutPrefix(fields[i], key+" ")
 		if !ok {
@@ -101,20 +104,25 @@ func decodeTxnRecord(data []byte) (*txnRecord, error) {
 	if m.updateMillis, err = strconv.ParseInt(value(8, "update.ms"), 10, 64); err != nil {
 		return nil, fmt.Errorf("%w: line 10: update.ms: %w", errTxnFile, err)
 	}
-	return m, decodePartitions(m, lines[10:len(lines)-1])
+	if fieldCount == 10 {
+		if m.nextProducerID, err = strconv.ParseInt(value(9, "next.producer.id"), 10, 64); err != nil {
+			return nil, fmt.Errorf("%w: line 11: next.producer.id: %w", errTxnFile, err)
+		}
+	}
+	return m, decodePartitions(m, lines[fieldCount+1:len(lines)-1], fieldCount+2)
 }
 
-func decodePartitions(m *txnRecord, lines []string) error {
+func decodePartitions(m *txnRecord, lines []string, firstLine int) error {
 	for i, line := range lines {
 		rest, ok := strings.CutPrefix(line, "partition ")
 		topic, index, ok2 := strings.Cut(rest, " ")
 		n, err := strconv.ParseInt(index, 10, 32)
 		if !ok || !ok2 || err != nil || n < 0 || logstore.ValidateTopicName(topic) != nil {
-			return fmt.Errorf("%w: line %d: %q", errTxnFile, i+11, line)
+			return fmt.Errorf("%w: line %d: %q", errTxnFile, i+firstLine, line)
 		}
 		tp := logstore.TopicPartition{Topic: topic, Partition: int32(n)}
 		if len(m.partitions) > 0 && compareTopicPartitions(m.partitions[len(m.partitions)-1], tp) >= 0 {
-			return fmt.Errorf("%w: line %d: partitions out of order", errTxnFile, i+11)
+			return fmt.Errorf("%w: line %d: partitions out of order", errTxnFile, i+firstLine)
 		}
 		m.partitions = append(m.partitions, tp)
 	}
@@ -122,7 +130,9 @@ func decodePartitions(m *txnRecord, lines []string) error {
 	switch {
 	case m.producerID < 0 || m.epoch < 0 || m.timeoutMillis <= 0:
 		return fmt.Errorf("%w: producer ID %d, epoch %d, timeout %d ms", errTxnFile, m.producerID, m.epoch, m.timeoutMillis)
-	case active != (len(m.partitions) > 0) || active != (m.startMillis >= 0):
+	case m.nextProducerID >= 0 && !m.state.prepared():
+		return fmt.Errorf("%w: state %v with next producer ID %d", errTxnFile, m.state, m.nextProducerID)
+	case (m.state == txnOngoing) != (len(m.partitions) > 0) && !m.state.prepared() || active != (m.startMillis >= 0):
 		return fmt.Errorf("%w: state %v with %d partitions and start %d", errTxnFile, m.state, len(m.partitions), m.startMillis)
 	}
 	return nil
@@ -259,7 +269,8 @@ func (t *transactions) reap() reapResult {
 	var result reapResult
 	now := t.now()
 	work := 0
-	for _, m := range t.reapCandidates(now) {
+	for _, c := range t.reapCandidates(now) {
+		m := c.m
 		if work == reapTransactionsMax {
 			break
 		}
@@ -291,26 +302,32 @@ func (t *transactions) reap() reapResult {
 		}
 		m.mu.Unlock()
 		if err != nil {
-			t.log.Warn("transaction reaper", "transactional.id", m.id, "error", err)
+			t.log.Warn("transaction reaper", "transactional.id", c.id, "error", err)
 		}
 	}
 	result.expiredProducers = t.expireProducers(now)
 	return result
 }
 
+// reapCandidate is a transaction reap may act on, with its ID (the map's
+// key: m's fields may be read only under m.mu).
+type reapCandidate struct {
+	id string
+	m  *txnMetadata
+}
+
 // reapCandidates lists, in ID order, the transactions reap may act on.
-// The states are read without their locks (a hint; reap checks again).
-func (t *transactions) reapCandidates(now time.Time) []*txnMetadata {
+func (t *transactions) reapCandidates(now time.Time) []reapCandidate {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	var found []*txnMetadata
-	for _, m := range t.byID {
+	var found []reapCandidate
+	for id, m := range t.byID {
 		if !m.mu.TryLock() {
-			found = append(found, m) // busy now; reap tries again
+			found = append(found, reapCandidate{id, m}) // busy now; reap tries again
 			continue
 		}
 		if m.state.prepared() || t.expired(m, now) || t.idle(m, now) {
-			found = append(found, m)
+			found = append(found, reapCandidate{id, m})
 		}
 		m.mu.Unlock()
 	}

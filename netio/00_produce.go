@@ -69,7 +69,7 @@ var ErrProduceFailedAcksZero = errors.New("netio: produce with acks=0 failed")
 func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.ProduceRequest)
 	resp := req.ResponseKind().(*kmsg.ProduceResponse)
-	produce := ProduceRequest{Acks: req.Acks}
+	produce := ProduceRequest{Version: req.Version, Acks: req.Acks}
 	if req.TransactionID != nil {
 		produce.TransactionalID = *req.TransactionID
 	}
@@ -114,7 +114,8 @@ func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err err
 	sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
 	sp.ErrorMessage = errorMessage(err)
 	var kafkaErr *kerr.Error
-	if errors.As(err, &kafkaErr) && silentProduceErrors[kafkaErr.Code] {
+	var worded *Error
+	if errors.As(err, &kafkaErr) && silentProduceErrors[kafkaErr.Code] && !errors.As(err, &worded) {
 		sp.ErrorMessage = nil
 	}
 	var refused *RecordsError
@@ -132,7 +133,8 @@ func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err err
 
 // silentProduceErrors are the Produce refusals Kafka 4.4 answers with a
 // null error message: it sends one only for records its LogValidator
-// refused record by record (ReplicaManager's hasCustomErrorMessage).
+// refused record by record (ReplicaManager's hasCustomErrorMessage), and
+// for the few refusals the Backend words itself (an *Error).
 var silentProduceErrors = map[int16]bool{}
 
 func init() {
@@ -140,7 +142,7 @@ func init() {
 		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRequiredAcks, kerr.InvalidTimestamp,
 		kerr.UnsupportedCompressionType, kerr.OutOfOrderSequenceNumber, kerr.DuplicateSequenceNumber,
 		kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping, kerr.TransactionalIDAuthorizationFailed,
-		kerr.InvalidTxnState, kerr.KafkaStorageError, kerr.NotLeaderForPartition} {
+		kerr.InvalidTxnState, kerr.TransactionAbortable, kerr.ConcurrentTransactions, kerr.KafkaStorageError, kerr.NotLeaderForPartition} {
 		silentProduceErrors[e.Code] = true
 	}
 }

@@ -16,10 +16,11 @@ package netio
 //   - metadata.version: mirrord has no metadata log and serves the
 //     client-facing APIs of Kafka 4.4 at its latest level, whatever a
 //     lower level would hide: supported and finalized at that level only.
-//   - transaction.version 1: transactions as before KIP-890 part 2 (no
-//     epoch bump per transaction, no EndTxn v5 or implicit partition adds),
-//     which a client sees as level 0 too; level 2 is not built, and a Java
-//     client would use it if finalized.
+//   - transaction.version 2: transactions of KIP-890 part 2 (an epoch bump
+//     at every EndTxn v5, partitions added by the first Produce v12+ or
+//     TxnOffsetCommit v5+ to them), finalized as on a new Kafka 4.4
+//     cluster; the versions below stay served, and the request's version
+//     says which applies.
 //   - group.version 1: the consumer group protocol (KIP-848,
 //     ConsumerGroupHeartbeat), which clients use only when it is finalized.
 //   - not reported: kraft.version (no quorum), streams.version and
@@ -49,7 +50,7 @@ const metadataVersionKafka44 = 33
 
 var features = []feature{
 	{name: "metadata.version", minVersion: metadataVersionKafka44, maxVersion: metadataVersionKafka44, finalized: metadataVersionKafka44},
-	{name: "transaction.version", minVersion: 0, maxVersion: 1, finalized: 1},
+	{name: "transaction.version", minVersion: 0, maxVersion: 2, finalized: 2},
 	{name: "group.version", minVersion: 0, maxVersion: 1, finalized: 1},
 }
 

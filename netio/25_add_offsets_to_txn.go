@@ -1,6 +1,6 @@
 package netio
 
-// AddOffsetsToTxn, versions 0-3. Adds the group's __consumer_offsets
+// AddOffsetsToTxn, versions 0-4. Adds the group's __consumer_offsets
 // partition to the transaction (Transactions.AddOffsets), with the
 // coordinator's checks and errors of AddPartitionsToTxn: an empty
 // transactional ID is INVALID_REQUEST, an unknown one
@@ -8,8 +8,8 @@ package netio
 // INVALID_PRODUCER_ID_MAPPING, another epoch PRODUCER_FENCED (below v2
 // INVALID_PRODUCER_EPOCH, as KafkaApis.handleAddOffsetsToTxnRequest), a
 // transaction being completed CONCURRENT_TRANSACTIONS. v4 (KIP-890 part
-// 2) only tells the node the client takes TRANSACTION_ABORTABLE; it is
-// left for transaction.version 2, which this node does not serve.
+// 2) only tells the node the client takes TRANSACTION_ABORTABLE, which
+// AddOffsetsToTxn itself never answers.
 
 import (
 	"context"

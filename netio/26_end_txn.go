@@ -1,12 +1,13 @@
 package netio
 
-// EndTxn, versions 0-4. Commits or aborts a transaction through
+// EndTxn, versions 0-5. Commits or aborts a transaction through
 // Transactions.EndTransaction; the coordinator writes the markers. An
 // empty transactional ID is INVALID_REQUEST (TransactionCoordinator.
 // handleEndTransaction). Below v2 PRODUCER_FENCED is answered as
-// INVALID_PRODUCER_EPOCH (KafkaApis.handleEndTxnRequest). v5 (KIP-890
-// part 2) bumps the producer epoch on every transaction and answers the
-// new one, which EndTransaction does not return, so it is not served.
+// INVALID_PRODUCER_EPOCH (KafkaApis.handleEndTxnRequest). v5 is
+// transaction version 2 (KIP-890 part 2): the coordinator bumps the
+// producer epoch at every EndTxn and the answer carries the producer ID
+// and epoch to go on with (-1 and -1 on an error).
 
 import (
 	"context"
@@ -15,14 +16,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const endTxnFencedVersion = 2
+const (
+	endTxnFencedVersion = 2
+	endTxnV2Version     = 5
+)
 
 func serveEndTxn(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.EndTxnRequest)
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	err := error(kerr.InvalidRequest)
+	resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
 	if req.TransactionalID != "" {
-		err = c.server.backend.Transactions().EndTransaction(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Commit)
+		resp.ProducerID, resp.ProducerEpoch, err = c.server.backend.Transactions().EndTransaction(ctx, req.TransactionalID,
+			req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= endTxnV2Version)
 	}
 	code := errorCode(c.server.log, err, kerr.UnknownServerError)
 	resp.ErrorCode = olderFencedCode(code, req.Version, endTxnFencedVersion)

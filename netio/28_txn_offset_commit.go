@@ -1,8 +1,8 @@
 package netio
 
-// TxnOffsetCommit, versions 0-4 (v3+ carry the member's generation, ID
+// TxnOffsetCommit, versions 0-5 (v3+ carry the member's generation, ID
 // and instance ID, KIP-447; v5, KIP-890 part 2, adds the partition to the
-// transaction implicitly and is left for transaction.version 2). The
+// transaction implicitly: transaction version 2). The
 // group coordinator (Backend.Groups) answers it whole once the offsets
 // are written in the producer's transaction: INVALID_TXN_STATE when the
 // producer has not sent AddOffsetsToTxn, INVALID_PRODUCER_EPOCH when it

@@ -209,9 +209,21 @@ func (s *stubTransactions) AddOffsets(_ context.Context, transactionalID string,
 	return s.err
 }
 
-func (s *stubTransactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error {
-	s.record("End(%q, %d, %d, %v)", transactionalID, producerID, producerEpoch, commit)
-	return s.err
+func (s *stubTransactions) VerifyPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
+	s.record("Verify(%q, %d, %d, %s, %v)", transactionalID, producerID, producerEpoch, topic, partitions)
+	errs := make([]error, len(partitions))
+	for i := range errs {
+		errs[i] = s.err
+	}
+	return errs
+}
+
+func (s *stubTransactions) EndTransaction(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, commit, tv2 bool) (int64, int16, error) {
+	s.record("End(%q, %d, %d, %v, tv2=%v)", transactionalID, producerID, producerEpoch, commit, tv2)
+	if s.err != nil || !tv2 {
+		return -1, -1, s.err
+	}
+	return producerID, producerEpoch + 1, nil
 }
 
 // lockedBuffer is a log sink safe to read while the server writes.

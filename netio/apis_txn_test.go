@@ -153,12 +153,14 @@ func TestEndTxn(t *testing.T) {
 		code            *kerr.Error
 		calls           string
 	}{
-		{name: "commit", version: 0, transactionalID: "tx", commit: true, calls: `End("tx", 42, 3, true)`},
-		{name: "abort", version: 4, transactionalID: "tx", calls: `End("tx", 42, 3, false)`},
+		{name: "commit", version: 0, transactionalID: "tx", commit: true, calls: `End("tx", 42, 3, true, tv2=false)`},
+		{name: "abort", version: 4, transactionalID: "tx", calls: `End("tx", 42, 3, false, tv2=false)`},
 		{name: "empty transactional ID", version: 3, code: kerr.InvalidRequest},
-		{name: "fenced v1", version: 1, transactionalID: "tx", err: kerr.ProducerFenced, code: kerr.InvalidProducerEpoch, calls: `End("tx", 42, 3, false)`},
-		{name: "fenced v2", version: 2, transactionalID: "tx", err: kerr.ProducerFenced, code: kerr.ProducerFenced, calls: `End("tx", 42, 3, false)`},
-		{name: "invalid state", version: 4, transactionalID: "tx", commit: true, err: kerr.InvalidTxnState, code: kerr.InvalidTxnState, calls: `End("tx", 42, 3, true)`},
+		{name: "fenced v1", version: 1, transactionalID: "tx", err: kerr.ProducerFenced, code: kerr.InvalidProducerEpoch, calls: `End("tx", 42, 3, false, tv2=false)`},
+		{name: "fenced v2", version: 2, transactionalID: "tx", err: kerr.ProducerFenced, code: kerr.ProducerFenced, calls: `End("tx", 42, 3, false, tv2=false)`},
+		{name: "invalid state", version: 4, transactionalID: "tx", commit: true, err: kerr.InvalidTxnState, code: kerr.InvalidTxnState, calls: `End("tx", 42, 3, true, tv2=false)`},
+		{name: "transaction version 2", version: 5, transactionalID: "tx", commit: true, calls: `End("tx", 42, 3, true, tv2=true)`},
+		{name: "transaction version 2 fenced", version: 5, transactionalID: "tx", err: kerr.ProducerFenced, code: kerr.ProducerFenced, calls: `End("tx", 42, 3, false, tv2=true)`},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			coordinator.set(c.err, nil)
@@ -172,6 +174,15 @@ func TestEndTxn(t *testing.T) {
 			if resp.ErrorCode != wantCode {
 				t.Errorf("got %s, want %s", errName(resp.ErrorCode), errName(wantCode))
 			}
+			// v5 answers the producer to go on with (the stub bumps the
+			// epoch), -1 and -1 on an error and below v5.
+			wantID, wantEpoch := int64(-1), int16(-1)
+			if c.version >= 5 && c.code == nil {
+				wantID, wantEpoch = 42, 4
+			}
+			if c.version >= 5 && (resp.ProducerID != wantID || resp.ProducerEpoch != wantEpoch) {
+				t.Errorf("producer %d epoch %d, want %d, %d", resp.ProducerID, resp.ProducerEpoch, wantID, wantEpoch)
+			}
 			if calls := coordinator.calls(); calls != c.calls {
 				t.Errorf("coordinator asked %q, want %q", calls, c.calls)
 			}
@@ -181,7 +192,8 @@ func TestEndTxn(t *testing.T) {
 
 // TestTransactionalProducerWithKgo runs franz-go's transactional producer
 // against the server: FindCoordinator (transaction), InitProducerID,
-// AddPartitionsToTxn, Produce and EndTxn, as a client negotiates them.
+// Produce v12+ (transaction version 2 is finalized: no AddPartitionsToTxn)
+// and EndTxn v5, whose bumped epoch the next transaction uses.
 func TestTransactionalProducerWithKgo(t *testing.T) {
 	backend := newStubBackend()
 	coordinator := &stubTransactions{}
@@ -210,7 +222,7 @@ func TestTransactionalProducerWithKgo(t *testing.T) {
 		}
 	}
 	calls := coordinator.calls()
-	for _, want := range []string{`Init("tx", `, `Add("tx", 42, 3, t, `, `End("tx", 42, 3, true)`, `End("tx", 42, 3, false)`} {
+	for _, want := range []string{`Init("tx", `, `End("tx", 42, 3, true, tv2=true)`, `End("tx", 42, 4, false, tv2=true)`} {
 		if !strings.Contains(calls, want) {
 			t.Errorf("coordinator calls %s: no %s", calls, want)
 		}

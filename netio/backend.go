@@ -124,6 +124,7 @@ type Partition interface {
 
 // ProduceRequest is what a Produce request says about one partition's batches.
 type ProduceRequest struct {
+	Version         int16 // the Produce version: v12+ is transaction version 2
 	Acks            int16
 	TransactionalID string // "" when not transactional
 }
@@ -171,7 +172,14 @@ type Transactions interface {
 	// are fenced per transactional ID (an ongoing transaction is aborted).
 	InitProducerID(ctx context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error)
 	AddPartitions(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error
-	EndTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, commit bool) error
+	// VerifyPartitions answers, per partition, whether it is in the
+	// producer's ongoing transaction (nil, or TRANSACTION_ABORTABLE):
+	// AddPartitionsToTxn v4+ with VerifyOnly.
+	VerifyPartitions(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error
+	// EndTransaction commits or aborts; under transaction version 2
+	// (tv2: EndTxn v5+) it bumps the epoch and returns the producer ID
+	// and epoch to go on with, else -1 and -1.
+	EndTransaction(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, commit, tv2 bool) (int64, int16, error)
 	// AddOffsets adds the group's __consumer_offsets partition to the
 	// transaction, as AddPartitions adds a partition.
 	AddOffsets(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, group string) error

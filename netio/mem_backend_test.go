@@ -157,7 +157,16 @@ func (memTransactions) AddPartitions(_ context.Context, _ string, _ int64, _ int
 	return make([]error, len(partitions))
 }
 
-func (memTransactions) EndTransaction(context.Context, string, int64, int16, bool) error { return nil }
+func (memTransactions) VerifyPartitions(_ context.Context, _ string, _ int64, _ int16, _ string, partitions []int32) []error {
+	return make([]error, len(partitions))
+}
+
+func (memTransactions) EndTransaction(_ context.Context, _ string, producerID int64, epoch int16, _, tv2 bool) (int64, int16, error) {
+	if !tv2 {
+		return -1, -1, nil
+	}
+	return producerID, epoch + 1, nil
+}
 
 func (memTransactions) AddOffsets(context.Context, string, int64, int16, string) error { return nil }
 
