@@ -23,6 +23,16 @@ const transactionVersionFeature = "transaction.version"
 // the clock of the test when it built the batch for that server.
 const txnLogAppendTimeSet = 1
 
+// txnLeaderEpochAfterRestart stands for a leader epoch once the servers
+// were restarted (see diff_txn_test.go).
+const txnLeaderEpochAfterRestart = 1 << 30
+
+func (s *txnSession) normaliseLeaderEpoch(epoch *int32) {
+	if s.restarted && *epoch >= 0 {
+		*epoch = txnLeaderEpochAfterRestart
+	}
+}
+
 // sortByPartition orders an answer's partitions: Kafka answers them in
 // the order of a hash map, which is not part of the protocol. Partitions
 // named twice keep their order.
@@ -62,6 +72,9 @@ func normaliseTxnAnswer(s *txnSession, resp kmsg.Response) any {
 		r.ThrottleMillis = 0
 		for i := range r.Topics {
 			sortByPartition(r.Topics[i].Partitions, func(p kmsg.ListOffsetsResponseTopicPartition) int32 { return p.Partition })
+			for j := range r.Topics[i].Partitions {
+				s.normaliseLeaderEpoch(&r.Topics[i].Partitions[j].LeaderEpoch)
+			}
 		}
 	case *kmsg.FindCoordinatorResponse:
 		r.ThrottleMillis = 0
@@ -195,6 +208,7 @@ func summariseBatches(s *txnSession, data []byte) []txnBatchSummary {
 		summary := txnBatchSummary{BaseOffset: b.FirstOffset, LastOffsetDelta: b.LastOffsetDelta,
 			PartitionLeaderEpoch: b.PartitionLeaderEpoch, Attributes: b.Attributes, ProducerID: s.ordinal(b.ProducerID),
 			ProducerEpoch: b.ProducerEpoch, BaseSequence: b.FirstSequence, NumRecords: b.NumRecords}
+		s.normaliseLeaderEpoch(&summary.PartitionLeaderEpoch)
 		if b.Attributes&batchControlBit != 0 {
 			summary.Marker = controlType(raw)
 		}

@@ -40,6 +40,11 @@ package e2e
 //     only the final answer is compared. After a restart Kafka answers
 //     COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR or
 //     NOT_LEADER_OR_FOLLOWER while it loads its logs: retried the same way.
+//   - leader epochs after a restart: the controller re-elects a restarted
+//     Kafka broker leader of its partitions, bumping their leader epochs
+//     (to 2 after one restart of a one-node cluster); mirrord, the one
+//     node leading every partition, keeps them. After a restart step a
+//     leader epoch is compared as "some epoch" (txnLeaderEpochAfterRestart).
 //   - when a transaction times out is the coordinator's cleanup tick
 //     (transaction.abort.timed.out.transaction.cleanup.interval.ms, set
 //     to txnCleanupInterval on both): a sequence waits until it happened
@@ -110,6 +115,7 @@ type txnSession struct {
 	producers map[string]*txnProducer
 	ordinals  map[int64]int64 // producer ID -> txnProducerIDBase + order of first appearance
 	topicIDs  map[string][16]byte
+	restarted bool // the servers were restarted during the sequence
 	pending   []pendingBatch // the new batches of the last Produce built
 }
 
@@ -302,6 +308,7 @@ func runTxnSequence(t *testing.T, seq txnSequence, kafka, mirrord txnTarget) {
 				if errs[j] = target.restart(ctx); errs[j] != nil {
 					t.Fatalf("%s: restart %s: %v", what, target.name, errs[j])
 				}
+				sessions[j].restarted = true
 			}
 			continue
 		}
