@@ -34,8 +34,8 @@ const (
 	isolationCommitted    = 1
 	otherProducerIDOffset = 1 << 40 // added to a producer ID: one no server handed out
 	// txnAwaitWait bounds a wait: a transaction timeout (1 s), then the
-	// coordinator's next check (every 10 s in a mirrord that has no
-	// --transaction-abort-timed-out-transaction-cleanup-interval-ms).
+	// coordinator's next check (every txnCleanupInterval), on a loaded
+	// machine.
 	txnAwaitWait = 15 * time.Second
 )
 
@@ -497,6 +497,29 @@ func awaitStable(topic string, partitions ...int32) txnStep {
 					}
 				}
 				return true, nil
+			})
+		}}
+}
+
+// awaitLastStable waits until the last stable offset of a partition is
+// at least offset: Kafka moves it once it wrote the markers of an ended
+// transaction, after EndTxn answered.
+func awaitLastStable(topic string, partition int32, offset int64) txnStep {
+	return txnStep{what: fmt.Sprintf("wait until the last stable offset of %s-%d is at least %d", topic, partition, offset),
+		await: func(ctx context.Context, s *txnSession) error {
+			return pollTxn(ctx, func() (bool, error) {
+				resp, err := rawRequest(ctx, s.server.addr, listLatestRequest(isolationCommitted, topic, []int32{partition}))
+				if err != nil {
+					return false, err
+				}
+				for _, t := range resp.(*kmsg.ListOffsetsResponse).Topics {
+					for _, p := range t.Partitions {
+						if p.ErrorCode == 0 && p.Offset >= offset {
+							return true, nil
+						}
+					}
+				}
+				return false, nil
 			})
 		}}
 }

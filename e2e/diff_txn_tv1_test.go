@@ -205,7 +205,8 @@ func tv1Sequences() []txnSequence {
 			listLatest(isolationCommitted, t, 0, 1),
 			fetchStep(isolationCommitted, t, 0, 1),
 			endTxn(4, "a", true, none),
-			listLatest(isolationCommitted, t, 0, 1).retrying(txnCompleting),
+			awaitLastStable(t, 0, 1), // a's marker written: b's first record holds it
+			listLatest(isolationCommitted, t, 0, 1),
 			produceStep(11, batchOf("c", t, 0, 1)),
 			fetchStep(isolationCommitted, t, 0, 1),
 			endTxn(4, "b", false, none),
