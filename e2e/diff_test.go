@@ -239,16 +239,24 @@ func rawRequest(ctx context.Context, addr string, req kmsg.Request) (kmsg.Respon
 // differing field and then both answers.
 func compareResponses(t *testing.T, what string, fromK, fromM kmsg.Response) {
 	t.Helper()
+	if diff := describeDifferences(what, fromK, fromM); diff != "" {
+		t.Error(diff)
+	}
+}
+
+// describeDifferences lists every differing field of two answers and then
+// both answers; "" when they are the same.
+func describeDifferences(what string, fromK, fromM any) string {
 	var diffs []string
 	diffValues("", reflect.ValueOf(fromK), reflect.ValueOf(fromM), &diffs)
 	if len(diffs) == 0 {
-		return
+		return ""
 	}
 	shown := diffs
 	if len(shown) > diffFieldsShown {
 		shown = shown[:diffFieldsShown]
 	}
-	t.Errorf("%s: %d fields differ (Kafka | mirrord):\n  %s\nKafka:   %s\nmirrord: %s",
+	return fmt.Sprintf("%s: %d fields differ (Kafka | mirrord):\n  %s\nKafka:   %s\nmirrord: %s",
 		what, len(diffs), strings.Join(shown, "\n  "), asJSON(fromK), asJSON(fromM))
 }
 

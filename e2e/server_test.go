@@ -23,12 +23,13 @@ type server struct {
 	env     []string // added to the environment of the next starts
 }
 
-// startServer starts mirrord on a fresh data directory.
-func startServer(t *testing.T) *server {
+// startServer starts mirrord on a fresh data directory, with args
+// appended to the serve command line of every start.
+func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	dir := t.TempDir()
 	s := &server{t: t, dataDir: filepath.Join(dir, "data")}
-	s.proc = &mirrordtest.Server{Binary: mirrordBinary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log")}
+	s.proc = &mirrordtest.Server{Binary: mirrordBinary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log"), Args: args}
 	t.Cleanup(s.printLogOnFailure)
 	t.Cleanup(s.checkNoRace)
 	t.Cleanup(s.proc.Close) // runs first (cleanups are last in, first out)
