@@ -26,9 +26,15 @@ type server struct {
 // startServer starts mirrord on a fresh data directory.
 func startServer(t *testing.T) *server {
 	t.Helper()
+	return startServerArgs(t)
+}
+
+// startServerArgs is startServer with more arguments to serve.
+func startServerArgs(t *testing.T, args ...string) *server {
+	t.Helper()
 	dir := t.TempDir()
 	s := &server{t: t, dataDir: filepath.Join(dir, "data")}
-	s.proc = &mirrordtest.Server{Binary: mirrordBinary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log")}
+	s.proc = &mirrordtest.Server{Binary: mirrordBinary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log"), Args: args}
 	t.Cleanup(s.printLogOnFailure)
 	t.Cleanup(s.checkNoRace)
 	t.Cleanup(s.proc.Close) // runs first (cleanups are last in, first out)

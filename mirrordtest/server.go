@@ -94,6 +94,7 @@ type Server struct {
 	DataDir string   // --data-dir
 	LogPath string   // standard output and error of every run, appended
 	Env     []string // added to the environment of the next starts
+	Args    []string // added to serve's arguments (--advertise HOST:PORT, say)
 
 	addr   string // host:port of the current (or last) run
 	runs   int
@@ -137,7 +138,7 @@ func (s *Server) startOn(addr string) error {
 	}
 	defer logFile.Close() // the child has its own descriptor
 	fmt.Fprintf(logFile, "=== mirrordtest: start %d on %s at %s\n", s.runs, addr, time.Now().Format(time.RFC3339Nano))
-	cmd := exec.Command(s.Binary, "serve", "--data-dir", s.DataDir, "--listen", addr)
+	cmd := exec.Command(s.Binary, append([]string{"serve", "--data-dir", s.DataDir, "--listen", addr}, s.Args...)...)
 	cmd.Env = append(os.Environ(), s.Env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphans when the test dies
