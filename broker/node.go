@@ -39,6 +39,50 @@ type Config struct {
 	// OffsetsRetention is how long the committed offsets of an Empty group
 	// stay (offsets.retention.minutes); 0 means Kafka's default, 7 days.
 	OffsetsRetention time.Duration
+	// Transactions are the transaction coordinator's settings; a zero
+	// field takes Kafka's default (DefaultTransactionConfig).
+	Transactions TransactionConfig
+}
+
+// TransactionConfig is the transaction coordinator's settings, with
+// Kafka's broker config names.
+type TransactionConfig struct {
+	// MaxTimeout is transaction.max.timeout.ms: the longest transaction
+	// timeout InitProducerID accepts.
+	MaxTimeout time.Duration
+	// AbortTimedOutInterval is
+	// transaction.abort.timed.out.transaction.cleanup.interval.ms: how
+	// often transactions past their timeout are aborted (and unfinished
+	// markers retried, idle IDs expired).
+	AbortTimedOutInterval time.Duration
+	// TransactionalIDExpiration is transactional.id.expiration.ms: a
+	// transactional ID without a transaction, unused this long, is
+	// forgotten.
+	TransactionalIDExpiration time.Duration
+	// ProducerIDExpiration is producer.id.expiration.ms: a partition
+	// forgets a producer without an open transaction idle this long.
+	ProducerIDExpiration time.Duration
+}
+
+// DefaultTransactionConfig is Kafka 4.4's defaults.
+var DefaultTransactionConfig = TransactionConfig{
+	MaxTimeout:                15 * time.Minute,
+	AbortTimedOutInterval:     10 * time.Second,
+	TransactionalIDExpiration: 7 * 24 * time.Hour,
+	ProducerIDExpiration:      24 * time.Hour,
+}
+
+// withDefaults fills the zero fields with Kafka's defaults.
+func (c TransactionConfig) withDefaults() TransactionConfig {
+	d := DefaultTransactionConfig
+	for _, f := range []struct{ v, def *time.Duration }{{&c.MaxTimeout, &d.MaxTimeout},
+		{&c.AbortTimedOutInterval, &d.AbortTimedOutInterval}, {&c.TransactionalIDExpiration, &d.TransactionalIDExpiration},
+		{&c.ProducerIDExpiration, &d.ProducerIDExpiration}} {
+		if *f.v <= 0 {
+			*f.v = *f.def
+		}
+	}
+	return c
 }
 
 // Node is the Kafka node: the partition logs of its data directory and

@@ -52,9 +52,10 @@ type transactions struct {
 	dir  string // <data dir>/transactions
 	log  *slog.Logger
 	now  func() time.Time
+	cfg  TransactionConfig // with Kafka's defaults filled in
 
 	mu   sync.Mutex
-	byID map[string]*txnMetadata // bounded by the IDs used within transactionalIDExpiration
+	byID map[string]*txnMetadata // bounded by the IDs used within cfg.TransactionalIDExpiration
 	// sweepCursor is the next partition index the reaper expires
 	// producers in (round robin).
 	sweepCursor int
@@ -69,17 +70,6 @@ type transactions struct {
 }
 
 const (
-	// transactionMaxTimeout is Kafka's transaction.max.timeout.ms.
-	transactionMaxTimeout = 15 * time.Minute
-	// transactionalIDExpiration is Kafka's transactional.id.expiration.ms:
-	// an idle transactional ID with no transaction is forgotten.
-	transactionalIDExpiration = 7 * 24 * time.Hour
-	// producerIDExpiration is Kafka's producer.id.expiration.ms: a
-	// partition forgets an idle producer without an open transaction.
-	producerIDExpiration = 24 * time.Hour
-	// reapInterval is Kafka's
-	// transaction.abort.timed.out.transaction.cleanup.interval.ms.
-	reapInterval = 10 * time.Second
 	// reapTransactionsMax bounds the transactions one reaper tick ends or
 	// expires; reapPartitionsMax the partitions whose producers it
 	// expires (round robin).
@@ -175,7 +165,7 @@ func openTransactions(n *Node) (*transactions, error) {
 		return nil, err
 	}
 	t := &transactions{node: n, ids: ids, fs: n.cfg.FS, dir: path.Join(n.cfg.DataDir, transactionsDirName), log: n.log,
-		now: n.cfg.Log.Now, byID: map[string]*txnMetadata{}}
+		now: n.cfg.Log.Now, cfg: n.cfg.Transactions.withDefaults(), byID: map[string]*txnMetadata{}}
 	if t.now == nil {
 		t.now = time.Now
 	}
@@ -336,8 +326,8 @@ func (t *transactions) InitProducerID(_ context.Context, transactionalID string,
 	if expected && (producerID < 0 || producerEpoch < 0) {
 		return -1, -1, fmt.Errorf("%w: producer ID %d with epoch %d", kerr.InvalidRequest, producerID, producerEpoch)
 	}
-	if timeoutMillis <= 0 || time.Duration(timeoutMillis)*time.Millisecond > transactionMaxTimeout {
-		return -1, -1, fmt.Errorf("%w: %d ms, at most %v", kerr.InvalidTransactionTimeout, timeoutMillis, transactionMaxTimeout)
+	if timeoutMillis <= 0 || time.Duration(timeoutMillis)*time.Millisecond > t.cfg.MaxTimeout {
+		return -1, -1, fmt.Errorf("%w: %d ms, at most %v", kerr.InvalidTransactionTimeout, timeoutMillis, t.cfg.MaxTimeout)
 	}
 	m, fresh, err := t.lookupOrCreate(transactionalID, timeoutMillis)
 	if err != nil {

@@ -249,7 +249,7 @@ func TestInitProducerID(t *testing.T) {
 	if err1 != nil || err2 != nil || a == b {
 		t.Fatalf("idempotent producers: %d, %d (%v, %v); want two IDs", a, b, err1, err2)
 	}
-	for _, timeout := range []int32{0, -1, int32(transactionMaxTimeout.Milliseconds()) + 1} {
+	for _, timeout := range []int32{0, -1, int32(DefaultTransactionConfig.MaxTimeout.Milliseconds()) + 1} {
 		_, _, err := n.txns.InitProducerID(ctx, "tx", timeout, -1, -1)
 		wantCode(t, fmt.Sprintf("timeout %d ms", timeout), err, kerr.InvalidTransactionTimeout)
 	}
@@ -329,7 +329,7 @@ func TestTransactionTimeoutAndExpiration(t *testing.T) {
 
 	// An idle transactional ID is forgotten, and its file removed.
 	// Its producer, idle for a day, is forgotten by the partition first.
-	clock.advance(transactionalIDExpiration - time.Millisecond)
+	clock.advance(DefaultTransactionConfig.TransactionalIDExpiration - time.Millisecond)
 	if r := n.txns.reap(); r.expiredIDs != 0 || r.expiredProducers != 1 || len(p.producers.producers) != 0 {
 		t.Fatalf("before the ID expiration: %+v, %d producers left; want the producer expired", r, len(p.producers.producers))
 	}

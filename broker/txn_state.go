@@ -139,7 +139,7 @@ func (t *transactions) recover() error {
 	partitions := partitionsOf(t.node)
 	for _, p := range partitions {
 		p.mu.Lock()
-		report, err := p.loadProducerState(now.Add(-producerIDExpiration).UnixMilli())
+		report, err := p.loadProducerState(now.Add(-t.cfg.ProducerIDExpiration).UnixMilli())
 		// A writable partition has one replica: its high watermark is its
 		// log end, also after a crash (the checkpoint may be behind).
 		p.log.SetHighWatermark(p.log.LogEndOffset())
@@ -230,12 +230,12 @@ func (t *transactions) abortOrphans(partitions []*Partition, owners map[int64]*t
 	return nil
 }
 
-// run is the reaper: every reapInterval it ends transactions past their
+// run is the reaper: every cfg.AbortTimedOutInterval it ends transactions past their
 // timeout, retries unfinished markers and expires idle transactional and
 // producer IDs (Kafka's transaction-abort and expiration tasks).
 func (t *transactions) run() {
 	defer close(t.done)
-	ticker := time.NewTicker(reapInterval)
+	ticker := time.NewTicker(t.cfg.AbortTimedOutInterval)
 	defer ticker.Stop()
 	for {
 		select {
@@ -319,10 +319,10 @@ func (t *transactions) reapCandidates(now time.Time) []*txnMetadata {
 }
 
 // idle reports whether m is a transactional ID without a transaction,
-// unused for transactionalIDExpiration.
+// unused for cfg.TransactionalIDExpiration.
 func (t *transactions) idle(m *txnMetadata, now time.Time) bool {
 	return (m.state == txnEmpty || m.state == txnCompleteCommit || m.state == txnCompleteAbort) &&
-		now.UnixMilli() >= m.updateMillis+transactionalIDExpiration.Milliseconds()
+		now.UnixMilli() >= m.updateMillis+t.cfg.TransactionalIDExpiration.Milliseconds()
 }
 
 // expireID forgets m (locked) and deletes its file.
@@ -349,7 +349,7 @@ func (t *transactions) expireProducers(now time.Time) int {
 	start := t.sweepCursor % len(partitions)
 	t.sweepCursor = start + min(reapPartitionsMax, len(partitions))
 	t.mu.Unlock()
-	cutoff := now.Add(-producerIDExpiration).UnixMilli()
+	cutoff := now.Add(-t.cfg.ProducerIDExpiration).UnixMilli()
 	expired := 0
 	for i := range min(reapPartitionsMax, len(partitions)) {
 		p := partitions[(start+i)%len(partitions)]

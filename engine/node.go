@@ -80,3 +80,11 @@ func (n *Node) Close() error {
 // DefaultMessageMaxBytes is Kafka's message.max.bytes default: the
 // largest batch a Produce may carry on a topic without max.message.bytes.
 const DefaultMessageMaxBytes = broker.DefaultMessageMaxBytes
+
+// TransactionConfig is the transaction coordinator's settings
+// (NodeConfig.Transactions), with Kafka's defaults in
+// DefaultTransactionConfig.
+type TransactionConfig = broker.TransactionConfig
+
+// DefaultTransactionConfig is Kafka 4.4's transaction settings.
+var DefaultTransactionConfig = broker.DefaultTransactionConfig

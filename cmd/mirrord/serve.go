@@ -39,7 +39,12 @@ func runServe(args []string) error {
 	advertise := flags.String("advertise", "", "HOST:PORT clients are told to connect to (default: the listener's address)")
 	configFile := flags.String("config", "", "node config file (not supported yet)")
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
+	txnConfig := transactionFlags(flags)
 	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	transactions, err := txnConfig()
+	if err != nil {
 		return err
 	}
 	switch {
@@ -67,7 +72,7 @@ func runServe(args []string) error {
 		return err
 	}
 	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
-		MessageMaxBytes: int32(*messageMaxBytes)})
+		MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions})
 	if err != nil {
 		ln.Close()
 		return err
@@ -85,6 +90,36 @@ func runServe(args []string) error {
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
+}
+
+// transactionFlags declares the transaction coordinator's settings, with
+// Kafka's broker config names and defaults, and returns what reads them
+// after parsing.
+func transactionFlags(flags *flag.FlagSet) func() (engine.TransactionConfig, error) {
+	d := engine.DefaultTransactionConfig
+	settings := []struct {
+		name  string
+		into  *time.Duration
+		value *int64
+	}{
+		{"transaction.max.timeout.ms", &d.MaxTimeout, nil},
+		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", &d.AbortTimedOutInterval, nil},
+		{"transactional.id.expiration.ms", &d.TransactionalIDExpiration, nil},
+		{"producer.id.expiration.ms", &d.ProducerIDExpiration, nil},
+	}
+	for i := range settings {
+		s := &settings[i]
+		s.value = flags.Int64(strings.ReplaceAll(s.name, ".", "-"), s.into.Milliseconds(), "Kafka's "+s.name)
+	}
+	return func() (engine.TransactionConfig, error) {
+		for _, s := range settings {
+			if *s.value < 1 || *s.value > math.MaxInt32 {
+				return d, fmt.Errorf("serve: --%s %d out of range [1, %d]", strings.ReplaceAll(s.name, ".", "-"), *s.value, math.MaxInt32)
+			}
+			*s.into = time.Duration(*s.value) * time.Millisecond
+		}
+		return d, nil
+	}
 }
 
 func advertisedAddress(advertise string, listening *net.TCPAddr) (string, int32, error) {

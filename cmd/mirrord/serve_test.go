@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"net/http"
@@ -175,6 +176,39 @@ func TestStatusPageStale(t *testing.T) {
 	} {
 		if !want.MatchString(page.String()) {
 			t.Errorf("status page lacks %s:\n%s", want, page.String())
+		}
+	}
+}
+
+// The transaction settings take Kafka's names as flags, default to
+// Kafka's values, and refuse what Kafka's config validation refuses.
+func TestTransactionFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want engine.TransactionConfig
+		err  string
+	}{
+		{args: nil, want: engine.DefaultTransactionConfig},
+		{args: []string{"--transaction-abort-timed-out-transaction-cleanup-interval-ms", "250", "--transaction-max-timeout-ms", "60000",
+			"--transactional-id-expiration-ms", "1000", "--producer-id-expiration-ms", "2000"},
+			want: engine.TransactionConfig{MaxTimeout: time.Minute, AbortTimedOutInterval: 250 * time.Millisecond,
+				TransactionalIDExpiration: time.Second, ProducerIDExpiration: 2 * time.Second}},
+		{args: []string{"--transaction-max-timeout-ms", "0"}, err: "--transaction-max-timeout-ms 0 out of range"},
+		{args: []string{"--producer-id-expiration-ms", "3000000000"}, err: "--producer-id-expiration-ms 3000000000 out of range"},
+	} {
+		flags := flag.NewFlagSet("serve", flag.ContinueOnError)
+		read := transactionFlags(flags)
+		if err := flags.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		got, err := read()
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
+		case c.err == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.err == "" && got != c.want:
+			t.Errorf("%v: %+v, want %+v", c.args, got, c.want)
 		}
 	}
 }
