@@ -67,8 +67,9 @@ func TestInteropTxnFailover(t *testing.T) {
 	kafka := cluster.Bootstrap()
 	ctx, cancel := context.WithTimeout(context.Background(), txnFailoverDeadline)
 	defer cancel()
-	if v := finalizedTransactionVersion(ctx, t, kafka); v != 2 {
-		t.Fatalf("Kafka %s finalized transaction.version %d, want 2 (the default of a new cluster)", kafkatest.Version, v)
+	kafkaVersion, kafkaEpoch := finalizedTransactionVersion(ctx, t, kafka)
+	if kafkaVersion != 2 {
+		t.Fatalf("Kafka %s finalized transaction.version %d, want 2 (the default of a new cluster)", kafkatest.Version, kafkaVersion)
 	}
 	topics := map[string]int32{txnFailoverKgoTopic: txnFailoverPartitions, txnFailoverInputTopic: 1, txnFailoverOutputTopic: 1}
 	names := slices.Sorted(maps.Keys(topics))
@@ -80,7 +81,8 @@ func TestInteropTxnFailover(t *testing.T) {
 	prefillAborted(ctx, t, kafka, input, txnFailoverPrefill)
 
 	mirror := startServerArgs(t, "--advertise", forward.addr())
-	t.Logf("transaction.version finalized on mirrord: %d", finalizedTransactionVersion(ctx, t, mirror.addr))
+	mirrorVersion, mirrorEpoch := finalizedTransactionVersion(ctx, t, mirror.addr)
+	t.Logf("transaction.version finalized: Kafka %d (features epoch %d), mirrord %d (features epoch %d)", kafkaVersion, kafkaEpoch, mirrorVersion, mirrorEpoch)
 	startGroupSyncMirror(ctx, t, mirror, txnFailoverMirror, kafka, strings.Join(names, ","), groupSyncInterval)
 	waitDescribed(ctx, t, mirror, txnFailoverMirror, func(p describedRow) bool { return p.State == "MIRRORING" })
 
@@ -130,14 +132,16 @@ func TestInteropTxnFailover(t *testing.T) {
 	}
 
 	checkCommittedOnce(ctx, t, kcat, mirror.addr, txnFailoverKgoTopic, producer.committed, producer.abortedValues)
-	checkCopiedOnce(ctx, t, kcat, mirror.addr, output, fed)
+	checkCopiedOnce(ctx, t, kcat, mirror.addr, output, fed, java.processed)
 	t.Logf("done in %v: franz-go %d records committed in %d transactions (%d after the failover), %d records in aborted ones; copier %d records",
 		time.Since(started).Round(time.Millisecond), producer.committed.count(), producer.commits, producer.commitsAfter, len(producer.abortedValues), fed)
 }
 
 // finalizedTransactionVersion is the transaction.version addr finalizes
-// in ApiVersions (0: none).
-func finalizedTransactionVersion(ctx context.Context, t *testing.T, addr string) int16 {
+// in ApiVersions (0: none), and the finalized features epoch. (A Java
+// client adopts finalized features only from an epoch above the highest
+// it has seen.)
+func finalizedTransactionVersion(ctx context.Context, t *testing.T, addr string) (int16, int64) {
 	t.Helper()
 	req := kmsg.NewPtrApiVersionsRequest()
 	req.Version = 3
@@ -146,12 +150,13 @@ func finalizedTransactionVersion(ctx context.Context, t *testing.T, addr string)
 	if err != nil {
 		t.Fatalf("ApiVersions of %s: %v", addr, err)
 	}
-	for _, f := range resp.(*kmsg.ApiVersionsResponse).FinalizedFeatures {
+	versions := resp.(*kmsg.ApiVersionsResponse)
+	for _, f := range versions.FinalizedFeatures {
 		if f.Name == "transaction.version" {
-			return f.MaxVersionLevel
+			return f.MaxVersionLevel, versions.FinalizedFeaturesEpoch
 		}
 	}
-	return 0
+	return 0, versions.FinalizedFeaturesEpoch
 }
 
 // prefillAborted writes count records to tp in one aborted transaction:
@@ -262,11 +267,12 @@ func checkCommittedOnce(ctx context.Context, t *testing.T, kcat, addr, topic str
 }
 
 // checkCopiedOnce requires the copier's output read_committed at addr
-// (franz-go, then kcat to the end) to hold each of the fed input values
-// exactly once.
-func checkCopiedOnce(ctx context.Context, t *testing.T, kcat, addr string, output topicPartition, fed int64) {
+// to hold each of the fed input values exactly once: read to the end by
+// kcat, and by franz-go as far as the copier says it committed (the
+// input is copied in order; a copier that died does not make it wait).
+func checkCopiedOnce(ctx context.Context, t *testing.T, kcat, addr string, output topicPartition, fed, processed int64) {
 	t.Helper()
-	check := func(reader string, values []string) {
+	check := func(reader string, values []string, fed int64) {
 		seen := map[string]int{}
 		for _, v := range values {
 			seen[v]++
@@ -291,16 +297,16 @@ func checkCopiedOnce(ctx context.Context, t *testing.T, kcat, addr string, outpu
 		}
 	}
 	var values []string
-	for _, r := range consume(ctx, t, addr, kgo.ReadCommitted(), map[topicPartition]int{output: int(fed)})[output] {
+	for _, r := range consume(ctx, t, addr, kgo.ReadCommitted(), map[topicPartition]int{output: int(processed)})[output] {
 		values = append(values, string(r.Value))
 	}
-	check("franz-go", values)
+	check("franz-go", values, processed)
 	values = values[:0]
 	for _, line := range kcatReadCommitted(ctx, t, kcat, addr, output.topic) {
 		_, value, _ := strings.Cut(line, "|")
 		values = append(values, value)
 	}
-	check("kcat", values)
+	check("kcat", values, fed)
 }
 
 // kcatReadCommitted is every record of topic read_committed, to the end,
