@@ -110,15 +110,15 @@ type txnStep struct {
 type txnSession struct {
 	server    diffServer
 	sequence  string // the first topic of the sequence: prefix of its IDs
-	producers map[string]*txnProducer
+	producers map[string]*diffTxnProducer
 	ordinals  map[int64]int64 // producer ID -> txnProducerIDBase + order of first appearance
 	topicIDs  map[string][16]byte
 	restarted bool           // the servers were restarted during the sequence
 	pending   []pendingBatch // the new batches of the last Produce built
 }
 
-// txnProducer is one producer of a session, by its name in the sequence.
-type txnProducer struct {
+// diffTxnProducer is one producer of a session, by its name in the sequence.
+type diffTxnProducer struct {
 	transactional bool
 	id            int64
 	epoch         int16
@@ -127,15 +127,15 @@ type txnProducer struct {
 }
 
 func newTxnSession(server diffServer, seq txnSequence) *txnSession {
-	return &txnSession{server: server, sequence: seq.topics[0], producers: map[string]*txnProducer{},
+	return &txnSession{server: server, sequence: seq.topics[0], producers: map[string]*diffTxnProducer{},
 		ordinals: map[int64]int64{}, topicIDs: map[string][16]byte{}}
 }
 
 // producer returns the named producer, created (no ID yet) on first use.
-func (s *txnSession) producer(name string) *txnProducer {
+func (s *txnSession) producer(name string) *diffTxnProducer {
 	p, ok := s.producers[name]
 	if !ok {
-		p = &txnProducer{id: -1, epoch: -1, next: map[topicPartition]int32{}, sent: map[topicPartition][][]byte{}}
+		p = &diffTxnProducer{id: -1, epoch: -1, next: map[topicPartition]int32{}, sent: map[topicPartition][][]byte{}}
 		s.producers[name] = p
 	}
 	return p

@@ -91,6 +91,11 @@ type Options struct {
 	Controllers int
 	// Config adds or overrides the properties of every node.
 	Config map[string]string
+	// Advertise, when set, is called with each broker once its address
+	// is chosen, before it starts (again on a retry with a new address),
+	// and returns the address its PLAINTEXT listener advertises instead:
+	// a proxy in front of it, which must forward to Node.Addr by then.
+	Advertise func(n *Node) string
 }
 
 // Cluster is a KRaft cluster on loopback: combined controller+broker
@@ -228,7 +233,7 @@ func (c *Cluster) properties(n *Node) string {
 		"node.id":                                  fmt.Sprint(n.ID),
 		"controller.quorum.voters":                 strings.Join(voters, ","),
 		"listeners":                                "PLAINTEXT://" + n.Addr + ",CONTROLLER://" + n.controllerAddr,
-		"advertised.listeners":                     "PLAINTEXT://" + n.Addr,
+		"advertised.listeners":                     "PLAINTEXT://" + c.advertised(n),
 		"controller.listener.names":                "CONTROLLER",
 		"listener.security.protocol.map":           "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
 		"inter.broker.listener.name":               "PLAINTEXT",
@@ -345,6 +350,14 @@ func (c *Cluster) probe(ctx context.Context, n *Node) error {
 		}
 	}
 	return nil
+}
+
+// advertised is the address n's PLAINTEXT listener advertises.
+func (c *Cluster) advertised(n *Node) string {
+	if c.options.Advertise == nil || n.Addr == "" {
+		return n.Addr
+	}
+	return c.options.Advertise(n)
 }
 
 // Bootstrap is every broker's address, comma-separated.
