@@ -54,7 +54,7 @@ func (p *Partition) appendCoordinatorBatch(batch []byte) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if info.transactional {
-		if err := p.producers.verifyCoordinator(info); err != nil {
+		if err := p.producers.verify(info); err != nil {
 			return err
 		}
 	}
@@ -72,20 +72,6 @@ func (p *Partition) appendCoordinatorBatch(batch []byte) error {
 	p.log.SetHighWatermark(p.log.LogEndOffset())
 	p.notify()
 	return nil
-}
-
-// verifyCoordinator is verify for the group coordinator's transactional
-// records, which carry no transactional ID: the producer must have added
-// the partition at this epoch.
-func (s *producerStates) verifyCoordinator(b batchInfo) error {
-	v, ok := s.verified[b.producerID]
-	switch {
-	case ok && v.epoch == b.epoch:
-		return nil
-	case ok && b.epoch < v.epoch, !ok && b.epoch < s.entry(b.producerID).epoch:
-		return fmt.Errorf("%w: producer %d epoch %d is fenced", kerr.InvalidProducerEpoch, b.producerID, b.epoch)
-	}
-	return fmt.Errorf("%w: producer %d epoch %d has not added %s to a transaction", kerr.InvalidTxnState, b.producerID, b.epoch, consumerOffsetsTopic)
 }
 
 // groupBatch encodes records as one batch: a transactional batch of their

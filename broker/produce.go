@@ -110,12 +110,16 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	next := p.log.LogEndOffset()
-	staged, duplicate, err := p.checkProducers(batches, next, request.TransactionalID)
+	staged, duplicate, err := p.checkProducers(batches, next)
 	if err != nil {
-		return netio.ProduceResult{}, err
+		// Refused by the log's producer state: the answer carries the
+		// log start offset, as Kafka's does.
+		return netio.ProduceResult{}, &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
 	}
 	if duplicate != nil {
-		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
+		// A retry answers where the batch was written and, as its append
+		// time, the batch's timestamp (Kafka's UnifiedLog for a duplicate).
+		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: duplicate.timestamp, LogStartOffset: p.log.LogStartOffset()}, nil
 	}
 	info, err := p.log.AppendAssign(batches, p.LeaderEpoch())
 	if err != nil {
@@ -226,7 +230,7 @@ func (p *Partition) validateRecords(b rb.Batch) error {
 // and stages their changes; p.mu is held. When the batches repeat
 // retained ones (a client retry) it returns the first one's metadata and
 // nothing must be appended.
-func (p *Partition) checkProducers(batches []byte, next rb.Offset, transactionalID string) (producerAppend, *batchMetadata, error) {
+func (p *Partition) checkProducers(batches []byte, next rb.Offset) (producerAppend, *batchMetadata, error) {
 	staged := producerAppend{states: p.producers}
 	var duplicate *batchMetadata
 	fresh := 0
@@ -252,7 +256,7 @@ func (p *Partition) checkProducers(batches []byte, next rb.Offset, transactional
 		}
 		fresh++
 		if info.transactional {
-			if err := p.producers.verify(info, transactionalID); err != nil {
+			if err := p.producers.verify(info); err != nil {
 				return staged, nil, err
 			}
 		}
@@ -284,13 +288,12 @@ func (p *Partition) addToTransaction(producerID int64, epoch int16, transactiona
 	p.producers.verified[producerID] = txnVerification{epoch: epoch, transactionalID: transactionalID}
 }
 
-// verifiedFor reports whether producerID at epoch added this partition to
-// transactionalID's transaction.
-func (p *Partition) verifiedFor(producerID int64, epoch int16, transactionalID string) bool {
+// inTransaction reports whether producerID has an open transaction here
+// at epoch (producerStates.inTransaction).
+func (p *Partition) inTransaction(producerID int64, epoch int16) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	v, ok := p.producers.verified[producerID]
-	return ok && v.epoch == epoch && v.transactionalID == transactionalID
+	return p.producers.inTransaction(producerID, epoch)
 }
 
 // markerBatch is a transaction marker as Kafka's coordinator writes it: a

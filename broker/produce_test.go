@@ -230,9 +230,9 @@ func TestTransactionInPartition(t *testing.T) {
 	}
 	mustProduce(dataBatch(-1, -1, -1, 2, false), "") // [0, 1]
 	p.addToTransaction(8, 0, "tx-a")
-	_, err := produceTo(p, dataBatch(8, 0, 0, 1, true), "tx-b")
-	wantCode(t, "another transactional ID", err, kerr.InvalidProducerIDMapping)
-	_, err = produceTo(p, dataBatch(8, 1, 0, 1, true), "tx-a")
+	// (The transactional ID is the coordinator's to check, before the
+	// partition: transactions.verifyTransaction.)
+	_, err := produceTo(p, dataBatch(8, 1, 0, 1, true), "tx-a")
 	wantCode(t, "an epoch not added", err, kerr.InvalidTxnState)
 	first := mustProduce(dataBatch(8, 0, 0, 3, true), "tx-a") // [2, 4]
 	mustProduce(dataBatch(-1, -1, -1, 1, false), "")          // 5

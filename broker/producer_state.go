@@ -38,6 +38,7 @@ const (
 type batchMetadata struct {
 	firstSeq, lastSeq       int32
 	firstOffset, lastOffset rb.Offset
+	timestamp               int64 // the batch's max timestamp, which a retry of it answers as its append time
 }
 
 // producerEntry is one producer's state in one partition.
@@ -282,7 +283,7 @@ func (a *producerAppend) addClientBatch(b batchInfo) error {
 // applyData records a data batch; it fails only for a non-transactional
 // batch inside an open transaction.
 func (e *producerEntry) applyData(b batchInfo) error {
-	e.addBatch(b.epoch, batchMetadata{firstSeq: b.firstSeq, lastSeq: b.lastSeq, firstOffset: b.firstOffset, lastOffset: b.lastOffset}, b.maxTimestamp)
+	e.addBatch(b.epoch, batchMetadata{firstSeq: b.firstSeq, lastSeq: b.lastSeq, firstOffset: b.firstOffset, lastOffset: b.lastOffset, timestamp: b.maxTimestamp}, b.maxTimestamp)
 	switch {
 	case e.txnFirstOffset >= 0 && !b.transactional:
 		return fmt.Errorf("%w: producer %d wrote a non-transactional batch inside its open transaction", kerr.InvalidTxnState, b.producerID)
@@ -375,20 +376,26 @@ func (s *producerStates) expire(cutoff int64) int {
 }
 
 // verify checks a transactional batch against the verification its
-// producer's AddPartitionsToTxn left here. Errors are those Kafka's
-// produce path answers after transaction verification (a fenced producer
-// gets INVALID_PRODUCER_EPOCH there, not PRODUCER_FENCED).
-func (s *producerStates) verify(b batchInfo, transactionalID string) error {
+// producer got from the coordinator at its epoch (the coordinator checked
+// the transactional ID then, as Kafka's verification guard does not
+// again). The errors are those Kafka's log append answers.
+func (s *producerStates) verify(b batchInfo) error {
 	v, ok := s.verified[b.producerID]
 	switch {
-	case ok && v.epoch == b.epoch && v.transactionalID == transactionalID:
+	case ok && v.epoch == b.epoch:
 		return nil
-	case ok && v.transactionalID != transactionalID:
-		return fmt.Errorf("%w: producer %d belongs to another transactional ID", kerr.InvalidProducerIDMapping, b.producerID)
 	case ok && b.epoch < v.epoch, !ok && b.epoch < s.entry(b.producerID).epoch:
 		return fmt.Errorf("%w: producer %d epoch %d is fenced", kerr.InvalidProducerEpoch, b.producerID, b.epoch)
 	}
 	return fmt.Errorf("%w: producer %d epoch %d has not added the partition to a transaction", kerr.InvalidTxnState, b.producerID, b.epoch)
+}
+
+// inTransaction reports whether producerID has an open transaction here
+// at epoch: Kafka's hasOngoingTransaction, which spares a write the
+// coordinator's verification.
+func (s *producerStates) inTransaction(producerID int64, epoch int16) bool {
+	e := s.producers[producerID]
+	return e != nil && e.txnFirstOffset >= 0 && e.epoch == epoch
 }
 
 // adopt takes the state rebuilt in next, keeping the verifications (they

@@ -336,9 +336,6 @@ func (t *transactions) InitProducerID(_ context.Context, transactionalID string,
 		return id, 0, err
 	}
 	expected := producerID != -1 || producerEpoch != -1
-	if expected && (producerID < 0 || producerEpoch < 0) {
-		return -1, -1, fmt.Errorf("%w: producer ID %d with epoch %d", kerr.InvalidRequest, producerID, producerEpoch)
-	}
 	if timeoutMillis <= 0 || time.Duration(timeoutMillis)*time.Millisecond > t.cfg.MaxTimeout {
 		return -1, -1, fmt.Errorf("%w: %d ms, at most %v", kerr.InvalidTransactionTimeout, timeoutMillis, t.cfg.MaxTimeout)
 	}
@@ -550,13 +547,14 @@ var errNotInTransaction = &netio.Error{Code: kerr.InvalidTxnState, Message: "Par
 // verifyTransaction is Kafka's transaction verification of a
 // transactional write of producerID at producerEpoch to p (the
 // AddPartitionsToTxnManager asking the coordinator): unless the producer
-// already added p at this epoch, the coordinator checks the producer
+// already has an open transaction in p at this epoch, the coordinator
+// checks the producer
 // (INVALID_PRODUCER_ID_MAPPING, INVALID_PRODUCER_EPOCH for a fenced or a
 // future epoch, CONCURRENT_TRANSACTIONS while a transaction completes)
 // and then, as op says, adds p or refuses the write.
 func (t *transactions) verifyTransaction(transactionalID string, producerID int64, producerEpoch int16, p *Partition, op txnOperation) error {
-	if p.verifiedFor(producerID, producerEpoch, transactionalID) {
-		return nil
+	if p.inTransaction(producerID, producerEpoch) {
+		return nil // as Kafka, whatever the transactional ID
 	}
 	m := t.lookup(transactionalID)
 	if m == nil {

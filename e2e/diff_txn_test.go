@@ -166,37 +166,7 @@ func (s *txnSession) ordinal(id int64) int64 {
 // knownTxnDifferences are sequences that differ because of a mirrord bug
 // not fixed yet, with the reason; see the file comment.
 var knownTxnDifferences = map[string]string{
-	// Produce answers besides the error code.
-	"idempotent gap in the sequence":                                                 "an error answer's LogStartOffset: Kafka the log start (0), mirrord -1",
-	"idempotent batch ending at MaxInt32, then 0":                                    "an error answer's LogStartOffset: Kafka 0, mirrord -1",
-	"idempotent sequence wraps at MaxInt32":                                          "error LogStartOffset 0 | -1; a duplicate's LogAppendTime: Kafka the batch's timestamp, mirrord -1",
-	"idempotent new epoch at sequence 0, then the old epoch":                         "an error answer's LogStartOffset: Kafka 0, mirrord -1",
-	"idempotent unknown producer ID at a sequence other than 0":                      "an error answer's LogStartOffset: Kafka 0, mirrord -1",
-	"idempotent new epoch at a sequence other than 0":                                "an error answer's LogStartOffset: Kafka 0, mirrord -1",
-	"idempotent duplicates of the last five batches and older":                       "a duplicate's LogAppendTime: Kafka the batch's timestamp, mirrord -1; error LogStartOffset 0 | -1",
-	"idempotent Produce at every version, both partitions":                           "a duplicate's LogAppendTime: Kafka the batch's timestamp, mirrord -1; error LogStartOffset 0 | -1",
-	"idempotent producers interleaved, one re-initialised":                           "a duplicate's LogAppendTime: Kafka the batch's timestamp, mirrord -1",
-	"idempotent Produce with two batches for one partition, and one partition twice": "one partition twice in a Produce: Kafka answers it once, mirrord twice",
-	// transaction.version 2 (KIP-890 part 2) not built.
-	"transaction versions advertised":                                        "TV2: AddPartitionsToTxn v5, AddOffsetsToTxn v4, EndTxn v5, TxnOffsetCommit v5-6 and transaction.version 2 not served; FindCoordinator v4 message null where Kafka sends one",
-	"TV2 implicit add, abort returning a new epoch":                          "TV2: Produce v12 without AddPartitionsToTxn is INVALID_TXN_STATE, EndTxn v5 closes the connection",
-	"TV2 implicit add, commit returning a new epoch":                         "TV2: Produce v12 without AddPartitionsToTxn is INVALID_TXN_STATE, EndTxn v5 closes the connection",
-	"TV2 EndTxn retried with the old epoch":                                  "TV2: EndTxn v5 closes the connection",
-	"TV2 next transactions at the new epochs":                                "TV2: Produce v12/v13 INVALID_TXN_STATE, EndTxn v5 closes the connection",
-	"TV2 AddPartitionsToTxn v4 and v5 batched and verify-only":               "TV2: AddPartitionsToTxn v4-v5 close the connection",
-	"TV2 TxnOffsetCommit v5 without AddOffsetsToTxn, and AddOffsetsToTxn v4": "TV2: TxnOffsetCommit v5 and AddOffsetsToTxn v4 close the connection",
-	"TV2 fenced producer":                                                    "TV2: Produce v12 INVALID_TXN_STATE (Kafka INVALID_PRODUCER_EPOCH when fenced), EndTxn v5 closes the connection",
-	"TV2 transactional Produce errors":                                       "TV2 Produce errors: Kafka INVALID_PRODUCER_EPOCH / INVALID_PRODUCER_ID_MAPPING, mirrord INVALID_TXN_STATE; two entries of one partition",
-	"TV2 EndTxn of a timed-out transaction, then the next one":               "TV2 not built; InitProducerID after the timeout: Kafka epoch 2, mirrord 1",
-	"TV2 EndTxn without a transaction, and TV1 requests after TV2 ones":      "TV2: EndTxn v5 closes the connection, Produce v12 INVALID_TXN_STATE",
-	"kill -9 with open and committed transactions":                           "TV2 half: Produce v12 INVALID_TXN_STATE and EndTxn v5 closes the connection (the TV1 half matches)",
-	// The coordinator's checks.
-	"TV1 produce before AddPartitionsToTxn":                                           "Produce v9-v11 to a partition not in the transaction: Kafka TRANSACTION_ABORTABLE, mirrord INVALID_TXN_STATE",
-	"TV1 transactional Produce errors":                                                "Produce v11: epoch+1 INVALID_PRODUCER_EPOCH, another producer ID INVALID_PRODUCER_ID_MAPPING, not added TRANSACTION_ABORTABLE (mirrord INVALID_TXN_STATE); an unknown transactional ID on a verified partition is accepted by Kafka",
-	"TV1 next transactions at the same epoch":                                         "Produce error message: Kafka sends one, mirrord null",
-	"TV1 InitProducerID with the current, last and a wrong producer ID and epoch":     "InitProducerID with an epoch below the last: Kafka PRODUCER_FENCED, mirrord INVALID_PRODUCER_EPOCH",
-	"TV1 AddOffsetsToTxn and TxnOffsetCommit errors":                                  "TxnOffsetCommit of another producer ID: Kafka INVALID_PRODUCER_ID_MAPPING, epoch+1: INVALID_PRODUCER_EPOCH; mirrord INVALID_TXN_STATE",
-	"TV1 transaction timeout, then InitProducerID with the old producer ID and epoch": "KIP-360 recovery after a timeout: Kafka NONE with epoch+1, mirrord PRODUCER_FENCED",
+	"transaction versions advertised": "TxnOffsetCommit v6 is not served (Kafka 4.4 serves 0-6)",
 }
 
 // txnSequences holds the registered sequences; txnRestartSequences those

@@ -57,11 +57,11 @@ func tv1Sequences() []txnSequence {
 		const t = "diff-txn-tv1-before-add"
 		add("TV1 produce before AddPartitionsToTxn", t,
 			initTxn("a", 4, txnTimeoutMillis),
-			produceStep(11, batchOf("a", t, 0, 1).txn()),
-			produceStep(9, batchOf("a", t, 1, 1).txn()),
+			produceStep(11, batchOf("a", t, 0, 1).txn()).notInTransaction(),
+			produceStep(9, batchOf("a", t, 1, 1).txn()).notInTransaction(),
 			addPartitions(3, "a", none, t, 0),
 			produceStep(11, batchOf("a", t, 0, 1).txn()),
-			produceStep(11, batchOf("a", t, 1, 1).txn()),
+			produceStep(11, batchOf("a", t, 1, 1).txn()).notInTransaction(),
 			endTxn(4, "a", false, none),
 			awaitStable(t, 0, 1),
 			fetchStep(isolationCommitted, t, 0, 1))
@@ -289,8 +289,8 @@ func tv1ErrorSequences() []txnSequence {
 			steps = append(steps, produceStep(11, batchOf("a", t, 0, 1).txn().claiming(as)))
 		}
 		steps = append(steps,
-			produceStep(9, batchOf("a", t, 1, 1).txn()),
-			produceStep(11, batchOf("a", t, 1, 1).txn()),
+			produceStep(9, batchOf("a", t, 1, 1).txn()).notInTransaction(),
+			produceStep(11, batchOf("a", t, 1, 1).txn()).notInTransaction(),
 			produceStep(11, batchOf("a", t, 0, 1)),
 			produceStep(11, batchOf("a", t, 0, 1).txn()),
 			endTxn(4, "a", true, none),

@@ -82,7 +82,7 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 		}
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID
-		for _, rp := range rt.Partitions {
+		for _, rp := range distinctPartitions(rt.Partitions) {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
 			err := topicErr
@@ -106,6 +106,24 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// distinctPartitions keeps one entry per partition, as Kafka's
+// KafkaApis.handleProduceRequest does (it maps partitions to their
+// records): a partition given twice is answered once, with the records
+// of its last entry.
+func distinctPartitions(partitions []kmsg.ProduceRequestTopicPartition) []kmsg.ProduceRequestTopicPartition {
+	at := make(map[int32]int, len(partitions))
+	distinct := partitions[:0:0]
+	for _, rp := range partitions {
+		if i, seen := at[rp.Partition]; seen {
+			distinct[i] = rp
+			continue
+		}
+		at[rp.Partition] = len(distinct)
+		distinct = append(distinct, rp)
+	}
+	return distinct
 }
 
 // answerProduceError fills a refused partition's answer.

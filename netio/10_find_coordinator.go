@@ -41,7 +41,8 @@ func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 			sc.NodeID, sc.Host, sc.Port = -1, "", -1
 			return sc
 		}
-		sc.NodeID, sc.Host, sc.Port = cluster.NodeID, cluster.Host, cluster.Port
+		none := "NONE" // Kafka's Errors.NONE.message()
+		sc.NodeID, sc.Host, sc.Port, sc.ErrorMessage = cluster.NodeID, cluster.Host, cluster.Port, &none
 		return sc
 	}
 	if req.Version >= findCoordinatorBatchVersion {
