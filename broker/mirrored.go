@@ -117,8 +117,18 @@ func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) 
 	if err != nil {
 		return info, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
 	}
+	maxProducerID := int64(-1)
 	for it := rb.NewIter(batches, false); it.Next(); {
-		p.applySourceBatch(it.Batch())
+		b := it.Batch()
+		p.applySourceBatch(b)
+		maxProducerID = max(maxProducerID, b.ProducerID())
+	}
+	if maxProducerID >= 0 && p.node != nil {
+		// The source's producers may write here after a failover: IDs
+		// this node hands out stay above theirs.
+		if err := p.node.txns.ids.reserveAbove(maxProducerID); err != nil {
+			return info, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+		}
 	}
 	if start >= 0 {
 		if err := p.log.AdvanceLogStart(start); err != nil {
@@ -222,17 +232,27 @@ func (p *Partition) RaiseLeaderEpoch(e rb.Epoch) {
 // AbortOpenTransactions writes an ABORT marker, at the current leader
 // epoch, for every transaction open in the partition (after a stop, those
 // of the source's producers, which will never end them here), and flushes.
-func (p *Partition) AbortOpenTransactions() error {
+// First the transaction coordinator fences the copied transactional IDs
+// of mirror whose producers these are (txn_mirror.go), so that none of
+// them commits here what the markers abort.
+func (p *Partition) AbortOpenTransactions(mirror string) error {
 	type open struct {
 		producerID int64
 		epoch      int16
 	}
 	p.mu.Lock()
 	var opens []open // bounded by the partition's producers
+	epochs := map[int64]int16{}
 	for id := range p.producers.ongoing {
-		opens = append(opens, open{id, p.producers.entry(id).epoch})
+		epoch := p.producers.entry(id).epoch
+		opens, epochs[id] = append(opens, open{id, epoch}), epoch
 	}
 	p.mu.Unlock()
+	if p.node != nil {
+		if err := p.node.txns.fenceMirrored(mirror, epochs); err != nil {
+			return fmt.Errorf("broker: %s: %w", p.tp, err)
+		}
+	}
 	sort.Slice(opens, func(i, j int) bool { return opens[i].producerID < opens[j].producerID })
 	for _, o := range opens {
 		if _, err := p.writeMarker(o.producerID, o.epoch, false, time.Now().UnixMilli()); err != nil {

@@ -21,7 +21,7 @@ func TestPIDResetDropsProducers(t *testing.T) {
 		t.Fatalf("last stable offset %d with the transaction open, want 0", got)
 	}
 	p.RaiseLeaderEpoch(11)
-	if err := p.AbortOpenTransactions(); err != nil {
+	if err := p.AbortOpenTransactions("m"); err != nil {
 		t.Fatal(err)
 	}
 	for range 2 { // idempotent: a resumed stop writes no second batch

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/vfs"
@@ -19,6 +20,10 @@ type producerIDs struct {
 	fs  vfs.FS
 	dir string
 
+	// above is the greatest ID reserveAbove was asked for: its fast path,
+	// taken by every mirrored batch, reads it without the lock.
+	above atomic.Int64
+
 	mu        sync.Mutex
 	nextID    int64
 	reserved  int64 // IDs below this are reserved on disk
@@ -29,6 +34,7 @@ const producerIDBlockName = "producer-id-block"
 
 func openProducerIDs(fs vfs.FS, dir string) (*producerIDs, error) {
 	ids := &producerIDs{fs: fs, dir: dir, blockSize: 1000}
+	ids.above.Store(-1)
 	name := path.Join(dir, producerIDBlockName)
 	data, ok, err := logstore.ReadFile(fs, name)
 	if err != nil || !ok {
@@ -47,13 +53,43 @@ func (p *producerIDs) next() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.nextID >= p.reserved {
-		end := p.nextID + p.blockSize
-		if err := logstore.WriteFileAtomic(p.fs, p.dir, producerIDBlockName, fmt.Appendf(nil, "0\n%d\n", end)); err != nil {
-			return -1, fmt.Errorf("broker: reserve producer IDs: %w", err)
+		if err := p.reserveLocked(p.nextID + p.blockSize); err != nil {
+			return -1, err
 		}
-		p.reserved = end
 	}
 	id := p.nextID
 	p.nextID++
 	return id, nil
+}
+
+// reserveAbove makes every ID handed out from now on greater than id (a
+// producer ID of a mirror's source, which may write here after a
+// failover), reserving a new block if id is past the current one.
+func (p *producerIDs) reserveAbove(id int64) error {
+	if id <= p.above.Load() {
+		return nil
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if id < p.nextID {
+		p.above.Store(max(p.above.Load(), id))
+		return nil
+	}
+	if id+1 >= p.reserved {
+		if err := p.reserveLocked(id + 1 + p.blockSize); err != nil {
+			return err
+		}
+	}
+	p.nextID = id + 1
+	p.above.Store(id)
+	return nil
+}
+
+// reserveLocked persists end as the end of the reserved block (p.mu held).
+func (p *producerIDs) reserveLocked(end int64) error {
+	if err := logstore.WriteFileAtomic(p.fs, p.dir, producerIDBlockName, fmt.Appendf(nil, "0\n%d\n", end)); err != nil {
+		return fmt.Errorf("broker: reserve producer IDs below %d: %w", end, err)
+	}
+	p.reserved = end
+	return nil
 }

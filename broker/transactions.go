@@ -138,6 +138,11 @@ type txnRecord struct {
 	// nextProducerID is the producer ID a Prepare* of transaction
 	// version 2 moves to at Complete*, its epoch exhausted; else -1.
 	nextProducerID int64
+	// mirror names the mirror whose source this state was copied from
+	// (txn_mirror.go), "" for a transactional ID of this node's clients;
+	// sourceOpen says the source had a transaction open at the last copy.
+	mirror     string
+	sourceOpen bool
 }
 
 // persisted is a copy of m's record, to prepare a transition.

@@ -30,6 +30,8 @@ import (
 //	start.ms <n>
 //	update.ms <n>
 //	next.producer.id <n>            -1 but in a Prepare* whose epoch was exhausted
+//	mirror "<Go-quoted>"            the mirror it was copied from, "" if local
+//	mirror.open <true|false>        the source had a transaction open
 //	partition <topic> <index>       zero or more, sorted
 //
 // Cost: two fsyncs (file and directory) per transition, four transitions
@@ -41,8 +43,8 @@ func encodeTxnRecord(m *txnRecord) []byte {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "1\ntransactional.id %s\nproducer.id %d\nlast.producer.id %d\nproducer.epoch %d\nlast.producer.epoch %d\n",
 		strconv.Quote(m.id), m.producerID, m.lastProducerID, m.epoch, m.lastEpoch)
-	fmt.Fprintf(&b, "timeout.ms %d\nstate %v\nstart.ms %d\nupdate.ms %d\nnext.producer.id %d\n",
-		m.timeoutMillis, m.state, m.startMillis, m.updateMillis, m.nextProducerID)
+	fmt.Fprintf(&b, "timeout.ms %d\nstate %v\nstart.ms %d\nupdate.ms %d\nnext.producer.id %d\nmirror %s\nmirror.open %t\n",
+		m.timeoutMillis, m.state, m.startMillis, m.updateMillis, m.nextProducerID, strconv.Quote(m.mirror), m.sourceOpen)
 	for _, tp := range m.partitions {
 		fmt.Fprintf(&b, "partition %s %d\n", tp.Topic, tp.Partition)
 	}
@@ -53,9 +55,9 @@ func encodeTxnRecord(m *txnRecord) []byte {
 // txnRecord; errors wrap errTxnFile.
 func decodeTxnRecord(data []byte) (*txnRecord, error) {
 	lines := strings.Split(string(data), "\n")
-	fieldCount := map[string]int{"0": 9, "1": 10}[lines[0]]
+	fieldCount := map[string]int{"0": 9, "1": 12}[lines[0]]
 	if fieldCount == 0 || len(lines) < fieldCount+2 || lines[len(lines)-1] != "" {
-		return nil, fmt.Errorf("%w: want version 0 (nine fields) or 1 (ten), one a line", errTxnFile)
+		return nil, fmt.Errorf("%w: want version 0 (nine fields) or 1 (twelve), one a line", errTxnFile)
 	}
 	m := &txnRecord{nextProducerID: -1}
 	fields := lines[1 : fieldCount+1]
@@ -104,9 +106,15 @@ func decodeTxnRecord(data []byte) (*txnRecord, error) {
 	if m.updateMillis, err = strconv.ParseInt(value(8, "update.ms"), 10, 64); err != nil {
 		return nil, fmt.Errorf("%w: line 10: update.ms: %w", errTxnFile, err)
 	}
-	if fieldCount == 10 {
+	if fieldCount == 12 {
 		if m.nextProducerID, err = strconv.ParseInt(value(9, "next.producer.id"), 10, 64); err != nil {
 			return nil, fmt.Errorf("%w: line 11: next.producer.id: %w", errTxnFile, err)
+		}
+		if m.mirror, err = strconv.Unquote(value(10, "mirror")); err != nil {
+			return nil, fmt.Errorf("%w: line 12: mirror", errTxnFile)
+		}
+		if m.sourceOpen, err = strconv.ParseBool(value(11, "mirror.open")); err != nil || m.sourceOpen && m.mirror == "" {
+			return nil, fmt.Errorf("%w: line 13: mirror.open %q of mirror %q", errTxnFile, value(11, "mirror.open"), m.mirror)
 		}
 	}
 	return m, decodePartitions(m, lines[fieldCount+1:len(lines)-1], fieldCount+2)

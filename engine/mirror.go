@@ -61,6 +61,8 @@ type mirror struct {
 	// groupSync is the consumer group offset sync's last round
 	// (mirror_groups.go).
 	groupSync groupSync
+	// txnSync is the transactional ID sync's last round (mirror_txns.go).
+	txnSync transactionSync
 
 	refresh  chan struct{} // capacity 1: a pending refresh request
 	inbox    *inbox        // events for the owner

@@ -89,9 +89,13 @@ func (g *groupSync) set(s groupSyncStatus) {
 	g.status = s
 }
 
-// syncGroupsLoop runs a group sync round every interval until ctx is done.
+// syncGroupsLoop runs a group sync round, then a transactional ID sync
+// round (mirror_txns.go), every interval until ctx is done.
 func (m *mirror) syncGroupsLoop(ctx context.Context) {
-	runEvery(ctx, m.config.GroupOffsetsSyncInterval, m.syncGroups)
+	runEvery(ctx, m.config.GroupOffsetsSyncInterval, func(ctx context.Context) {
+		m.syncGroups(ctx)
+		m.syncTransactions(ctx)
+	})
 }
 
 // syncGroups runs one round and records its outcome.

@@ -177,6 +177,8 @@ type MirrorReport struct {
 	Partitions []MirrorPartitionReport // by topic, then partition
 	// GroupSync is the consumer group offset sync's last round.
 	GroupSync GroupSyncStatus
+	// TransactionSync is the transactional ID sync's last round.
+	TransactionSync TransactionSyncStatus
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
@@ -229,6 +231,7 @@ func (m *mirror) report() MirrorReport {
 		StaleAfter: m.config.staleAfter(), Partitions: make([]MirrorPartitionReport, 0, len(m.partitions))}
 	r.SourceUnreachableSince, r.SourceError = m.health.status()
 	r.GroupSync = m.groupSync.get()
+	r.TransactionSync = m.txnSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
 		record, _ := mp.status()
@@ -267,6 +270,7 @@ type mirrorCollector struct {
 	uncleanTruncations                             *prometheus.Desc
 	groupSyncGroups, groupSyncAt, groupSyncTook    *prometheus.Desc
 	groupSyncErrors, groupOffsetLag                *prometheus.Desc
+	txnSyncIDs, txnSyncErrors                      *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
@@ -303,6 +307,11 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 			"How long the last consumer group offset sync round took.", []string{"mirror"}, nil),
 		groupSyncErrors: prometheus.NewDesc("mirrord_mirror_group_sync_errors_total",
 			"Consumer group offset sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		txnSyncIDs: prometheus.NewDesc("mirrord_mirror_transaction_sync_ids",
+			"Transactional IDs of the source the last sync round holds on this node as the source has them (producer ID, epoch): "+
+				"their producers go on here after a failover.", []string{"mirror"}, nil),
+		txnSyncErrors: prometheus.NewDesc("mirrord_mirror_transaction_sync_errors_total",
+			"Transactional ID sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
 		groupOffsetLag: prometheus.NewDesc("mirrord_mirror_group_offset_lag",
 			"Per synced group, the source's committed offsets minus the synced ones, summed over its mirrored partitions: "+
 				"what a consumer of the group would read twice after a failover now.", []string{"mirror", "group"}, nil),
@@ -332,6 +341,8 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.groupSyncAt
 	ch <- c.groupSyncTook
 	ch <- c.groupSyncErrors
+	ch <- c.txnSyncIDs
+	ch <- c.txnSyncErrors
 	ch <- c.groupOffsetLag
 	ch <- c.states
 	ch <- c.highWatermarkAge
@@ -367,6 +378,8 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 			ch <- prometheus.MustNewConstMetric(c.groupSyncAt, prometheus.GaugeValue, float64(g.At.UnixMilli())/1000, m.Name)
 			ch <- prometheus.MustNewConstMetric(c.groupSyncTook, prometheus.GaugeValue, g.Duration.Seconds(), m.Name)
 		}
+		ch <- prometheus.MustNewConstMetric(c.txnSyncIDs, prometheus.GaugeValue, float64(m.TransactionSync.Synced), m.Name)
+		ch <- prometheus.MustNewConstMetric(c.txnSyncErrors, prometheus.CounterValue, float64(m.TransactionSync.Errors), m.Name)
 		for group, lag := range g.Lag {
 			ch <- prometheus.MustNewConstMetric(c.groupOffsetLag, prometheus.GaugeValue, float64(lag), m.Name, group)
 		}

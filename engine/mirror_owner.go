@@ -260,7 +260,7 @@ func (m *mirror) performLocal(mp *mirrorPartition, action mirrorstate.Action) mi
 	case mirrorstate.Truncate:
 		err, done = m.recoverUnclean(mp, a.Offset), mirrorstate.TruncationDone{}
 	case mirrorstate.WriteAbortMarkers:
-		err, done = mp.local.AbortOpenTransactions(), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
+		err, done = mp.local.AbortOpenTransactions(m.name), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
 	case mirrorstate.WriteMirrorPIDReset:
 		err, done = mp.local.WriteMirrorPIDReset(), mirrorstate.StopStepDone{Step: mirrorstate.StopResetProducers}
 	}

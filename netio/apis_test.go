@@ -209,6 +209,10 @@ func (s *stubTransactions) AddOffsets(_ context.Context, transactionalID string,
 	return s.err
 }
 
+func (s *stubTransactions) TransactionStates(context.Context, []string) []TransactionState {
+	return nil
+}
+
 func (s *stubTransactions) VerifyPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
 	s.record("Verify(%q, %d, %d, %s, %v)", transactionalID, producerID, producerEpoch, topic, partitions)
 	errs := make([]error, len(partitions))

@@ -183,6 +183,27 @@ type Transactions interface {
 	// AddOffsets adds the group's __consumer_offsets partition to the
 	// transaction, as AddPartitions adds a partition.
 	AddOffsets(ctx context.Context, transactionalID string, producerID int64, producerEpoch int16, group string) error
+	// TransactionStates returns the coordinator's transactional IDs, by
+	// ID; ids, when not nil, selects some (an unknown one is left out).
+	TransactionStates(ctx context.Context, ids []string) []TransactionState
+}
+
+// TransactionState is one transactional ID as the coordinator has it
+// (DescribeTransactions, ListTransactions).
+type TransactionState struct {
+	TransactionalID string
+	ProducerID      int64
+	ProducerEpoch   int16
+	State           string // Kafka's name: Empty, Ongoing, PrepareCommit, ...
+	TimeoutMillis   int32
+	StartMillis     int64 // when the transaction began, -1 if none
+	Topics          []TransactionTopic
+}
+
+// TransactionTopic is the partitions of one topic in a transaction.
+type TransactionTopic struct {
+	Topic      string
+	Partitions []int32
 }
 
 // GroupCoordinator is the classic consumer group coordinator: each method

@@ -53,6 +53,8 @@ func init() {
 		42: {0, 2, serveDeleteGroups},
 		47: {0, 0, serveOffsetDelete},
 		60: {0, 2, serveDescribeCluster},
+		65: {0, 0, serveDescribeTransactions},
+		66: {0, 2, serveListTransactions},
 		68: {0, 1, serveConsumerGroupHeartbeat},
 		69: {0, 1, serveConsumerGroupDescribe},
 		75: {0, 0, serveDescribeTopicPartitions},

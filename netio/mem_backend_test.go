@@ -157,6 +157,8 @@ func (memTransactions) AddPartitions(_ context.Context, _ string, _ int64, _ int
 	return make([]error, len(partitions))
 }
 
+func (memTransactions) TransactionStates(context.Context, []string) []TransactionState { return nil }
+
 func (memTransactions) VerifyPartitions(_ context.Context, _ string, _ int64, _ int16, _ string, partitions []int32) []error {
 	return make([]error, len(partitions))
 }
