@@ -123,7 +123,7 @@ func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) 
 		p.applySourceBatch(b)
 		maxProducerID = max(maxProducerID, b.ProducerID())
 	}
-	if maxProducerID >= 0 && p.node != nil {
+	if maxProducerID >= 0 && p.node != nil && p.node.txns != nil {
 		// The source's producers may write here after a failover: IDs
 		// this node hands out stay above theirs.
 		if err := p.node.txns.ids.reserveAbove(maxProducerID); err != nil {
@@ -248,7 +248,7 @@ func (p *Partition) AbortOpenTransactions(mirror string) error {
 		opens, epochs[id] = append(opens, open{id, epoch}), epoch
 	}
 	p.mu.Unlock()
-	if p.node != nil {
+	if p.node != nil && p.node.txns != nil {
 		if err := p.node.txns.fenceMirrored(mirror, epochs); err != nil {
 			return fmt.Errorf("broker: %s: %w", p.tp, err)
 		}

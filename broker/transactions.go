@@ -146,9 +146,12 @@ type txnRecord struct {
 }
 
 // persisted is a copy of m's record, to prepare a transition.
+// A transition makes the ID this node's: a copy from a mirror's source
+// (txn_mirror.go) sets the mirror again, and the stop's fence keeps it.
 func (m *txnMetadata) persisted() txnRecord {
 	next := m.txnRecord
 	next.partitions = slices.Clone(m.partitions)
+	next.mirror, next.sourceOpen = "", false
 	return next
 }
 

@@ -19,7 +19,8 @@ import (
 //     coordinator's state (Empty or Complete*, tagged with the mirror),
 //     and whether the source has a transaction open. The copy never moves
 //     an ID back: a producer ID it already holds at a higher epoch keeps
-//     it, and an ID this node's own clients use (untagged) is left alone.
+//     it, and an ID this node's own clients use (untagged: any transition
+//     a client makes unties it from the mirror) is left alone.
 //   - The stop (failover) fences, before it aborts the source's open
 //     transactions in a partition (Partition.AbortOpenTransactions), every
 //     copied ID of the mirror whose source had a transaction open, or
@@ -171,7 +172,7 @@ func (t *transactions) fenceOne(m *txnMetadata, mirror string, opens map[int64]i
 		return fmt.Errorf("broker: fence transactional ID %q of mirror %s: epoch %d leaves none to fence with", m.id, mirror, openEpoch)
 	}
 	next := m.persisted()
-	next.state, next.epoch, next.lastEpoch, next.sourceOpen, next.updateMillis = txnCompleteAbort, openEpoch+1, openEpoch, false, t.nowMillis()
+	next.state, next.epoch, next.lastEpoch, next.updateMillis, next.mirror = txnCompleteAbort, openEpoch+1, openEpoch, t.nowMillis(), mirror
 	if err := t.persist(&next); err != nil {
 		return err
 	}
