@@ -145,9 +145,9 @@ func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest
 			return fmt.Errorf("%w: a transactional batch in a request without a transactional ID", kerr.TransactionalIDAuthorizationFailed)
 		case b.Transactional() && b.ProducerID() < 0:
 			return fmt.Errorf("%w: a transactional batch without a producer ID", kerr.InvalidProducerIDMapping)
-		case int64(b.Size()) > p.limits.maxMessageBytes:
+		case int64(b.Size()) > p.limits.Load().maxMessageBytes:
 			return fmt.Errorf("%w: broker: the record batch size in the append to %s is %d bytes which exceeds the maximum configured value of %d",
-				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.maxMessageBytes)
+				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.Load().maxMessageBytes)
 		}
 		if err := b.Verify(); err != nil {
 			return errors.Join(kerr.CorruptMessage, err)
@@ -206,7 +206,7 @@ func (p *Partition) validateRecords(b rb.Batch) error {
 		return refused(fmt.Errorf("%w: broker: the base offset of the record batch in the append to %s should be 0, but it is %d",
 			kerr.InvalidRecord, p.tp, b.BaseOffset()))
 	}
-	check := records.TimestampCheck{Now: p.now().UnixMilli(), BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax}
+	check := records.TimestampCheck{Now: p.now().UnixMilli(), BeforeMax: p.limits.Load().timestampBeforeMax, AfterMax: p.limits.Load().timestampAfterMax}
 	timestamps, err := records.ValidateProduce(b, recordsLimit, &check, nil)
 	switch {
 	case errors.Is(err, records.ErrTooLarge):

@@ -1,11 +1,8 @@
 package broker
 
 import (
-	"fmt"
 	"math"
 	"strconv"
-
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Kafka's defaults of the broker and topic configs a Produce is checked
@@ -22,7 +19,7 @@ const (
 )
 
 // produceLimits are a topic's Produce checks, from its configs or the
-// node's defaults. Set when a partition is made, never changed.
+// node's defaults (topic_configs.go sets them).
 type produceLimits struct {
 	// maxMessageBytes bounds one batch, header included
 	// (max.message.bytes); larger is MESSAGE_TOO_LARGE.
@@ -39,37 +36,11 @@ func nodeProduceLimits(cfg Config) produceLimits {
 	if cfg.MessageMaxBytes > 0 {
 		limits.maxMessageBytes = int64(cfg.MessageMaxBytes)
 	}
+	for key, into := range map[string]*int64{"log.message.timestamp.before.max.ms": &limits.timestampBeforeMax,
+		"log.message.timestamp.after.max.ms": &limits.timestampAfterMax} {
+		if n, err := strconv.ParseInt(cfg.StaticConfigs[key], 10, 64); err == nil {
+			*into = n
+		}
+	}
 	return limits
-}
-
-// topicProduceLimits applies a topic's configs to the node's limits, with
-// Kafka's bounds (each at least 0). Other keys are topicConfig's.
-func topicProduceLimits(base produceLimits, configs map[string]string) (produceLimits, error) {
-	limits := base
-	for key, value := range configs {
-		var err error
-		switch key {
-		case "max.message.bytes":
-			limits.maxMessageBytes, err = nonNegative(value, math.MaxInt32)
-		case "message.timestamp.before.max.ms":
-			limits.timestampBeforeMax, err = nonNegative(value, math.MaxInt64)
-		case "message.timestamp.after.max.ms":
-			limits.timestampAfterMax, err = nonNegative(value, math.MaxInt64)
-		}
-		if err != nil {
-			return base, fmt.Errorf("%w: topic config %s=%q: %w", kerr.InvalidConfig, key, value, err)
-		}
-	}
-	return limits, nil
-}
-
-func nonNegative(value string, highest int64) (int64, error) {
-	n, err := strconv.ParseInt(value, 10, 64)
-	switch {
-	case err != nil:
-		return 0, err
-	case n < 0 || n > highest:
-		return 0, fmt.Errorf("out of range [0, %d]", highest)
-	}
-	return n, nil
 }

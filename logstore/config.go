@@ -56,9 +56,11 @@ type Config struct {
 	Now func() time.Time
 }
 
-// DefaultConfig is Kafka's defaults.
+// DefaultConfig is Kafka's defaults: 1 GiB segments rolled after 7 days,
+// data kept 7 days (log.retention.hours=168) without a size bound.
 func DefaultConfig() Config {
 	return Config{
+		RetentionAge:       7 * 24 * time.Hour,
 		SegmentBytes:       1 << 30,
 		SegmentAge:         7 * 24 * time.Hour,
 		IndexIntervalBytes: 4096,

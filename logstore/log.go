@@ -47,9 +47,9 @@ var (
 type Log struct {
 	fs  vfs.FS
 	dir string
-	cfg Config
 
 	mu             sync.RWMutex
+	cfg            Config // SetConfig changes it
 	lastAppend     lastAppend
 	segments       []*segment
 	logStartOffset rb.Offset
@@ -431,6 +431,26 @@ func (l *Log) Checkpoint() error {
 // Close syncs and seals the active segment, writes the checkpoints and the
 // clean-shutdown marker, and releases the segments (open reads keep them
 // until they release).
+// SetConfig replaces the log's configuration (a topic's configs
+// changed). Segments made from now on take its index settings; the
+// active segment keeps those it was made with, as Kafka's does.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
+// Config is the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
