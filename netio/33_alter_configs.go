@@ -60,4 +60,3 @@ func alterError(c *conn, err error) (int16, *string) {
 	message := err.Error()
 	return errorCode(c.server.log, err, kerr.UnknownServerError), &message
 }
-
