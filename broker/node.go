@@ -376,7 +376,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	t := &topic{name: name, id: rb.NewTopicID(), overrides: overrides, settings: settings}
 	if validateOnly {
 		info := t.info()
-		info.Partitions, info.Configs = partitions, createTopicsConfigs(n.topicConfigEntries(overrides, nil))
+		info.Partitions, info.Configs = partitions, createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 		return info, nil
 	}
 	if len(overrides) > 0 { // before the partitions: see topic_config_store.go
@@ -390,7 +390,7 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	n.topics[name], n.byID[t.id] = t, t
 	n.log.Info("created topic", "topic", name, "id", t.id.String(), "partitions", partitions)
 	info := t.info()
-	info.Configs = createTopicsConfigs(n.topicConfigEntries(overrides, nil))
+	info.Configs = createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 	return info, nil
 }
 

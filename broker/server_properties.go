@@ -184,10 +184,31 @@ func (n *Node) brokerConfigEntries(names []string) []netio.ConfigEntry {
 			e.Value, e.Source = new(v), netio.ConfigSourceStaticBroker
 			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: def.name, Value: e.Value, Source: e.Source})
 		}
+		if v, ok := clusterDefaults[def.name]; ok {
+			if e.Source == netio.ConfigSourceDefault {
+				e.Value, e.Source = new(v), netio.ConfigSourceClusterDefault
+			}
+			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: def.name, Value: new(v), Source: netio.ConfigSourceClusterDefault})
+		}
 		if def.kafkaDefault != nil {
 			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: def.name, Value: def.kafkaDefault, Source: netio.ConfigSourceDefault})
 		}
 		entries = append(entries, e)
+	}
+	return entries
+}
+
+// clusterDefaultEntries describes the cluster-wide broker defaults (the
+// broker resource named "").
+func clusterDefaultEntries(names []string) []netio.ConfigEntry {
+	entries := []netio.ConfigEntry{}
+	for name, value := range clusterDefaults {
+		def := brokerConfigDefs[name]
+		if def == nil || names != nil && !slices.Contains(names, name) {
+			continue
+		}
+		entries = append(entries, netio.ConfigEntry{Name: name, Value: new(value), Source: netio.ConfigSourceClusterDefault, Type: def.typ, Documentation: def.doc,
+			Synonyms: []netio.ConfigSynonym{{Name: name, Value: new(value), Source: netio.ConfigSourceClusterDefault}}})
 	}
 	return entries
 }

@@ -225,6 +225,9 @@ func (n *Node) nodeTopicDefault(key string) (string, netio.ConfigSource) {
 			}
 		}
 	}
+	if v, ok := clusterDefaults[key]; ok {
+		return v, netio.ConfigSourceClusterDefault
+	}
 	if render, ok := renderNode[key]; ok {
 		return render(topicSettings{log: n.cfg.Log, limits: nodeProduceLimits(n.cfg)}), netio.ConfigSourceDefault
 	}
@@ -261,20 +264,33 @@ func (n *Node) topicConfigEntry(def *configDef, overrides map[string]string) net
 			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: s.name, Value: new(v), Source: netio.ConfigSourceStaticBroker})
 		}
 	}
-	for _, s := range def.synonyms { // Kafka's default of the first broker synonym that has one
-		if b := brokerConfigDefs[s.name]; b != nil && b.kafkaDefault != nil {
-			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: s.name, Value: b.kafkaDefault, Source: netio.ConfigSourceDefault})
-			break
+	if v, ok := clusterDefaults[def.name]; ok {
+		e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: def.name, Value: new(v), Source: netio.ConfigSourceClusterDefault})
+	}
+	if len(def.synonyms) > 0 { // Kafka's default of the first broker synonym, if it has one
+		if b := brokerConfigDefs[def.synonyms[0].name]; b != nil && b.kafkaDefault != nil {
+			e.Synonyms = append(e.Synonyms, netio.ConfigSynonym{Name: b.name, Value: b.kafkaDefault, Source: netio.ConfigSourceDefault})
 		}
 	}
 	return e
 }
 
-// CreateTopics answers the effective configs (v5+) without synonyms.
-func createTopicsConfigs(entries []netio.ConfigEntry) []netio.TopicConfig {
+// clusterDefaults are the cluster-wide dynamic broker defaults a Kafka 4
+// cluster has from its start (DYNAMIC_DEFAULT_BROKER_CONFIG): the KRaft
+// controller writes min.insync.replicas (KIP-966).
+var clusterDefaults = map[string]string{"min.insync.replicas": "1"}
+
+// createTopicsConfigs are the effective configs CreateTopics v5+ answers:
+// an override as the request gave it (Kafka answers it unparsed), the
+// rest as DescribeConfigs describes them.
+func createTopicsConfigs(entries []netio.ConfigEntry, given map[string]string) []netio.TopicConfig {
 	configs := make([]netio.TopicConfig, 0, len(entries))
 	for _, e := range entries {
-		configs = append(configs, netio.TopicConfig{Name: e.Name, Value: *e.Value, Source: e.Source})
+		value := *e.Value
+		if v, ok := given[e.Name]; ok {
+			value = v
+		}
+		configs = append(configs, netio.TopicConfig{Name: e.Name, Value: value, Source: e.Source})
 	}
 	return configs
 }

@@ -57,7 +57,7 @@ func (n *Node) DescribeConfigs(resource netio.ConfigResource, names []string) ([
 			return nil, err
 		}
 		if resource.Name == "" {
-			return []netio.ConfigEntry{}, nil // no cluster-wide dynamic defaults here
+			return clusterDefaultEntries(names), nil
 		}
 		return n.brokerConfigEntries(names), nil
 	}

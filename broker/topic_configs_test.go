@@ -113,7 +113,7 @@ func TestTopicConfigsDescribeAlterAndReopen(t *testing.T) {
 		source     netio.ConfigSource
 		synonyms   int
 	}{
-		{"segment.ms", "60000", netio.ConfigSourceTopic, 2},        // the override, log.roll.hours's default
+		{"segment.ms", "60000", netio.ConfigSourceTopic, 2},            // the override, log.roll.hours's default
 		{"retention.ms", "7200000", netio.ConfigSourceStaticBroker, 2}, // log.retention.hours=2, and its default
 		{"cleanup.policy", "compact", netio.ConfigSourceTopic, 3},
 		{"remote.storage.enable", "false", netio.ConfigSourceDefault, 0},
@@ -263,5 +263,39 @@ func TestServerProperties(t *testing.T) {
 		if err := cfg.ApplyServerProperties(map[string]string{tc.key: tc.value}); err == nil || !strings.Contains(err.Error(), tc.says) {
 			t.Errorf("%s=%s: %v, want an error saying %q", tc.key, tc.value, err, tc.says)
 		}
+	}
+}
+
+// A read-only (mirror) topic refuses a client's alter with its writer's
+// refusal; SetTopicConfigs, the writer's call, goes through.
+func TestTopicConfigsOfAReadOnlyTopic(t *testing.T) {
+	n := openConfigNode(t, vfs.NewMem(), nil)
+	defer n.Close()
+	ctx := context.Background()
+	if _, err := n.CreateTopic(ctx, "mirrored", 1, nil, false); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := n.LocalPartition("mirrored", 0)
+	p.SetReadOnly(func(action string) error {
+		return netio.Errorf(kerr.PolicyViolation, "topic mirrored is a mirror topic of mirror m (%s refused)", action)
+	})
+	topic := netio.ConfigResource{Type: netio.ConfigResourceTopic, Name: "mirrored"}
+	for _, incremental := range []bool{false, true} {
+		err := n.AlterConfigs(ctx, topic, []netio.ConfigChange{{Name: "retention.ms", Op: netio.ConfigSet, Value: new("1000")}}, incremental, false)
+		wantCode(t, "alter a mirror topic", err, kerr.PolicyViolation)
+		if !strings.Contains(err.Error(), "mirror m") {
+			t.Fatalf("%v does not name the mirror", err)
+		}
+	}
+	if err := n.SetTopicConfigs("mirrored", map[string]string{"retention.ms": "1000"}, "mirror m"); err != nil {
+		t.Fatal(err)
+	}
+	if e := describe(t, n, "mirrored")["retention.ms"]; *e.Value != "1000" || e.Source != netio.ConfigSourceTopic {
+		t.Fatalf("retention.ms %+v after the writer's set", e)
+	}
+	for _, name := range []string{"", "1"} {
+		broker := netio.ConfigResource{Type: netio.ConfigResourceBroker, Name: name}
+		err := n.AlterConfigs(ctx, broker, []netio.ConfigChange{{Name: "log.retention.ms", Op: netio.ConfigSet, Value: new("1")}}, true, false)
+		wantCode(t, "alter the broker", err, kerr.InvalidRequest)
 	}
 }

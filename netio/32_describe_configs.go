@@ -1,10 +1,11 @@
 package netio
 
-// DescribeConfigs, versions 0-4, answered as a Kafka 4.4 broker answers:
+// DescribeConfigs, versions 1-4 (v0 removed in Kafka 4.0, KIP-896),
+// answered as a Kafka 4.4 broker answers:
 // each resource (a topic, or a broker by node ID) on its own, with its
 // error (UNKNOWN_TOPIC_OR_PARTITION for a topic this node lacks) or every
-// config it has (ConfigNames, when not null, selects some). v0 flags the
-// configs at their defaults (IsDefault); v1+ names each config's source
+// config it has (ConfigNames, when not null, selects some) and an empty,
+// non-null error message, as Kafka sends. Each config names its source
 // and, when asked, its synonyms; v3+ its type and, when asked, its
 // documentation (null where Kafka has none). Backend.Configs answers.
 
@@ -30,6 +31,7 @@ func serveDescribeConfigs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 			resp.Resources = append(resp.Resources, sr)
 			continue
 		}
+		sr.ErrorMessage = new("")
 		sr.Configs = make([]kmsg.DescribeConfigsResponseResourceConfig, 0, len(entries))
 		for _, e := range entries {
 			sr.Configs = append(sr.Configs, describedConfig(e, req))
@@ -43,7 +45,6 @@ func serveDescribeConfigs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 func describedConfig(e ConfigEntry, req *kmsg.DescribeConfigsRequest) kmsg.DescribeConfigsResponseResourceConfig {
 	rc := kmsg.NewDescribeConfigsResponseResourceConfig()
 	rc.Name, rc.Value, rc.ReadOnly, rc.IsSensitive = e.Name, e.Value, e.ReadOnly, e.Sensitive
-	rc.IsDefault = e.Source == ConfigSourceDefault // v0 only
 	rc.Source = kmsg.ConfigSource(e.Source)
 	rc.ConfigType = kmsg.ConfigType(e.Type)
 	if req.IncludeDocumentation {

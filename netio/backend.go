@@ -73,9 +73,10 @@ type TopicConfig struct {
 type ConfigSource int8
 
 const (
-	ConfigSourceTopic        ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
-	ConfigSourceStaticBroker ConfigSource = 4 // STATIC_BROKER_CONFIG: the node's config file
-	ConfigSourceDefault      ConfigSource = 5 // DEFAULT_CONFIG: Kafka's default
+	ConfigSourceTopic          ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
+	ConfigSourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster's default
+	ConfigSourceStaticBroker   ConfigSource = 4 // STATIC_BROKER_CONFIG: the node's config file
+	ConfigSourceDefault        ConfigSource = 5 // DEFAULT_CONFIG: Kafka's default
 )
 
 // Offsets are a partition's offsets, as Kafka names them.

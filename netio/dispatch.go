@@ -49,7 +49,7 @@ func init() {
 		25: {0, 4, serveAddOffsetsToTxn},
 		26: {0, 5, serveEndTxn},
 		28: {0, 5, serveTxnOffsetCommit},
-		32: {0, 4, serveDescribeConfigs},
+		32: {1, 4, serveDescribeConfigs}, // v0 removed in Kafka 4.0 (KIP-896)
 		33: {0, 2, serveAlterConfigs},
 		37: {0, 3, serveCreatePartitions},
 		42: {0, 2, serveDeleteGroups},
