@@ -113,9 +113,10 @@ func TestTopicConfigsDescribeAlterAndReopen(t *testing.T) {
 		source     netio.ConfigSource
 		synonyms   int
 	}{
-		{"segment.ms", "60000", netio.ConfigSourceTopic, 2},            // the override, log.roll.hours's default
-		{"retention.ms", "7200000", netio.ConfigSourceStaticBroker, 2}, // log.retention.hours=2, and its default
-		{"cleanup.policy", "compact", netio.ConfigSourceTopic, 3},
+		{"segment.ms", "60000", netio.ConfigSourceTopic, 1},            // the override (log.roll.ms, the first synonym, has no default)
+		{"retention.ms", "7200000", netio.ConfigSourceStaticBroker, 1}, // log.retention.hours=2
+		{"cleanup.policy", "compact", netio.ConfigSourceTopic, 3},      // the override, the file's, log.cleanup.policy's default
+		{"min.insync.replicas", "1", netio.ConfigSourceClusterDefault, 2},
 		{"remote.storage.enable", "false", netio.ConfigSourceDefault, 0},
 	} {
 		e := got[tc.key]
