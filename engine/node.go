@@ -88,3 +88,7 @@ type TransactionConfig = broker.TransactionConfig
 
 // DefaultTransactionConfig is Kafka 4.4's transaction settings.
 var DefaultTransactionConfig = broker.DefaultTransactionConfig
+
+// ServerPropertyNames are the broker configs a node's config file may
+// set (NodeConfig.ApplyServerProperties takes them).
+func ServerPropertyNames() []string { return broker.ServerPropertyNames() }

@@ -17,7 +17,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/mirrord/mirrord/broker"
+	"github.com/mirrord/mirrord/engine"
 )
 
 // serveFile is what serve takes from its config file.
@@ -56,7 +56,7 @@ func readServeConfig(path string, flags *flag.FlagSet) (serveFile, error) {
 			delete(props, key)
 		}
 	}
-	names := broker.ServerPropertyNames()
+	names := engine.ServerPropertyNames()
 	flags.Visit(func(fl *flag.Flag) {
 		if name := strings.ReplaceAll(fl.Name, "-", "."); slices.Contains(names, name) {
 			props[name] = fl.Value.String()
