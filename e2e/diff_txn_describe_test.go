@@ -220,11 +220,6 @@ func describeSequences() []txnSequence {
 	{
 		const t, u = "diff-txn-lifecycle", "diff-txn-lifecycle-other"
 		add("describe one transactional ID through its states", []string{t, u},
-			// Kafka's metadata names a new partition's leader before the
-			// partition takes writes (NOT_LEADER_OR_FOLLOWER), and this
-			// sequence produces soon after it created its topics.
-			awaitServing(t),
-			awaitServing(u),
 			describeTxns("a"),
 			initTxn("a", 5, txnTimeoutMillis),
 			describeTxns("a"),
