@@ -122,8 +122,9 @@ type txnMetadata struct {
 // txnRecord is what is persisted of a transactional ID. Invariants:
 // partitions is sorted, non-empty in Ongoing, empty in Empty and
 // Complete* (a Prepare* may have none: a transaction version 2 abort
-// without a transaction); startMillis >= 0 exactly in Ongoing and
-// Prepare*.
+// without a transaction); startMillis >= 0 in Ongoing and Prepare*, -1
+// in Empty, and Complete* keeps the start of the transaction it ended
+// (Kafka's prepareComplete: DescribeTransactions answers it).
 type txnRecord struct {
 	id             string
 	producerID     int64
@@ -786,7 +787,7 @@ func (t *transactions) complete(m *txnMetadata) error {
 		return errors.Join(errs...)
 	}
 	next := m.persisted()
-	next.state, next.partitions, next.startMillis, next.updateMillis = txnCompleteAbort, nil, -1, now
+	next.state, next.partitions, next.updateMillis = txnCompleteAbort, nil, now
 	if commit {
 		next.state = txnCompleteCommit
 	}
