@@ -18,7 +18,7 @@ import (
 const formatNow = 1_700_000_001_000
 
 // formatPartition is a partition of a topic with configs.
-func formatPartition(t *testing.T, configs map[string]string) *Partition {
+func formatPartition(t testing.TB, configs map[string]string) *Partition {
 	t.Helper()
 	p := testPartition(t)
 	limits, err := topicProduceLimits(nodeProduceLimits(Config{}), configs)
@@ -31,7 +31,7 @@ func formatPartition(t *testing.T, configs map[string]string) *Partition {
 }
 
 // inCodec is batch with its records compressed in codec.
-func inCodec(t *testing.T, batch []byte, codec rb.Codec) []byte {
+func inCodec(t testing.TB, batch []byte, codec rb.Codec) []byte {
 	t.Helper()
 	if codec == rb.CodecNone {
 		return batch
