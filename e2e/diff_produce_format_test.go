@@ -137,7 +137,7 @@ func describeStored(t *testing.T, topic string, p *kmsg.FetchResponseTopicPartit
 		data = data[size:]
 		maxTimestamp := b.MaxTimestamp - formatSentAt
 		if b.Attributes&0x08 != 0 {
-			maxTimestamp = normaliseAppendTime(t, maxTimestamp)
+			maxTimestamp = normaliseAppendTime(t, b.MaxTimestamp)
 		}
 		fmt.Fprintf(&out, "batch offset %d last delta %d epoch %d codec %d logAppendTime %v transactional %v control %v producer %d/%d/%d records %d timestamps %d..%d\n",
 			b.FirstOffset, b.LastOffsetDelta, b.PartitionLeaderEpoch, b.Attributes&0x07, b.Attributes&0x08 != 0, b.Attributes&0x10 != 0,
