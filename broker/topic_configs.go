@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // topicConfigEntries lists the effective value of every topic config
@@ -37,14 +38,17 @@ func topicConfigEntries(cfg logstore.Config, limits produceLimits, set map[strin
 	}
 	entries := []netio.TopicConfig{
 		{Name: "cleanup.policy", Value: "delete"},
-		{Name: "compression.type", Value: "producer"},
+		{Name: "compression.gzip.level", Value: strconv.Itoa(limits.level(rb.CodecGzip))},
+		{Name: "compression.lz4.level", Value: strconv.Itoa(limits.level(rb.CodecLZ4))},
+		{Name: "compression.type", Value: limits.compressionType()},
+		{Name: "compression.zstd.level", Value: strconv.Itoa(limits.level(rb.CodecZstd))},
 		{Name: "flush.messages", Value: flushMessages},
 		{Name: "flush.ms", Value: flushMillis},
 		{Name: "index.interval.bytes", Value: strconv.FormatInt(cfg.IndexIntervalBytes, 10)},
 		{Name: "max.message.bytes", Value: strconv.FormatInt(limits.maxMessageBytes, 10)},
 		{Name: "message.timestamp.after.max.ms", Value: strconv.FormatInt(limits.timestampAfterMax, 10)},
 		{Name: "message.timestamp.before.max.ms", Value: strconv.FormatInt(limits.timestampBeforeMax, 10)},
-		{Name: "message.timestamp.type", Value: "CreateTime"},
+		{Name: "message.timestamp.type", Value: limits.timestampType()},
 		{Name: "retention.bytes", Value: retentionBytes},
 		{Name: "retention.ms", Value: millisOr(cfg.RetentionAge, "-1")},
 		{Name: "segment.bytes", Value: strconv.FormatInt(cfg.SegmentBytes, 10)},

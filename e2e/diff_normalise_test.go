@@ -27,7 +27,7 @@ var diffTopicID = [16]byte{0xd1, 0xff}
 
 // honouredTopicConfigs are the topic configs mirrord honours and lists in
 // CreateTopics answers (engine/topic_configs.go).
-var honouredTopicConfigs = []string{"cleanup.policy", "compression.type", "flush.messages", "flush.ms",
+var honouredTopicConfigs = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type", "compression.zstd.level", "flush.messages", "flush.ms",
 	"index.interval.bytes", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
 	"message.timestamp.type", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.ms"}
 
