@@ -16,6 +16,7 @@ import (
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -32,20 +33,11 @@ type topicSettings struct {
 	// delete.retention.ms are in the overrides and node defaults, set
 	// them where applyPolicies sets compact).
 	compact bool
-	// compressionType (compression.type) and logAppendTime
-	// (message.timestamp.type=LogAppendTime): hooks for the produce path
-	// (its branch adds the fields of produceLimits that recompress and
-	// stamp a batch; set them where applyPolicies sets these).
-	compressionType string
-	logAppendTime   bool
 }
 
 // inertTopicConfigs are accepted, stored and described, and change
 // nothing here, with why.
 var inertTopicConfigs = map[string]string{
-	"compression.gzip.level":                  "used by broker-side recompression (compression.type)",
-	"compression.lz4.level":                   "used by broker-side recompression (compression.type)",
-	"compression.zstd.level":                  "used by broker-side recompression (compression.type)",
 	"errors.deadletterqueue.group.enable":     "no share groups",
 	"file.delete.delay.ms":                    "segments are deleted at once",
 	"follower.replication.throttled.replicas": "one replica",
@@ -141,12 +133,22 @@ func millisText(d time.Duration, zero string) string {
 	return strconv.FormatInt(d.Milliseconds(), 10)
 }
 
-// applyPolicies sets the policy settings from their effective values.
+// applyPolicies sets the policy settings from their effective values:
+// the cleanup policy, and the Produce path's compression.type,
+// compression levels and message.timestamp.type (produceLimits).
 func applyPolicies(s *topicSettings, value func(key string) string) {
 	policy := splitList(value("cleanup.policy"))
 	s.deleteRetention, s.compact = slices.Contains(policy, "delete"), slices.Contains(policy, "compact")
-	s.compressionType = value("compression.type")
-	s.logAppendTime = value("message.timestamp.type") == "LogAppendTime"
+	compression := value("compression.type")
+	s.limits.compression, s.limits.keepCodec = compressionTypes[compression], compression == "producer"
+	s.limits.logAppendTime = value("message.timestamp.type") == "LogAppendTime"
+	for key, codec := range map[string]rb.Codec{"compression.gzip.level": rb.CodecGzip, "compression.lz4.level": rb.CodecLZ4, "compression.zstd.level": rb.CodecZstd} {
+		s.limits.levels[codec] = 0 // Kafka's default
+		if level := value(key); level != *topicConfigDefs[key].kafkaDefault {
+			n, _ := strconv.Atoi(level) // parsed: an INT
+			s.limits.levels[codec] = n
+		}
+	}
 }
 
 // parseTopicConfigs checks a topic's overrides as Kafka does and returns
