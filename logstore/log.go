@@ -59,6 +59,10 @@ type Log struct {
 	unflushed      bool  // bytes appended since the last sync
 	failed         error // set once a write could not be undone
 	closed         bool
+	// cleanerOffset is the cleaner checkpoint, the first dirty offset (-1
+	// before the first cleaning); cleaning serializes cleanings (Clean).
+	cleanerOffset rb.Offset
+	cleaning      sync.Mutex
 }
 
 // Open opens (creating if needed) the log in dir. After an unclean
@@ -82,6 +86,9 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 }
 
 func (l *Log) load() error {
+	if err := l.recoverCleaning(); err != nil {
+		return err
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return err

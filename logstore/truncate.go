@@ -55,6 +55,12 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 		// Nothing a reader could see is left.
 		return l.truncateFullyAndStartAt(l.logStartOffset)
 	}
+	if l.cleanerOffset > l.logEndOffset() {
+		// Kafka's maybeTruncateCheckpoint: what comes next is dirty.
+		if err := l.writeCleanerOffset(l.logEndOffset()); err != nil {
+			return l.fail(err)
+		}
+	}
 	return l.afterTruncation()
 }
 
