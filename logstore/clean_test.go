@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -228,10 +229,10 @@ func TestCleanTransactions(t *testing.T) {
 	txn := func(pid int64) rb.Spec { return rb.Spec{ProducerID: pid, Transactional: true} }
 	c.write(rb.Spec{}, 0, kv{"k", "0"})
 	c.write(txn(7), 0, kv{"k", "aborted"}, kv{"x", "aborted"}) // 1-2
-	c.write(txn(8), 0, kv{"k", "committed"})                    // 3
-	c.marker(7, true)                                           // 4
-	c.marker(8, false)                                          // 5
-	c.write(rb.Spec{}, 0, kv{"y", "1"})                         // 6
+	c.write(txn(8), 0, kv{"k", "committed"})                   // 3
+	c.marker(7, true)                                          // 4
+	c.marker(8, false)                                         // 5
+	c.write(rb.Spec{}, 0, kv{"y", "1"})                        // 6
 	c.roll()
 	c.write(rb.Spec{}, 0, kv{"z", "1"})
 	c.clean(m)
@@ -346,4 +347,45 @@ func TestCleanSkipsUncleanable(t *testing.T) {
 	}
 	c.clean(NewOffsetMap(1<<20, 0.9))
 	expect(t, contents(t, c.log), "1:a=2", "2:a=3")
+}
+
+// compressBatch rewrites an uncompressed batch with codec.
+func compressBatch(t *testing.T, batch []byte, codec rb.Codec) []byte {
+	t.Helper()
+	out, err := records.Compress(append([]byte(nil), batch[:rb.HeaderSize]...), codec, rb.Batch(batch).Records())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out[hdrAttributes+1] |= byte(codec)
+	binary.BigEndian.PutUint32(out[hdrBatchLength:], uint32(len(out)-rb.LengthPrefixSize))
+	rb.Batch(out).SetCRC(rb.Batch(out).ComputeCRC())
+	return out
+}
+
+// TestCleanCompressedBatches: a compressed batch the cleaning keeps part
+// of is rebuilt in its codec, with the kept records' timestamps.
+func TestCleanCompressedBatches(t *testing.T) {
+	for _, codec := range []rb.Codec{rb.CodecGzip, rb.CodecSnappy, rb.CodecLZ4, rb.CodecZstd} {
+		t.Run(codec.String(), func(t *testing.T) {
+			c := newCleanLog(t, vfs.NewMem())
+			spec := rb.Spec{ProducerID: -1, BaseTimestamp: baseTimestamp, Records: []rb.Record{
+				{Key: []byte("a"), Value: []byte("1")},
+				{Key: []byte("b"), Value: []byte("1"), TimestampDelta: 5},
+				{Key: []byte("c"), Value: []byte("1"), TimestampDelta: 9},
+			}}
+			if _, err := c.log.Append(compressBatch(t, rb.Append(nil, spec), codec)); err != nil {
+				t.Fatal(err)
+			}
+			c.next = c.log.LogEndOffset()
+			c.write(rb.Spec{}, 0, kv{"c", "2"})
+			c.roll()
+			c.write(rb.Spec{}, 0, kv{"z", "1"})
+			c.clean(NewOffsetMap(1<<20, 0.9))
+			expect(t, contents(t, c.log), "0:a=1", "1:b=1", "3:c=2", "4:z=1")
+			b := rb.Batch(mustBatch(t, c.log, 0))
+			if b.Codec() != codec || b.RecordCount() != 2 || b.LastOffsetDelta() != 2 || b.BaseTimestamp() != baseTimestamp || b.MaxTimestamp() != baseTimestamp+5 || b.Verify() != nil {
+				t.Fatalf("rebuilt batch: %s, %d records, last delta %d, timestamps %d..%d, crc %v", b.Codec(), b.RecordCount(), b.LastOffsetDelta(), b.BaseTimestamp(), b.MaxTimestamp(), b.Verify())
+			}
+		})
+	}
 }
