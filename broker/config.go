@@ -2,7 +2,9 @@ package broker
 
 import (
 	"fmt"
+	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mirrord/mirrord/logstore"
@@ -46,7 +48,15 @@ func topicConfig(base logstore.Config, configs map[string]string) (logstore.Conf
 				cfg.Flush, cfg.FlushInterval = logstore.FlushInterval, d
 			}
 		case "cleanup.policy":
-			err = oneOf(value, "delete")
+			cfg.Cleanup, err = cleanupPolicy(value)
+		case "delete.retention.ms":
+			cfg.DeleteRetention, err = millis(value, false)
+		case "min.compaction.lag.ms":
+			cfg.MinCompactionLag, err = millis(value, false)
+		case "max.compaction.lag.ms":
+			cfg.MaxCompactionLag, err = millisUpTo(value, 1)
+		case "min.cleanable.dirty.ratio":
+			cfg.MinCleanableDirtyRatio, err = ratio(value)
 		case "compression.type":
 			err = oneOf(value, "producer")
 		case "message.timestamp.type":
@@ -109,4 +119,44 @@ func integerOrBool(value string) (bool, error) {
 	}
 	_, err := strconv.ParseInt(value, 10, 64)
 	return err == nil, err
+}
+
+// cleanupPolicy parses cleanup.policy: a list of delete and compact.
+func cleanupPolicy(value string) (logstore.CleanupPolicy, error) {
+	var compact, del bool
+	for _, part := range strings.Split(value, ",") {
+		switch strings.TrimSpace(part) {
+		case "compact":
+			compact = true
+		case "delete":
+			del = true
+		default:
+			return 0, fmt.Errorf("want delete, compact or both")
+		}
+	}
+	switch {
+	case compact && del:
+		return logstore.CleanupCompactDelete, nil
+	case compact:
+		return logstore.CleanupCompact, nil
+	}
+	return logstore.CleanupDelete, nil
+}
+
+// millisUpTo parses a millisecond count of at least lowest; one too large
+// for a Duration (Kafka's Long.MAX_VALUE default) means unlimited (0).
+func millisUpTo(value string, lowest int64) (time.Duration, error) {
+	n, err := integer(value, lowest)
+	if err != nil || n > math.MaxInt64/int64(time.Millisecond) {
+		return 0, err
+	}
+	return time.Duration(n) * time.Millisecond, nil
+}
+
+func ratio(value string) (float64, error) {
+	f, err := strconv.ParseFloat(value, 64)
+	if err == nil && (f < 0 || f > 1) {
+		err = fmt.Errorf("out of range [0, 1]")
+	}
+	return f, err
 }

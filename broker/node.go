@@ -42,6 +42,8 @@ type Config struct {
 	// Transactions are the transaction coordinator's settings; a zero
 	// field takes Kafka's default (DefaultTransactionConfig).
 	Transactions TransactionConfig
+	// Cleaner is the log cleaner's (DefaultCleanerConfig for zero fields).
+	Cleaner CleanerConfig
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -98,6 +100,7 @@ type Node struct {
 	txns    *transactions
 	groups  groupCoordinator
 	cluster netio.ClusterInfo
+	cleaner *cleaner
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -187,11 +190,13 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		dir.Close()
 		return nil, err
 	}
+	n.cleaner = startCleaner(n, cfg.Cleaner)
 	return n, nil
 }
 
 // Close stops the transaction reaper and closes every partition log.
 func (n *Node) Close() error {
+	n.cleaner.close()
 	n.groups.Close()
 	n.txns.close()
 	return n.dir.Close()

@@ -36,15 +36,19 @@ func topicConfigEntries(cfg logstore.Config, limits produceLimits, set map[strin
 		retentionBytes = strconv.FormatInt(cfg.RetentionBytes, 10)
 	}
 	entries := []netio.TopicConfig{
-		{Name: "cleanup.policy", Value: "delete"},
+		{Name: "cleanup.policy", Value: cfg.Cleanup.String()},
 		{Name: "compression.type", Value: "producer"},
+		{Name: "delete.retention.ms", Value: strconv.FormatInt(cfg.DeleteRetention.Milliseconds(), 10)},
 		{Name: "flush.messages", Value: flushMessages},
 		{Name: "flush.ms", Value: flushMillis},
 		{Name: "index.interval.bytes", Value: strconv.FormatInt(cfg.IndexIntervalBytes, 10)},
+		{Name: "max.compaction.lag.ms", Value: millisOr(cfg.MaxCompactionLag, unlimited)},
 		{Name: "max.message.bytes", Value: strconv.FormatInt(limits.maxMessageBytes, 10)},
 		{Name: "message.timestamp.after.max.ms", Value: strconv.FormatInt(limits.timestampAfterMax, 10)},
 		{Name: "message.timestamp.before.max.ms", Value: strconv.FormatInt(limits.timestampBeforeMax, 10)},
 		{Name: "message.timestamp.type", Value: "CreateTime"},
+		{Name: "min.cleanable.dirty.ratio", Value: strconv.FormatFloat(cfg.MinCleanableDirtyRatio, 'g', -1, 64)},
+		{Name: "min.compaction.lag.ms", Value: strconv.FormatInt(cfg.MinCompactionLag.Milliseconds(), 10)},
 		{Name: "retention.bytes", Value: retentionBytes},
 		{Name: "retention.ms", Value: millisOr(cfg.RetentionAge, "-1")},
 		{Name: "segment.bytes", Value: strconv.FormatInt(cfg.SegmentBytes, 10)},

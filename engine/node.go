@@ -88,3 +88,10 @@ type TransactionConfig = broker.TransactionConfig
 
 // DefaultTransactionConfig is Kafka 4.4's transaction settings.
 var DefaultTransactionConfig = broker.DefaultTransactionConfig
+
+// CleanerConfig is the log cleaner's settings (NodeConfig.Cleaner), with
+// Kafka's defaults in DefaultCleanerConfig.
+type CleanerConfig = broker.CleanerConfig
+
+// DefaultCleanerConfig is Kafka 4.4's log cleaner settings.
+var DefaultCleanerConfig = broker.DefaultCleanerConfig

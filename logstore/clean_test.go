@@ -31,7 +31,7 @@ func newCleanLog(t *testing.T, fsys vfs.FS) *cleanLog {
 	cfg.IndexIntervalBytes = 0
 	cfg.IndexBytesMax = 4096
 	cfg.Flush = FlushEveryAppend
-	cfg.Compact = true
+	cfg.Cleanup = CleanupCompact
 	cfg.DeleteRetention = time.Hour
 	c := &cleanLog{t: t, fs: fsys, cfg: cfg, now: &now}
 	c.cfg.Now = func() time.Time { return *c.now }

@@ -19,6 +19,33 @@ const (
 	FlushOS
 )
 
+// CleanupPolicy is a topic's cleanup.policy.
+type CleanupPolicy int
+
+const (
+	CleanupDelete        CleanupPolicy = iota // "delete", Kafka's default
+	CleanupCompact                            // "compact"
+	CleanupCompactDelete                      // "compact,delete"
+)
+
+// Compact reports whether the cleaner compacts the log.
+func (p CleanupPolicy) Compact() bool { return p == CleanupCompact || p == CleanupCompactDelete }
+
+// Delete reports whether retention (retention.ms, retention.bytes) applies.
+func (p CleanupPolicy) Delete() bool { return p == CleanupDelete || p == CleanupCompactDelete }
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupCompactDelete:
+		return "compact,delete"
+	}
+	return fmt.Sprintf("CleanupPolicy(%d)", int(p))
+}
+
 func (p FlushPolicy) String() string {
 	switch p {
 	case FlushEveryAppend:
@@ -52,10 +79,10 @@ type Config struct {
 	// their log start offset from the source instead.
 	RetentionAge   time.Duration
 	RetentionBytes int64
-	// Compact makes the log a compacted one (cleanup.policy=compact, or
-	// compact,delete with retention above): the cleaner keeps the latest
-	// record of each key (see Clean).
-	Compact bool
+	// Cleanup is cleanup.policy: delete (the zero value) applies the
+	// retention above; compact has the cleaner keep the latest record of
+	// each key (see Clean) and applies no retention; compact,delete both.
+	Cleanup CleanupPolicy
 	// DeleteRetention is how long a tombstone, and a transaction marker
 	// the cleaner may drop, outlives the cleaning that first kept it
 	// (delete.retention.ms, 1 day).
@@ -103,6 +130,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("logstore: config flush.ms %v must be positive", c.FlushInterval)
 	case c.SegmentAge < 0 || c.RetentionAge < 0 || c.RetentionBytes < 0:
 		return fmt.Errorf("logstore: config segment.ms, retention.ms and retention.bytes must not be negative")
+	case c.Cleanup < CleanupDelete || c.Cleanup > CleanupCompactDelete:
+		return fmt.Errorf("logstore: config cleanup.policy %d unknown", int(c.Cleanup))
 	case c.DeleteRetention < 0 || c.MinCompactionLag < 0 || c.MaxCompactionLag < 0:
 		return fmt.Errorf("logstore: config delete.retention.ms, min.compaction.lag.ms and max.compaction.lag.ms must not be negative")
 	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1:

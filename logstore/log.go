@@ -367,6 +367,13 @@ func (l *Log) Size() int64 {
 	return size
 }
 
+// Config is the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
 // Segments is the number of segments.
 func (l *Log) Segments() int {
 	l.mu.RLock()

@@ -40,7 +40,12 @@ func runServe(args []string) error {
 	configFile := flags.String("config", "", "node config file (not supported yet)")
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
+	cleanerConfig := cleanerFlags(flags)
 	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	cleaner, err := cleanerConfig()
+	if err != nil {
 		return err
 	}
 	transactions, err := txnConfig()
@@ -72,7 +77,7 @@ func runServe(args []string) error {
 		return err
 	}
 	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
-		MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions})
+		MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions, Cleaner: cleaner})
 	if err != nil {
 		ln.Close()
 		return err
