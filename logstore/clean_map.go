@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"hash/maphash"
+	"math/bits"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 )
@@ -72,22 +73,18 @@ func (m *OffsetMap) hash(key []byte) [2]uint64 {
 	return h
 }
 
-// slot returns the slot of h: where it is, or the empty one where it goes.
+// slot returns the slot of h: where it is, or the empty one where it goes
+// (linear probing from the hash's home slot; the map is never full, so a
+// probe ends within len(slots) steps).
 func (m *OffsetMap) slot(h [2]uint64) int {
 	n := uint64(len(m.hashes))
-	i := h[0] % n
-	step := h[1]%(n-1) + 1 // probes visit distinct slots only when n is prime; bounded by n anyway
-	for range n {
+	home, _ := bits.Mul64(h[0], n) // h[0] scaled to [0, n)
+	for i, probes := home, uint64(0); probes < n; probes++ {
 		if s := m.hashes[i]; s == h || s == ([2]uint64{}) {
 			return int(i)
 		}
-		i = (i + step) % n
-	}
-	// A full cycle without a match or a hole: fall back to a linear scan,
-	// which finds one because used < len(slots).
-	for j := range m.hashes {
-		if s := m.hashes[j]; s == h || s == ([2]uint64{}) {
-			return j
+		if i++; i == n {
+			i = 0
 		}
 	}
 	panic("logstore: offset map has no free slot")

@@ -52,7 +52,9 @@ func Compress(dst []byte, codec recordbatch.Codec, section []byte) ([]byte, erro
 		return dst, nil
 	case recordbatch.CodecLZ4:
 		buf := bytes.NewBuffer(dst)
-		w := lz4.NewWriter(buf)
+		w := lz4Writers.Get().(*lz4.Writer)
+		defer lz4Writers.Put(w)
+		w.Reset(buf)
 		if _, err := w.Write(section); err != nil {
 			return dst, fmt.Errorf("records: lz4: %w", err)
 		}
@@ -67,6 +69,16 @@ func Compress(dst []byte, codec recordbatch.Codec, section []byte) ([]byte, erro
 	}
 	return dst, fmt.Errorf("records: %w: unknown compression codec %d", recordbatch.ErrCorrupt, uint8(codec))
 }
+
+// lz4Writers write the LZ4 frames of Kafka's KafkaLZ4BlockOutputStream:
+// 64 KiB independent blocks.
+var lz4Writers = sync.Pool{New: func() any {
+	w := lz4.NewWriter(nil)
+	if err := w.Apply(lz4.BlockSizeOption(lz4.Block64Kb), lz4.ConcurrencyOption(1)); err != nil {
+		panic("records: lz4 writer: " + err.Error())
+	}
+	return w
+}}
 
 var zstdEncoders = sync.Pool{New: func() any {
 	e, err := zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithEncoderLevel(zstd.SpeedDefault))
