@@ -146,12 +146,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 	}
 	c := l.cleanable(opts.LastStableOffset, now)
 	var segments []*segment
+	read := map[*segment]segmentState{}
 	for _, s := range l.segments {
 		if s.base >= c.FirstUncleanable {
 			break
 		}
 		s.acquire()
 		segments = append(segments, s)
+		read[s] = segmentState{size: s.size, truncations: s.truncations}
 	}
 	l.mu.RUnlock()
 	defer func() {
@@ -187,8 +189,15 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 	for _, group := range l.groupSegments(segments, stats.End, c.FirstUncleanable) {
 		stats.Segments += len(group)
 		stats.Groups++
-		if err := l.cleanGroup(group, filter, opts.Throttle, &stats); err != nil {
+		swapped, err := l.cleanGroup(group, read, filter, opts.Throttle, &stats)
+		if err != nil {
 			return stats, err
+		}
+		if !swapped {
+			// A truncation or retention changed the segments: what was
+			// mapped may be gone. The next cleaning starts over.
+			stats.End = stats.FirstDirty
+			return stats, nil
 		}
 	}
 	l.mu.Lock()
@@ -276,15 +285,21 @@ func (l *Log) groupSegments(segments []*segment, end, firstUncleanable rb.Offset
 
 // cleanGroup writes what the filter keeps of a group's batches into a
 // cleaned segment and swaps it in.
-func (l *Log) cleanGroup(group []*segment, filter *batchFilter, throttle func(int64), stats *CleanStats) error {
+func (l *Log) cleanGroup(group []*segment, read map[*segment]segmentState, filter *batchFilter, throttle func(int64), stats *CleanStats) (bool, error) {
 	cleaned, err := createCleanedSegment(l.fs, l.dir, group[0].base, l.cfg)
 	if err != nil {
-		return err
+		return false, err
 	}
 	if err := writeCleaned(cleaned, group, filter, throttle, stats); err != nil {
-		return errors.Join(err, discardCleaned(l.fs, l.dir, cleaned))
+		return false, errors.Join(err, discardCleaned(l.fs, l.dir, cleaned))
 	}
-	return l.swapCleaned(cleaned, group)
+	return l.swapCleaned(cleaned, group, read)
+}
+
+// segmentState is what a cleaning saw of a segment it read.
+type segmentState struct {
+	size        int64
+	truncations uint64
 }
 
 const cleanedFlushBytes = 1 << 20

@@ -68,8 +68,9 @@ func discardCleaned(fs vfs.FS, dir string, s *segment) error {
 
 // swapCleaned replaces the group's segments with cleaned (steps 2-5
 // above) under the log's lock, unless the group is no longer in the log
-// (a truncation or retention took it): then cleaned is discarded.
-func (l *Log) swapCleaned(cleaned *segment, group []*segment) error {
+// as the cleaning read it (a truncation or retention changed it): then
+// cleaned is discarded and swapped is false.
+func (l *Log) swapCleaned(cleaned *segment, group []*segment, read map[*segment]segmentState) (swapped bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := -1
@@ -79,13 +80,18 @@ func (l *Log) swapCleaned(cleaned *segment, group []*segment) error {
 		}
 	}
 	if at < 0 || at+len(group) >= len(l.segments) || l.closed || l.failed != nil {
-		return discardCleaned(l.fs, l.dir, cleaned)
+		return false, discardCleaned(l.fs, l.dir, cleaned)
 	}
 	for k, s := range group {
-		if l.segments[at+k] != s {
-			return discardCleaned(l.fs, l.dir, cleaned)
+		if l.segments[at+k] != s || read[s] != (segmentState{size: s.size, truncations: s.truncations}) {
+			return false, discardCleaned(l.fs, l.dir, cleaned)
 		}
 	}
+	return true, l.swapInto(cleaned, group, at)
+}
+
+// swapInto is swapCleaned once the group is known to be unchanged at at.
+func (l *Log) swapInto(cleaned *segment, group []*segment, at int) error {
 	if err := l.beginWrite(); err != nil {
 		return errorsJoin(err, discardCleaned(l.fs, l.dir, cleaned))
 	}

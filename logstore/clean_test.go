@@ -389,3 +389,41 @@ func TestCleanCompressedBatches(t *testing.T) {
 		})
 	}
 }
+
+// TestCleanRacingTruncation: a truncation (a mirror's divergence) into a
+// segment the cleaning is reading, then appends that seal it again, make
+// the cleaning drop its copy: the log keeps what was written after the
+// truncation, and the checkpoint does not move.
+func TestCleanRacingTruncation(t *testing.T) {
+	c := newCleanLog(t, vfs.NewMem())
+	c.write(rb.Spec{}, 0, kv{"a", "1"})
+	c.write(rb.Spec{}, 0, kv{"a", "2"})
+	c.write(rb.Spec{}, 0, kv{"a", "3"})
+	c.roll()
+	c.write(rb.Spec{}, 0, kv{"z", "1"})
+	truncated := false
+	stats, err := c.log.Clean(CleanOptions{Map: NewOffsetMap(1<<20, 0.9), LastStableOffset: c.log.LogEndOffset(), Throttle: func(int64) {
+		if truncated {
+			return
+		}
+		truncated = true
+		if err := c.log.TruncateTo(1); err != nil {
+			t.Fatal(err)
+		}
+		c.next = 1
+		c.write(rb.Spec{}, 0, kv{"b", "new"})
+		c.write(rb.Spec{}, 0, kv{"b", "newer"})
+		c.roll()
+		c.write(rb.Spec{}, 0, kv{"y", "1"})
+	}})
+	if err != nil || !truncated {
+		t.Fatalf("clean: %v (truncated %v)", err, truncated)
+	}
+	expect(t, contents(t, c.log), "0:a=1", "1:b=new", "2:b=newer", "3:y=1")
+	if c.log.CleanerOffset() != noCleanerOffset || stats.End != stats.FirstDirty {
+		t.Fatalf("checkpoint %d, stats %s: want no progress", c.log.CleanerOffset(), stats)
+	}
+	// The next cleaning cleans what is there now.
+	c.clean(NewOffsetMap(1<<20, 0.9))
+	expect(t, contents(t, c.log), "0:a=1", "2:b=newer", "3:y=1")
+}

@@ -40,6 +40,9 @@ type segment struct {
 	// (0: never; every append is synced); writtenBack is where the last
 	// one ended.
 	writeBehind, writtenBack int64
+	// truncations counts truncateTo calls: a cleaning swaps its cleaned
+	// copy in only if the segment is as it read it (size and truncations).
+	truncations uint64
 
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
@@ -465,6 +468,7 @@ func (s *segment) truncateTo(position int64) error {
 		return err
 	}
 	s.size, s.writtenBack = position, min(s.writtenBack, position)
+	s.truncations++
 	if err := s.rebuildIndexes(position); err != nil {
 		return err
 	}
