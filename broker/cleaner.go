@@ -89,7 +89,7 @@ func startCleaner(n *Node, cfg CleanerConfig) *cleaner {
 	}
 	for range cfg.Threads {
 		c.done.Add(1)
-		go c.run(logstore.NewOffsetMap(cfg.DedupeBufferBytes/int64(cfg.Threads), cfg.LoadFactor))
+		go c.run()
 	}
 	return c
 }
@@ -99,8 +99,11 @@ func (c *cleaner) close() {
 	c.done.Wait()
 }
 
-func (c *cleaner) run(m *logstore.OffsetMap) {
+// run is one cleaner thread. Its offset map is made at its first
+// cleaning: a node without compacted topics never holds one.
+func (c *cleaner) run() {
 	defer c.done.Done()
+	var m *logstore.OffsetMap
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -109,7 +112,7 @@ func (c *cleaner) run(m *logstore.OffsetMap) {
 			return
 		case <-timer.C:
 		}
-		for c.cleanDirtiest(m) {
+		for c.cleanDirtiest(&m) {
 			select {
 			case <-c.stop:
 				return
@@ -122,17 +125,20 @@ func (c *cleaner) run(m *logstore.OffsetMap) {
 
 // cleanDirtiest cleans the dirtiest eligible partition; it reports
 // whether it found one.
-func (c *cleaner) cleanDirtiest(m *logstore.OffsetMap) bool {
+func (c *cleaner) cleanDirtiest(m **logstore.OffsetMap) bool {
 	p := c.grabDirtiest()
 	if p == nil {
 		return false
+	}
+	if *m == nil {
+		*m = logstore.NewOffsetMap(c.cfg.DedupeBufferBytes/int64(c.cfg.Threads), c.cfg.LoadFactor)
 	}
 	defer func() {
 		c.mu.Lock()
 		delete(c.inProgress, p)
 		c.mu.Unlock()
 	}()
-	c.clean(p, m)
+	c.clean(p, *m)
 	return true
 }
 

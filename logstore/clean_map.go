@@ -40,13 +40,15 @@ func NewOffsetMap(memoryBytes int64, loadFactor float64) *OffsetMap {
 		limit:   min(max(int(float64(slots)*loadFactor), 1), slots-1),
 		seeds:   [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()},
 	}
-	m.Clear()
+	m.latest = -1 // the slots are zero: empty, and not yet touched
 	return m
 }
 
 // Clear empties the map for the next cleaning.
 func (m *OffsetMap) Clear() {
-	clear(m.hashes)
+	if m.used > 0 {
+		clear(m.hashes)
+	}
 	m.used, m.latest = 0, -1
 }
 
