@@ -57,11 +57,8 @@ func topicConfig(base logstore.Config, configs map[string]string) (logstore.Conf
 			cfg.MaxCompactionLag, err = millisUpTo(value, 1)
 		case "min.cleanable.dirty.ratio":
 			cfg.MinCleanableDirtyRatio, err = ratio(value)
-		case "compression.type":
-			err = oneOf(value, "producer")
-		case "message.timestamp.type":
-			err = oneOf(value, "CreateTime")
-		case "max.message.bytes", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms":
+		case "max.message.bytes", "message.timestamp.before.max.ms", "message.timestamp.after.max.ms",
+			"message.timestamp.type", "compression.type", "compression.gzip.level", "compression.lz4.level", "compression.zstd.level":
 			// topicProduceLimits parses them
 		case "min.insync.replicas", "unclean.leader.election.enable":
 			_, err = integerOrBool(value)

@@ -27,6 +27,10 @@ import (
 //     are INVALID_RECORD; CreateTime timestamps outside
 //     message.timestamp.before.max.ms and .after.max.ms around the node's
 //     clock are INVALID_TIMESTAMP with the records at fault;
+//   - then the batch takes the topic's format (formatForLog): rebuilt
+//     in the topic's compression.type when that is not the batch's codec
+//     (producer keeps it), stamped on a LogAppendTime topic; a rebuilt
+//     batch over max.message.bytes is MESSAGE_TOO_LARGE;
 //   - a batch larger than segment.bytes is RECORD_LIST_TOO_LARGE;
 //   - idempotence (see producer_state.go): per producer ID the epoch and
 //     the sequence must follow, and a retry of one of the last five
@@ -101,10 +105,15 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	if err := p.refuseIfReadOnly("produce"); err != nil {
 		return netio.ProduceResult{}, err
 	}
-	if err := p.validateProduce(batches, request); err != nil {
+	now := p.now().UnixMilli() // Kafka's LogValidator reads its clock once
+	if err := p.validateProduce(batches, request, now); err != nil {
 		return netio.ProduceResult{}, err
 	}
 	if err := p.verifyTransactions(batches, request); err != nil {
+		return netio.ProduceResult{}, err
+	}
+	batches, err := p.formatForLog(batches, now)
+	if err != nil {
 		return netio.ProduceResult{}, err
 	}
 	p.mu.Lock()
@@ -131,12 +140,76 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	staged.commit() // before the high watermark moves: see lastStableOffset
 	p.log.SetHighWatermark(p.log.LogEndOffset())
 	p.notify()
-	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: -1, LogStartOffset: p.log.LogStartOffset()}, nil
+	logAppendTime := int64(-1)
+	if p.limits.logAppendTime {
+		logAppendTime = now
+	}
+	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: logAppendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+}
+
+// formatForLog gives validated batches the topic's format before they
+// are appended, as Kafka's LogValidator does: a batch whose codec is not
+// the topic's compression.type (unless producer) is rebuilt in that codec
+// (records.Recompress: producer fields kept, the offsets the append
+// assigns, Kafka's timestamps); on a LogAppendTime topic every batch is
+// marked LogAppendTime with maxTimestamp now, in place unless rebuilt
+// (the records and baseTimestamp are the producer's). A rebuilt batch
+// larger than max.message.bytes is MESSAGE_TOO_LARGE, as in Kafka. The
+// request's bytes are returned when no batch was rebuilt.
+func (p *Partition) formatForLog(batches []byte, now int64) ([]byte, error) {
+	logAppendTime := int64(-1)
+	if p.limits.logAppendTime {
+		logAppendTime = now
+	}
+	var rebuilt, scratch []byte // rebuilt stays nil until a batch is
+	for it := rb.NewIter(batches, false); it.Next(); {
+		b := it.Batch()
+		to, recompress := p.limits.target(b.Codec())
+		if !recompress {
+			if logAppendTime >= 0 {
+				b.SetMaxTimestamp(true, logAppendTime)
+			}
+			if rebuilt != nil {
+				rebuilt = append(rebuilt, b...)
+			}
+			continue
+		}
+		if rebuilt == nil {
+			rebuilt = append(make([]byte, 0, len(batches)+rb.HeaderSize), batches[:it.Position()]...)
+		}
+		start := len(rebuilt)
+		var err error
+		if rebuilt, scratch, err = records.Recompress(rebuilt, scratch, b, to, logAppendTime, recordsLimit); err != nil {
+			return nil, p.recompressError(err)
+		}
+		if size := int64(len(rebuilt) - start); size > p.limits.maxMessageBytes {
+			return nil, fmt.Errorf("%w: broker: message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d",
+				kerr.MessageTooLarge, size, p.tp, p.limits.maxMessageBytes)
+		}
+	}
+	if rebuilt == nil {
+		return batches, nil
+	}
+	return rebuilt, nil
+}
+
+// recompressError is Kafka's answer when a validated batch cannot be
+// rebuilt: a record's negative timestamp makes its MemoryRecordsBuilder
+// throw, which Kafka answers UNKNOWN_SERVER_ERROR with the log start
+// offset and no message.
+func (p *Partition) recompressError(err error) error {
+	switch {
+	case errors.Is(err, records.ErrTooLarge):
+		return errors.Join(kerr.MessageTooLarge, err)
+	case errors.Is(err, records.ErrNegativeTimestamp):
+		return &netio.RecordsError{Err: errors.Join(kerr.UnknownServerError, err), LogStartOffset: p.log.LogStartOffset()}
+	}
+	return &netio.RecordsError{Err: errors.Join(kerr.InvalidRecord, err), LogStartOffset: p.log.LogStartOffset()}
 }
 
 // validateProduce checks what needs no producer state: the batch kinds a
 // client may send, size, CRC and records (see Produce).
-func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest) error {
+func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest, now int64) error {
 	it := rb.NewIter(batches, false)
 	for it.Next() {
 		b := it.Batch()
@@ -152,7 +225,7 @@ func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest
 		if err := b.Verify(); err != nil {
 			return errors.Join(kerr.CorruptMessage, err)
 		}
-		if err := p.validateRecords(b); err != nil {
+		if err := p.validateRecords(b, now); err != nil {
 			return err
 		}
 	}
@@ -186,7 +259,7 @@ const invalidTimestampMessage = "One or more records have been rejected due to i
 
 // validateRecords is Kafka's LogValidator for a client's v2 batch; its
 // errors carry the log start offset, as Kafka's do.
-func (p *Partition) validateRecords(b rb.Batch) error {
+func (p *Partition) validateRecords(b rb.Batch, now int64) error {
 	refused := func(err error) error {
 		return &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
 	}
@@ -206,7 +279,7 @@ func (p *Partition) validateRecords(b rb.Batch) error {
 		return refused(fmt.Errorf("%w: broker: the base offset of the record batch in the append to %s should be 0, but it is %d",
 			kerr.InvalidRecord, p.tp, b.BaseOffset()))
 	}
-	check := records.TimestampCheck{Now: p.now().UnixMilli(), BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax}
+	check := records.TimestampCheck{Now: now, BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax, LogAppendTime: p.limits.logAppendTime}
 	timestamps, err := records.ValidateProduce(b, recordsLimit, &check, nil)
 	switch {
 	case errors.Is(err, records.ErrTooLarge):

@@ -119,9 +119,21 @@ func TestTopicProduceLimits(t *testing.T) {
 		want    *kerr.Error
 		limits  produceLimits
 	}{
-		{"defaults", nil, nil, produceLimits{maxMessageBytes: 5000, timestampBeforeMax: defaultTimestampBeforeMax, timestampAfterMax: defaultTimestampAfterMax}},
+		{"defaults", nil, nil, produceLimits{maxMessageBytes: 5000, timestampBeforeMax: defaultTimestampBeforeMax, timestampAfterMax: defaultTimestampAfterMax, keepCodec: true}},
 		{"own", map[string]string{"max.message.bytes": "100", "message.timestamp.before.max.ms": "7", "message.timestamp.after.max.ms": "0"}, nil,
-			produceLimits{maxMessageBytes: 100, timestampBeforeMax: 7, timestampAfterMax: 0}},
+			produceLimits{maxMessageBytes: 100, timestampBeforeMax: 7, timestampAfterMax: 0, keepCodec: true}},
+		{"zstd-log-append-time", map[string]string{"compression.type": "zstd", "compression.zstd.level": "-5", "compression.gzip.level": "9", "message.timestamp.type": "LogAppendTime"}, nil,
+			produceLimits{maxMessageBytes: 5000, timestampBeforeMax: defaultTimestampBeforeMax, timestampAfterMax: defaultTimestampAfterMax,
+				compression: rb.CodecZstd, levels: [5]int{rb.CodecGzip: 9, rb.CodecZstd: -5}, logAppendTime: true}},
+		{"uncompressed", map[string]string{"compression.type": "uncompressed", "compression.lz4.level": "17"}, nil,
+			produceLimits{maxMessageBytes: 5000, timestampBeforeMax: defaultTimestampBeforeMax, timestampAfterMax: defaultTimestampAfterMax,
+				compression: rb.CodecNone, levels: [5]int{rb.CodecLZ4: 17}}},
+		{"unknown-codec", map[string]string{"compression.type": "brotli"}, kerr.InvalidConfig, produceLimits{}},
+		{"codec-case", map[string]string{"compression.type": "GZIP"}, kerr.InvalidConfig, produceLimits{}},
+		{"gzip-level-0", map[string]string{"compression.gzip.level": "0"}, kerr.InvalidConfig, produceLimits{}},
+		{"lz4-level-18", map[string]string{"compression.lz4.level": "18"}, kerr.InvalidConfig, produceLimits{}},
+		{"zstd-level-23", map[string]string{"compression.zstd.level": "23"}, kerr.InvalidConfig, produceLimits{}},
+		{"timestamp-type", map[string]string{"message.timestamp.type": "logappendtime"}, kerr.InvalidConfig, produceLimits{}},
 		{"negative-size", map[string]string{"max.message.bytes": "-1"}, kerr.InvalidConfig, produceLimits{}},
 		{"size-over-int32", map[string]string{"max.message.bytes": "2147483648"}, kerr.InvalidConfig, produceLimits{}},
 		{"negative-after", map[string]string{"message.timestamp.after.max.ms": "-5"}, kerr.InvalidConfig, produceLimits{}},

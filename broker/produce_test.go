@@ -22,7 +22,7 @@ import (
 )
 
 // testPartition is a partition over a fresh in-memory log.
-func testPartition(t *testing.T) *Partition {
+func testPartition(t testing.TB) *Partition {
 	t.Helper()
 	cfg := logstore.DefaultConfig()
 	cfg.Flush = logstore.FlushEveryAppend

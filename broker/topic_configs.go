@@ -7,6 +7,7 @@ import (
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // topicConfigEntries lists the effective value of every topic config
@@ -37,7 +38,10 @@ func topicConfigEntries(cfg logstore.Config, limits produceLimits, set map[strin
 	}
 	entries := []netio.TopicConfig{
 		{Name: "cleanup.policy", Value: cfg.Cleanup.String()},
-		{Name: "compression.type", Value: "producer"},
+		{Name: "compression.gzip.level", Value: strconv.Itoa(limits.level(rb.CodecGzip))},
+		{Name: "compression.lz4.level", Value: strconv.Itoa(limits.level(rb.CodecLZ4))},
+		{Name: "compression.type", Value: limits.compressionType()},
+		{Name: "compression.zstd.level", Value: strconv.Itoa(limits.level(rb.CodecZstd))},
 		{Name: "delete.retention.ms", Value: strconv.FormatInt(cfg.DeleteRetention.Milliseconds(), 10)},
 		{Name: "flush.messages", Value: flushMessages},
 		{Name: "flush.ms", Value: flushMillis},
@@ -46,7 +50,7 @@ func topicConfigEntries(cfg logstore.Config, limits produceLimits, set map[strin
 		{Name: "max.message.bytes", Value: strconv.FormatInt(limits.maxMessageBytes, 10)},
 		{Name: "message.timestamp.after.max.ms", Value: strconv.FormatInt(limits.timestampAfterMax, 10)},
 		{Name: "message.timestamp.before.max.ms", Value: strconv.FormatInt(limits.timestampBeforeMax, 10)},
-		{Name: "message.timestamp.type", Value: "CreateTime"},
+		{Name: "message.timestamp.type", Value: limits.timestampType()},
 		{Name: "min.cleanable.dirty.ratio", Value: strconv.FormatFloat(cfg.MinCleanableDirtyRatio, 'g', -1, 64)},
 		{Name: "min.compaction.lag.ms", Value: strconv.FormatInt(cfg.MinCompactionLag.Milliseconds(), 10)},
 		{Name: "retention.bytes", Value: retentionBytes},

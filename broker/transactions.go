@@ -122,8 +122,9 @@ type txnMetadata struct {
 // txnRecord is what is persisted of a transactional ID. Invariants:
 // partitions is sorted, non-empty in Ongoing, empty in Empty and
 // Complete* (a Prepare* may have none: a transaction version 2 abort
-// without a transaction); startMillis >= 0 exactly in Ongoing and
-// Prepare*.
+// without a transaction); startMillis >= 0 in Ongoing and Prepare*, -1
+// in Empty, and Complete* keeps the start of the transaction it ended
+// (Kafka's prepareComplete: DescribeTransactions answers it).
 type txnRecord struct {
 	id             string
 	producerID     int64
@@ -412,21 +413,11 @@ func (t *transactions) nextEpoch(m *txnMetadata, expected bool, expectedEpoch in
 // them does not exist, none is added: the others answer
 // OPERATION_NOT_ATTEMPTED, as Kafka.
 func (t *transactions) AddPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
-	errs, resolved := t.resolvePartitions(transactionalID, topic, partitions)
-	if resolved == nil {
+	errs, resolved, m := t.producerTransaction(transactionalID, producerID, producerEpoch, topic, partitions)
+	if m == nil {
 		return errs
 	}
-	m := t.lookup(transactionalID)
-	if m == nil {
-		return fill(errs, kerr.InvalidProducerIDMapping)
-	}
 	defer m.mu.Unlock()
-	if err := checkProducer(m, producerID, producerEpoch); err != nil {
-		return fill(errs, err)
-	}
-	if m.state.prepared() {
-		return fill(errs, kerr.ConcurrentTransactions)
-	}
 	return fill(errs, t.addLocked(m, resolved))
 }
 
@@ -435,27 +426,40 @@ func (t *transactions) AddPartitions(_ context.Context, transactionalID string, 
 // handleVerifyPartitionsInTransaction, AddPartitionsToTxn v4+ with
 // VerifyOnly). The producer checks fail every partition alike.
 func (t *transactions) VerifyPartitions(_ context.Context, transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) []error {
-	errs, resolved := t.resolvePartitions(transactionalID, topic, partitions)
-	if resolved == nil {
+	errs, resolved, m := t.producerTransaction(transactionalID, producerID, producerEpoch, topic, partitions)
+	if m == nil {
 		return errs
 	}
-	m := t.lookup(transactionalID)
-	if m == nil {
-		return fill(errs, kerr.InvalidProducerIDMapping)
-	}
 	defer m.mu.Unlock()
-	if err := checkProducer(m, producerID, producerEpoch); err != nil {
-		return fill(errs, err)
-	}
-	if m.state.prepared() {
-		return fill(errs, kerr.ConcurrentTransactions)
-	}
 	for i, p := range resolved {
 		if m.state != txnOngoing || !m.hasPartition(p.tp) {
 			errs[i] = kerr.TransactionAbortable
 		}
 	}
 	return errs
+}
+
+// producerTransaction resolves the partitions of an add or a verify and
+// checks the producer: it returns the transactional ID's metadata,
+// locked, or nil and every partition's error.
+func (t *transactions) producerTransaction(transactionalID string, producerID int64, producerEpoch int16, topic string, partitions []int32) ([]error, []*Partition, *txnMetadata) {
+	errs, resolved := t.resolvePartitions(transactionalID, topic, partitions)
+	if resolved == nil {
+		return errs, nil, nil
+	}
+	m := t.lookup(transactionalID)
+	if m == nil {
+		return fill(errs, kerr.InvalidProducerIDMapping), nil, nil
+	}
+	err := checkProducer(m, producerID, producerEpoch)
+	if err == nil && m.state.prepared() {
+		err = kerr.ConcurrentTransactions
+	}
+	if err != nil {
+		m.mu.Unlock()
+		return fill(errs, err), nil, nil
+	}
+	return errs, resolved, m
 }
 
 // resolvePartitions finds the partitions of an add or verify; when one is
@@ -783,7 +787,7 @@ func (t *transactions) complete(m *txnMetadata) error {
 		return errors.Join(errs...)
 	}
 	next := m.persisted()
-	next.state, next.partitions, next.startMillis, next.updateMillis = txnCompleteAbort, nil, -1, now
+	next.state, next.partitions, next.updateMillis = txnCompleteAbort, nil, now
 	if commit {
 		next.state = txnCompleteCommit
 	}

@@ -518,6 +518,9 @@ func TestTxnRecordEncoding(t *testing.T) {
 		// Transaction version 2: an abort without a transaction, its epoch exhausted.
 		{id: "v2", producerID: 10, lastProducerID: 10, epoch: 32767, lastEpoch: 32766, timeoutMillis: 60000, state: txnPrepareAbort,
 			startMillis: 3, updateMillis: 3, nextProducerID: 11},
+		// A commit keeps the start of the transaction it ended, as Kafka's.
+		{id: "done", producerID: 13, lastProducerID: -1, epoch: 1, lastEpoch: -1, timeoutMillis: 60000, state: txnCompleteCommit,
+			startMillis: 6, updateMillis: 7, nextProducerID: -1},
 		// Copied from a mirror's source, which had a transaction open.
 		{id: "m", producerID: 12, lastProducerID: -1, epoch: 4, lastEpoch: -1, timeoutMillis: 60000, state: txnCompleteCommit,
 			startMillis: -1, updateMillis: 3, nextProducerID: -1, mirror: "dr \"east\"", sourceOpen: true},
@@ -540,6 +543,7 @@ func TestTxnRecordEncoding(t *testing.T) {
 		"", "1\n", "0\ntransactional.id \"\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\n",
 		"0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Ongoing\nstart.ms -1\nupdate.ms 0\n",
 		"0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\npartition t 0\n",
+		"0\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms 3\nupdate.ms 0\n",
 		"1\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\nnext.producer.id 5\nmirror \"\"\nmirror.open false\n",
 		"1\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\nnext.producer.id -1\nmirror \"\"\nmirror.open true\n",
 		"1\ntransactional.id \"a\"\nproducer.id 1\nlast.producer.id -1\nproducer.epoch 0\nlast.producer.epoch -1\ntimeout.ms 1\nstate Empty\nstart.ms -1\nupdate.ms 0\n",

@@ -140,7 +140,8 @@ func decodePartitions(m *txnRecord, lines []string, firstLine int) error {
 		return fmt.Errorf("%w: producer ID %d, epoch %d, timeout %d ms", errTxnFile, m.producerID, m.epoch, m.timeoutMillis)
 	case m.nextProducerID >= 0 && !m.state.prepared():
 		return fmt.Errorf("%w: state %v with next producer ID %d", errTxnFile, m.state, m.nextProducerID)
-	case (m.state == txnOngoing) != (len(m.partitions) > 0) && !m.state.prepared() || active != (m.startMillis >= 0):
+	case (m.state == txnOngoing) != (len(m.partitions) > 0) && !m.state.prepared() || active && m.startMillis < 0 ||
+		m.state == txnEmpty && m.startMillis >= 0:
 		return fmt.Errorf("%w: state %v with %d partitions and start %d", errTxnFile, m.state, len(m.partitions), m.startMillis)
 	}
 	return nil

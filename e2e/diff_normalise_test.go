@@ -27,9 +27,10 @@ var diffTopicID = [16]byte{0xd1, 0xff}
 
 // honouredTopicConfigs are the topic configs mirrord honours and lists in
 // CreateTopics answers (engine/topic_configs.go).
-var honouredTopicConfigs = []string{"cleanup.policy", "compression.type", "delete.retention.ms", "flush.messages", "flush.ms",
-	"index.interval.bytes", "max.compaction.lag.ms", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-	"message.timestamp.type", "min.cleanable.dirty.ratio", "min.compaction.lag.ms", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.ms"}
+var honouredTopicConfigs = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type", "compression.zstd.level",
+	"delete.retention.ms", "flush.messages", "flush.ms", "index.interval.bytes", "max.compaction.lag.ms", "max.message.bytes",
+	"message.timestamp.after.max.ms", "message.timestamp.before.max.ms", "message.timestamp.type", "min.cleanable.dirty.ratio",
+	"min.compaction.lag.ms", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.ms"}
 
 // normaliseResponse makes the fields that legitimately differ equal.
 func normaliseResponse(resp kmsg.Response) {

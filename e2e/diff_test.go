@@ -270,7 +270,7 @@ func asJSON(v any) string {
 
 // diffValues appends "path: a | b" for every exported field that differs.
 func diffValues(path string, a, b reflect.Value, diffs *[]string) {
-	if a.Kind() != b.Kind() {
+	if !a.IsValid() || !b.IsValid() || a.Type() != b.Type() { // no answer, or answers of two kinds
 		*diffs = append(*diffs, fmt.Sprintf("%s: %v | %v", path, a, b))
 		return
 	}

@@ -2,8 +2,9 @@ package e2e
 
 // Kafka's own command-line tools run against the differential test's
 // broker and node (diff_test.go): kafka-topics --create and --describe,
-// and kafka-features describe. Each must succeed against both and print
-// the same, once IDs are normalised.
+// and kafka-features describe (kafka-transactions: diff_tools_txn_test.go).
+// Each must succeed against both and print the same, once IDs are
+// normalised.
 
 import (
 	"context"

@@ -100,6 +100,10 @@ func normaliseTxnAnswer(s *txnSession, resp kmsg.Response) any {
 		}
 	case *kmsg.FetchResponse:
 		return summariseFetch(s, r)
+	case *kmsg.DescribeTransactionsResponse:
+		s.normaliseDescribeTransactions(r)
+	case *kmsg.ListTransactionsResponse:
+		s.normaliseListTransactions(r)
 	}
 	return resp
 }

@@ -416,6 +416,14 @@ func createTxnTopics(ctx context.Context, s *txnSession, topics []string) error 
 	for _, topic := range mresp.(*kmsg.MetadataResponse).Topics {
 		s.topicIDs[*topic.Topic] = topic.TopicID
 	}
+	// Kafka's metadata names a new partition's leader before the partition
+	// takes writes (NOT_LEADER_OR_FOLLOWER until then): wait until it is
+	// served, as a client retries.
+	for _, name := range topics {
+		if err := awaitServing(name).await(ctx, s); err != nil {
+			return fmt.Errorf("topic %s not served: %w", name, err)
+		}
+	}
 	return nil
 }
 

@@ -38,12 +38,13 @@ func cleanBenchLog(b *testing.B, dir string, size int, keys int, codec rb.Codec)
 		}
 		batch := rb.Append(nil, rb.Spec{BaseOffset: log.LogEndOffset(), BaseTimestamp: 1_700_000_000_000, ProducerID: -1, Records: recs})
 		if codec != rb.CodecNone {
-			out, err := records.Compress(append([]byte(nil), batch[:rb.HeaderSize]...), codec, rb.Batch(batch).Records())
+			out, err := records.Compress(make([]byte, rb.HeaderSize), rb.Batch(batch).Records(), records.Compression{Codec: codec})
 			if err != nil {
 				b.Fatal(err)
 			}
-			out[hdrAttributes+1] |= byte(codec)
-			putBatchLength(out)
+			h := headerOf(rb.Batch(batch))
+			h.Codec = codec
+			rb.PutHeader(rb.Batch(out), h)
 			batch = out
 		}
 		if _, err := log.Append(batch); err != nil {
@@ -58,15 +59,6 @@ func cleanBenchLog(b *testing.B, dir string, size int, keys int, codec rb.Codec)
 		b.Fatal(err)
 	}
 	return log
-}
-
-func putBatchLength(out []byte) {
-	b := rb.Batch(out)
-	out[hdrBatchLength] = byte((len(out) - rb.LengthPrefixSize) >> 24)
-	out[hdrBatchLength+1] = byte((len(out) - rb.LengthPrefixSize) >> 16)
-	out[hdrBatchLength+2] = byte((len(out) - rb.LengthPrefixSize) >> 8)
-	out[hdrBatchLength+3] = byte(len(out) - rb.LengthPrefixSize)
-	b.SetCRC(b.ComputeCRC())
 }
 
 // BenchmarkClean cleans a 64 MiB dirty log (100,000 keys, so about a

@@ -184,23 +184,24 @@ func (f *batchFilter) rebuild(dst []byte, b rb.Batch, horizon int64) ([]byte, er
 		maxTimestamp = b.MaxTimestamp()
 	}
 	start := len(dst)
-	dst = append(dst, b[:rb.HeaderSize]...)
-	dst, err := records.Compress(dst, b.Codec(), f.section)
+	dst = append(dst, make([]byte, rb.HeaderSize)...)
+	dst, err := records.Compress(dst, f.section, records.Compression{Codec: b.Codec()})
 	if err != nil {
 		return dst[:start], err
 	}
-	out := dst[start:]
-	attributes := binary.BigEndian.Uint16(out[hdrAttributes:]) & attrKeepMask
-	if horizon != noTimestamp {
-		attributes |= attrDeleteHorizon
-	}
-	binary.BigEndian.PutUint32(out[hdrBatchLength:], uint32(len(out)-rb.LengthPrefixSize))
-	binary.BigEndian.PutUint16(out[hdrAttributes:], attributes)
-	binary.BigEndian.PutUint64(out[hdrBaseTimestamp:], uint64(base))
-	binary.BigEndian.PutUint64(out[hdrMaxTimestamp:], uint64(maxTimestamp))
-	binary.BigEndian.PutUint32(out[hdrRecordCount:], uint32(len(f.kept)))
-	rb.Batch(out).SetCRC(rb.Batch(out).ComputeCRC())
+	h := headerOf(b)
+	h.DeleteHorizon = horizon != noTimestamp
+	h.BaseTimestamp, h.MaxTimestamp, h.RecordCount = base, maxTimestamp, int32(len(f.kept))
+	rb.PutHeader(rb.Batch(dst[start:]), h)
 	return dst, nil
+}
+
+// headerOf is b's header: what a rebuilt batch keeps of it.
+func headerOf(b rb.Batch) rb.Header {
+	return rb.Header{BaseOffset: b.BaseOffset(), LeaderEpoch: b.LeaderEpoch(), Codec: b.Codec(), LogAppendTime: b.LogAppendTime(),
+		Transactional: b.Transactional(), Control: b.Control(), DeleteHorizon: b.HasDeleteHorizon(), LastOffsetDelta: b.LastOffsetDelta(),
+		BaseTimestamp: b.BaseTimestamp(), MaxTimestamp: b.MaxTimestamp(), ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(),
+		BaseSequence: b.BaseSequence(), RecordCount: b.RecordCount()}
 }
 
 // appendEmptyBatch appends b's header with no records, as Kafka's
@@ -208,15 +209,10 @@ func (f *batchFilter) rebuild(dst []byte, b rb.Batch, horizon int64) ([]byte, er
 // b's max timestamp, offsets and producer fields.
 func appendEmptyBatch(dst []byte, b rb.Batch) []byte {
 	start := len(dst)
-	dst = append(dst, b[:rb.HeaderSize]...)
-	out := dst[start:]
-	attributes := binary.BigEndian.Uint16(out[hdrAttributes:]) & (attrKeepMask &^ 0x07)
-	binary.BigEndian.PutUint32(out[hdrBatchLength:], uint32(rb.HeaderSize-rb.LengthPrefixSize))
-	binary.BigEndian.PutUint16(out[hdrAttributes:], attributes)
-	none := int64(noTimestamp)
-	binary.BigEndian.PutUint64(out[hdrBaseTimestamp:], uint64(none))
-	binary.BigEndian.PutUint32(out[hdrRecordCount:], 0)
-	rb.Batch(out).SetCRC(rb.Batch(out).ComputeCRC())
+	dst = append(dst, make([]byte, rb.HeaderSize)...)
+	h := headerOf(b)
+	h.Codec, h.DeleteHorizon, h.BaseTimestamp, h.RecordCount = rb.CodecNone, false, noTimestamp, 0
+	rb.PutHeader(rb.Batch(dst[start:]), h)
 	return dst
 }
 

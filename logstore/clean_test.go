@@ -1,7 +1,6 @@
 package logstore
 
 import (
-	"encoding/binary"
 	"fmt"
 	"slices"
 	"strings"
@@ -352,13 +351,13 @@ func TestCleanSkipsUncleanable(t *testing.T) {
 // compressBatch rewrites an uncompressed batch with codec.
 func compressBatch(t *testing.T, batch []byte, codec rb.Codec) []byte {
 	t.Helper()
-	out, err := records.Compress(append([]byte(nil), batch[:rb.HeaderSize]...), codec, rb.Batch(batch).Records())
+	out, err := records.Compress(make([]byte, rb.HeaderSize), rb.Batch(batch).Records(), records.Compression{Codec: codec})
 	if err != nil {
 		t.Fatal(err)
 	}
-	out[hdrAttributes+1] |= byte(codec)
-	binary.BigEndian.PutUint32(out[hdrBatchLength:], uint32(len(out)-rb.LengthPrefixSize))
-	rb.Batch(out).SetCRC(rb.Batch(out).ComputeCRC())
+	h := headerOf(rb.Batch(batch))
+	h.Codec = codec
+	rb.PutHeader(rb.Batch(out), h)
 	return out
 }
 

@@ -19,8 +19,10 @@ import (
 
 const (
 	// ReadyWait bounds a start (and the recovery it runs) until the
-	// server answers ApiVersions.
-	ReadyWait = 20 * time.Second
+	// server answers ApiVersions: generous, as a loaded machine's restart
+	// recovers its logs slowly, and a start that outlives it would move to
+	// another address.
+	ReadyWait = 60 * time.Second
 	// StopWait bounds SIGTERM to exit; SIGKILL follows.
 	StopWait = 20 * time.Second
 	// StartTries is how many addresses a start tries: a free port can be
@@ -125,10 +127,17 @@ func (s *Server) Start() error {
 			return nil
 		}
 		errs = append(errs, fmt.Errorf("on %s: %w", addr, err))
+		if !errors.Is(err, errExited) {
+			break // running but slow: another address would not help, and clients expect this one
+		}
 		addr = ""
 	}
 	return fmt.Errorf("mirrordtest: mirrord did not start after %d tries: %w", StartTries, errors.Join(errs...))
 }
+
+// errExited is a start whose process exited before it served (its port
+// taken, say): the start tries another address.
+var errExited = errors.New("exited")
 
 func (s *Server) startOn(addr string) error {
 	s.runs++
@@ -172,7 +181,7 @@ func (s *Server) waitReady(addr string) error {
 		}
 		select {
 		case <-s.exited:
-			return fmt.Errorf("exited before serving: %v", s.err)
+			return fmt.Errorf("%w before serving: %v", errExited, s.err)
 		case <-ctx.Done():
 			return fmt.Errorf("not serving after %v: %v", ReadyWait, lastErr)
 		case <-ticker.C:

@@ -8,8 +8,9 @@ package netio
 // the transactions whose producer ID and state pass the filters (an
 // unknown state name is answered in UnknownStateFilters and matches
 // nothing), that have run longer than the duration filter (v1+, when not
-// negative), and whose ID the pattern matches (v2+, a regular
-// expression; an invalid one is INVALID_REGULAR_EXPRESSION).
+// negative), and whose whole ID the pattern matches (v2+, a regular
+// expression of RE2's syntax, as Kafka's re2j; an invalid one is
+// INVALID_REGULAR_EXPRESSION).
 
 import (
 	"context"
@@ -58,8 +59,14 @@ func serveListTransactions(ctx context.Context, c *conn, _ RequestHeader, kreq k
 	resp := req.ResponseKind().(*kmsg.ListTransactionsResponse)
 	var pattern *regexp.Regexp
 	if req.TransactionalIDPattern != nil && *req.TransactionalIDPattern != "" {
-		var err error
-		if pattern, err = regexp.Compile(*req.TransactionalIDPattern); err != nil {
+		// Kafka's re2j Matcher.matches: the whole ID, not a part of it.
+		// The pattern compiles alone first, so that the anchoring group
+		// cannot balance it ("a)|(b").
+		_, err := regexp.Compile(*req.TransactionalIDPattern)
+		if err == nil {
+			pattern, err = regexp.Compile(`^(?:` + *req.TransactionalIDPattern + `)$`)
+		}
+		if err != nil {
 			resp.ErrorCode = kerr.InvalidRegularExpression.Code
 			return resp, nil
 		}

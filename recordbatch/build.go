@@ -39,33 +39,85 @@ func Append(dst []byte, spec Spec) []byte {
 			maxTimestampDelta = r.TimestampDelta
 		}
 	}
-	b := Batch(dst[start:])
-	attributes := uint16(0)
-	if spec.Transactional {
-		attributes |= attrTransactional
-	}
-	if spec.Control {
-		attributes |= attrControl
-	}
 	lastOffsetDelta := int32(len(spec.Records) - 1)
 	if len(spec.Records) == 0 {
 		lastOffsetDelta = 0
 	}
+	PutHeader(Batch(dst[start:]), Header{BaseOffset: spec.BaseOffset, LeaderEpoch: spec.LeaderEpoch,
+		Transactional: spec.Transactional, Control: spec.Control, LastOffsetDelta: lastOffsetDelta,
+		BaseTimestamp: spec.BaseTimestamp, MaxTimestamp: spec.BaseTimestamp + maxTimestampDelta,
+		ProducerID: spec.ProducerID, ProducerEpoch: spec.ProducerEpoch, BaseSequence: spec.BaseSequence,
+		RecordCount: int32(len(spec.Records))})
+	return dst
+}
+
+// Header is what a writer sets in a v2 batch header; PutHeader adds the
+// batch length, the magic and the CRC.
+type Header struct {
+	BaseOffset      Offset
+	LeaderEpoch     Epoch
+	Codec           Codec
+	LogAppendTime   bool // attributes bit 3: maxTimestamp is the broker's
+	Transactional   bool
+	Control         bool
+	DeleteHorizon   bool // attributes bit 6: BaseTimestamp is the delete horizon (KIP-534, the log cleaner's)
+	LastOffsetDelta int32
+	BaseTimestamp   int64
+	MaxTimestamp    int64
+	ProducerID      int64
+	ProducerEpoch   int16
+	BaseSequence    int32
+	RecordCount     int32
+}
+
+// PutHeader writes h into the first HeaderSize bytes of b, whose records
+// section (already encoded with h.Codec) fills the rest of b: the batch
+// length is len(b), and the CRC is computed last, over the whole batch.
+func PutHeader(b Batch, h Header) {
+	attributes := uint16(h.Codec) & attrCodecMask
+	if h.LogAppendTime {
+		attributes |= attrTimestampType
+	}
+	if h.Transactional {
+		attributes |= attrTransactional
+	}
+	if h.Control {
+		attributes |= attrControl
+	}
+	if h.DeleteHorizon {
+		attributes |= attrDeleteHorizonMs
+	}
 	be := binary.BigEndian
-	be.PutUint64(b[posBaseOffset:], uint64(spec.BaseOffset))
+	be.PutUint64(b[posBaseOffset:], uint64(h.BaseOffset))
 	be.PutUint32(b[posBatchLength:], uint32(len(b)-LengthPrefixSize))
-	be.PutUint32(b[posLeaderEpoch:], uint32(spec.LeaderEpoch))
+	be.PutUint32(b[posLeaderEpoch:], uint32(h.LeaderEpoch))
 	b[posMagic] = Magic
 	be.PutUint16(b[posAttributes:], attributes)
-	be.PutUint32(b[posLastOffsetDelta:], uint32(lastOffsetDelta))
-	be.PutUint64(b[posBaseTimestamp:], uint64(spec.BaseTimestamp))
-	be.PutUint64(b[posMaxTimestamp:], uint64(spec.BaseTimestamp+maxTimestampDelta))
-	be.PutUint64(b[posProducerID:], uint64(spec.ProducerID))
-	be.PutUint16(b[posProducerEpoch:], uint16(spec.ProducerEpoch))
-	be.PutUint32(b[posBaseSequence:], uint32(spec.BaseSequence))
-	be.PutUint32(b[posRecordCount:], uint32(len(spec.Records)))
+	be.PutUint32(b[posLastOffsetDelta:], uint32(h.LastOffsetDelta))
+	be.PutUint64(b[posBaseTimestamp:], uint64(h.BaseTimestamp))
+	be.PutUint64(b[posMaxTimestamp:], uint64(h.MaxTimestamp))
+	be.PutUint64(b[posProducerID:], uint64(h.ProducerID))
+	be.PutUint16(b[posProducerEpoch:], uint16(h.ProducerEpoch))
+	be.PutUint32(b[posBaseSequence:], uint32(h.BaseSequence))
+	be.PutUint32(b[posRecordCount:], uint32(h.RecordCount))
 	b.SetCRC(b.ComputeCRC())
-	return dst
+}
+
+// SetMaxTimestamp sets b's timestamp type and maxTimestamp, as Kafka's
+// DefaultRecordBatch.setMaxTimestamp does in place: a broker stamping a
+// LogAppendTime topic's batch sets the type bit and its clock. The CRC is
+// recomputed when anything changed; the records are untouched.
+func (b Batch) SetMaxTimestamp(logAppendTime bool, maxTimestamp int64) {
+	if b.LogAppendTime() == logAppendTime && b.MaxTimestamp() == maxTimestamp {
+		return
+	}
+	if logAppendTime {
+		b[posAttributes+1] |= attrTimestampType
+	} else {
+		b[posAttributes+1] &^= attrTimestampType
+	}
+	binary.BigEndian.PutUint64(b[posMaxTimestamp:], uint64(maxTimestamp))
+	b.SetCRC(b.ComputeCRC())
 }
 
 func appendRecord(dst []byte, offsetDelta int, r Record) []byte {

@@ -188,7 +188,7 @@ const xerialHeaderSize = 16
 // confused: a raw block starting with the xerial magic would open with a
 // copy, which is invalid before any literal.
 func decompressSnappy(dst, src []byte, limit int) ([]byte, error) {
-	if len(src) >= xerialHeaderSize && bytes.HasPrefix(src, xerialMagic) {
+	if isXerial(src) {
 		return decompressXerial(dst, src[xerialHeaderSize:], limit)
 	}
 	n, err := s2.DecodedLen(src)

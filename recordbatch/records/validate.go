@@ -66,11 +66,14 @@ func Validate(b recordbatch.Batch, limit int) error {
 // t-now <= AfterMax, in Java's wrapping long arithmetic
 // (message.timestamp.before.max.ms and message.timestamp.after.max.ms). A
 // record without a timestamp in a batch marked LogAppendTime is refused:
-// only the broker may set that type.
+// only the broker may set that type. On a LogAppendTime topic
+// (LogAppendTime set) there is no window, and every record of a batch
+// marked LogAppendTime is refused.
 type TimestampCheck struct {
-	Now       int64 // milliseconds since the epoch
-	BeforeMax int64 // milliseconds
-	AfterMax  int64 // milliseconds
+	Now           int64 // milliseconds since the epoch
+	BeforeMax     int64 // milliseconds
+	AfterMax      int64 // milliseconds
+	LogAppendTime bool  // the topic's message.timestamp.type is LogAppendTime
 }
 
 // RecordError is a record a TimestampCheck refused: its index in the
@@ -146,7 +149,7 @@ func (c *TimestampCheck) refuse(b recordbatch.Batch, record Record) string {
 		timestamp = b.MaxTimestamp()
 	}
 	offset := int64(b.BaseOffset()) + int64(record.OffsetDelta)
-	if timestamp != noTimestamp {
+	if !c.LogAppendTime && timestamp != noTimestamp {
 		if difference := c.Now - timestamp; difference > c.BeforeMax || -difference > c.AfterMax {
 			return fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
 				timestamp, offset, c.Now-c.BeforeMax, c.Now+c.AfterMax)
