@@ -57,6 +57,8 @@ type Config struct {
 	// AutoCreateTopicsDisable turns off the creation of a topic a
 	// Metadata request names (auto.create.topics.enable=false).
 	AutoCreateTopicsDisable bool
+	// Cleaner is the log cleaner's (DefaultCleanerConfig for zero fields).
+	Cleaner CleanerConfig
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -115,6 +117,7 @@ type Node struct {
 	cluster netio.ClusterInfo
 	// retention runs retention by time and size (retention.go).
 	retention *retention
+	cleaner *cleaner
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -215,12 +218,14 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		return nil, err
 	}
 	n.retention = startRetention(n)
+	n.cleaner = startCleaner(n, cfg.Cleaner)
 	return n, nil
 }
 
 // Close stops the retention and the transaction reaper and closes every
 // partition log.
 func (n *Node) Close() error {
+	n.cleaner.close()
 	n.retention.stop()
 	n.groups.Close()
 	n.txns.close()

@@ -423,6 +423,18 @@ type loadReport struct {
 // the log) and decodes each marker; Kafka starts from its latest producer
 // snapshot instead, which this node does not write yet.
 func (p *Partition) loadProducerState(expireBefore int64) (loadReport, error) {
+	next, report, err := p.replayProducerState(expireBefore)
+	if err != nil {
+		return report, err
+	}
+	p.producers.adopt(next)
+	return report, nil
+}
+
+// replayProducerState is loadProducerState without adopting the state it
+// rebuilds (p.mu need not be held: the walk reads up to the log end as of
+// its start).
+func (p *Partition) replayProducerState(expireBefore int64) (*producerStates, loadReport, error) {
 	next := newProducerStates()
 	var report loadReport
 	inconsistent := func(err error) {
@@ -454,12 +466,11 @@ func (p *Partition) loadProducerState(expireBefore int64) (loadReport, error) {
 		return true
 	})
 	if err != nil {
-		return report, fmt.Errorf("broker: %s: load producer state: %w", p.tp, err)
+		return nil, report, fmt.Errorf("broker: %s: load producer state: %w", p.tp, err)
 	}
 	next.expire(expireBefore)
 	next.aborted.dropBelow(p.log.LogStartOffset())
-	p.producers.adopt(next)
-	return report, nil
+	return next, report, nil
 }
 
 // logStartAdvanced drops the aborted transactions below the new log

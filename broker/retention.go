@@ -62,7 +62,7 @@ func (n *Node) applyRetention() int {
 	n.mu.RLock()
 	var partitions []*Partition
 	for _, t := range n.topics {
-		if !t.internal && t.settings.deleteRetention {
+		if !t.internal && t.settings.log.Cleanup.Delete() {
 			partitions = append(partitions, t.partitions...)
 		}
 	}

@@ -24,15 +24,6 @@ import (
 type topicSettings struct {
 	log    logstore.Config
 	limits produceLimits
-	// deleteRetention is cleanup.policy holding delete: retention by time
-	// and size runs on the topic (an empty policy keeps everything).
-	deleteRetention bool
-	// compact is cleanup.policy holding compact. Hook for the log cleaner
-	// (its branch adds the compaction fields of logstore.Config:
-	// min.cleanable.dirty.ratio, min/max.compaction.lag.ms,
-	// delete.retention.ms are in the overrides and node defaults, set
-	// them where applyPolicies sets compact).
-	compact bool
 }
 
 // inertTopicConfigs are accepted, stored and described, and change
@@ -134,11 +125,30 @@ func millisText(d time.Duration, zero string) string {
 }
 
 // applyPolicies sets the policy settings from their effective values:
-// the cleanup policy, and the Produce path's compression.type,
-// compression levels and message.timestamp.type (produceLimits).
+// the cleanup policy and the cleaner's settings (logstore.Config), and
+// the Produce path's compression.type, compression levels and
+// message.timestamp.type (produceLimits).
 func applyPolicies(s *topicSettings, value func(key string) string) {
 	policy := splitList(value("cleanup.policy"))
-	s.deleteRetention, s.compact = slices.Contains(policy, "delete"), slices.Contains(policy, "compact")
+	switch compact, del := slices.Contains(policy, "compact"), slices.Contains(policy, "delete"); {
+	case compact && del:
+		s.log.Cleanup = logstore.CleanupCompactDelete
+	case compact:
+		s.log.Cleanup = logstore.CleanupCompact
+	case del:
+		s.log.Cleanup = logstore.CleanupDelete
+	default:
+		s.log.Cleanup = logstore.CleanupNone
+	}
+	millis := func(key string) time.Duration { // parsed: a LONG of milliseconds; Long.MAX_VALUE is unlimited (0)
+		n, _ := strconv.ParseInt(value(key), 10, 64)
+		if n <= 0 || n > math.MaxInt64/int64(time.Millisecond) {
+			return 0
+		}
+		return time.Duration(n) * time.Millisecond
+	}
+	s.log.DeleteRetention, s.log.MinCompactionLag, s.log.MaxCompactionLag = millis("delete.retention.ms"), millis("min.compaction.lag.ms"), millis("max.compaction.lag.ms")
+	s.log.MinCleanableDirtyRatio, _ = strconv.ParseFloat(value("min.cleanable.dirty.ratio"), 64) // parsed: a DOUBLE in [0, 1]
 	compression := value("compression.type")
 	s.limits.compression, s.limits.keepCodec = compressionTypes[compression], compression == "producer"
 	s.limits.logAppendTime = value("message.timestamp.type") == "LogAppendTime"

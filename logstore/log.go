@@ -59,6 +59,10 @@ type Log struct {
 	unflushed      bool  // bytes appended since the last sync
 	failed         error // set once a write could not be undone
 	closed         bool
+	// cleanerOffset is the cleaner checkpoint, the first dirty offset (-1
+	// before the first cleaning); cleaning serializes cleanings (Clean).
+	cleanerOffset rb.Offset
+	cleaning      sync.Mutex
 }
 
 // Open opens (creating if needed) the log in dir. After an unclean
@@ -82,6 +86,9 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 }
 
 func (l *Log) load() error {
+	if err := l.recoverCleaning(); err != nil {
+		return err
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return err
@@ -360,6 +367,13 @@ func (l *Log) Size() int64 {
 	return size
 }
 
+// Config is the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
 // Segments is the number of segments.
 func (l *Log) Segments() int {
 	l.mu.RLock()
@@ -444,12 +458,6 @@ func (l *Log) SetConfig(cfg Config) error {
 	return nil
 }
 
-// Config is the log's configuration.
-func (l *Log) Config() Config {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.cfg
-}
 
 func (l *Log) Close() error {
 	l.mu.Lock()

@@ -40,7 +40,12 @@ func runServe(args []string) error {
 	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
+	cleanerConfig := cleanerFlags(flags)
 	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	cleaner, err := cleanerConfig()
+	if err != nil {
 		return err
 	}
 	transactions, err := txnConfig()
@@ -59,7 +64,8 @@ func runServe(args []string) error {
 			*into = from
 		}
 	}
-	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions}
+	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
+		Cleaner: cleaner}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
