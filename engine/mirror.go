@@ -63,6 +63,8 @@ type mirror struct {
 	groupSync groupSync
 	// txnSync is the transactional ID sync's last round (mirror_txns.go).
 	txnSync transactionSync
+	// cfgSync is the topic config sync's last round (mirror_configs.go).
+	cfgSync configSync
 
 	refresh  chan struct{} // capacity 1: a pending refresh request
 	inbox    *inbox        // events for the owner
