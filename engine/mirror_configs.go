@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"sort"
-	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -27,52 +25,12 @@ import (
 // retention of the mirror's copy, compaction by the local cleaner, as a
 // Kafka follower cleans) follow them.
 
-// ConfigSyncStatus is the outcome of a mirror's last topic config sync
-// round.
-type ConfigSyncStatus struct {
-	At     time.Time // when the last round ended (zero: none yet)
-	Synced int       // topics whose configs are the source's after the round
-	Err    string    // the round's failure, if any
-	Errors int64     // rounds failed since the mirror started
-}
-
-// configSync holds a mirror's config sync status.
-type configSync struct {
-	mu     sync.Mutex
-	status ConfigSyncStatus
-}
-
-func (s *configSync) get() ConfigSyncStatus {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.status
-}
-
-func (s *configSync) set(status ConfigSyncStatus) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	status.Errors = s.status.Errors
-	if status.Err != "" {
-		status.Errors++
-	}
-	s.status = status
-}
-
 // configOrigin names a mirror as the writer of its topics' configs.
 func configOrigin(mirror string) string { return "mirror " + mirror }
 
-// syncConfigs runs one topic config sync round and records its outcome.
+// syncConfigs runs one topic config sync round.
 func (m *mirror) syncConfigs(ctx context.Context) {
-	synced, err := m.syncConfigsRound(ctx)
-	if ctx.Err() != nil {
-		return
-	}
-	status := ConfigSyncStatus{At: time.Now(), Synced: synced}
-	if err != nil {
-		status.Err = err.Error()
-		m.log.Warn("topic config sync failed", "error", err)
-	}
-	m.cfgSync.set(status)
+	m.cfgSync.runRound(ctx, m, "topic config sync", m.syncConfigsRound)
 }
 
 // syncConfigsRound describes the mirrored topics' configs on the source

@@ -178,9 +178,9 @@ type MirrorReport struct {
 	// GroupSync is the consumer group offset sync's last round.
 	GroupSync GroupSyncStatus
 	// TransactionSync is the transactional ID sync's last round.
-	TransactionSync TransactionSyncStatus
+	TransactionSync SyncStatus
 	// ConfigSync is the topic config sync's last round.
-	ConfigSync ConfigSyncStatus
+	ConfigSync SyncStatus
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
