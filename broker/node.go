@@ -117,7 +117,7 @@ type Node struct {
 	cluster netio.ClusterInfo
 	// retention runs retention by time and size (retention.go).
 	retention *retention
-	cleaner *cleaner
+	cleaner   *cleaner
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -279,23 +280,46 @@ func (p *Partition) validateRecords(b rb.Batch, now int64) error {
 		return refused(fmt.Errorf("%w: broker: the base offset of the record batch in the append to %s should be 0, but it is %d",
 			kerr.InvalidRecord, p.tp, b.BaseOffset()))
 	}
-	check := records.TimestampCheck{Now: now, BeforeMax: p.limits.Load().timestampBeforeMax, AfterMax: p.limits.Load().timestampAfterMax, LogAppendTime: p.limits.Load().logAppendTime}
-	timestamps, err := records.ValidateProduce(b, recordsLimit, &check, nil)
+	limits := p.limits.Load()
+	check := records.TimestampCheck{Now: now, BeforeMax: limits.timestampBeforeMax, AfterMax: limits.timestampAfterMax, LogAppendTime: limits.logAppendTime}
+	if limits.keyRequired {
+		check.CompactedPartition = p.tp.String()
+	}
+	errs, err := records.ValidateProduce(b, recordsLimit, &check, nil)
 	switch {
 	case errors.Is(err, records.ErrTooLarge):
 		return errors.Join(kerr.MessageTooLarge, err)
 	case err != nil:
 		return refused(errors.Join(kerr.InvalidRecord, err))
-	case len(timestamps) > 0:
-		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: broker: %s: %d records with timestamps out of range, the first: %s",
-			kerr.InvalidTimestamp, p.tp, len(timestamps), timestamps[0].Message),
-			LogStartOffset: p.log.LogStartOffset(), Message: invalidTimestampMessage}
-		for _, t := range timestamps {
-			rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: t.Index, Message: t.Message})
-		}
-		return rejected
+	case len(errs) > 0:
+		return recordErrors(errs, p.tp.String(), p.log.LogStartOffset())
 	}
 	return nil
+}
+
+// recordErrors is Kafka's LogValidator.processRecordErrors: records
+// refused for their timestamps make the batch INVALID_TIMESTAMP, others
+// (a compacted topic's records without a key) INVALID_RECORD, each record
+// listed.
+func recordErrors(errs []records.RecordError, partition string, logStart rb.Offset) error {
+	rejected := &netio.RecordsError{LogStartOffset: logStart, Message: invalidTimestampMessage}
+	shown := make([]string, 0, 3)
+	timestamps := false
+	for _, e := range errs {
+		rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: e.Index, Message: e.Message})
+		timestamps = timestamps || e.Timestamp
+		if len(shown) < cap(shown) {
+			shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", e.Index, e.Message))
+		}
+	}
+	if timestamps {
+		rejected.Err = fmt.Errorf("%w: broker: %s: %d records refused, the first: %s", kerr.InvalidTimestamp, partition, len(errs), errs[0].Message)
+		return rejected
+	}
+	rejected.Message = fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+		len(errs), strings.Join(shown, ", "))
+	rejected.Err = fmt.Errorf("%w: broker: %s", kerr.InvalidRecord, rejected.Message)
+	return rejected
 }
 
 // checkProducers checks the idempotent and transactional batches against

@@ -35,6 +35,9 @@ type produceLimits struct {
 	// logAppendTime is message.timestamp.type=LogAppendTime: the node
 	// stamps each batch with its clock (see Partition.formatForLog).
 	logAppendTime bool
+	// keyRequired is cleanup.policy holding compact: a record without a
+	// key is INVALID_RECORD (Kafka's LogValidator.validateKey).
+	keyRequired bool
 	// compression is compression.type: keepCodec for producer (each
 	// batch keeps the codec it was sent in), else the codec every batch
 	// is stored in; levels holds compression.<codec>.level by codec (0:

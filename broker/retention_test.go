@@ -2,6 +2,8 @@ package broker
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,8 +36,12 @@ func TestRetentionSchedule(t *testing.T) {
 			t.Fatal(err)
 		}
 		p, _ := n.LocalPartition(name, 0)
-		for range 5 { // about 700 bytes a batch: one batch a segment, the first four can go
-			if _, err := produceTo(p, dataBatch(-1, 0, 0, 60, false), ""); err != nil {
+		for i := range 5 { // about 700 bytes a batch: one batch a segment, the first four can go
+			batch := dataBatch(-1, 0, 0, 60, false)
+			if policy == "compact" { // a compacted topic takes keyed records only
+				batch = keyedBatch(strconv.Itoa(i), strings.Repeat("v", 700))
+			}
+			if _, err := produceTo(p, batch, ""); err != nil {
 				t.Fatal(err)
 			}
 		}

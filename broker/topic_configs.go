@@ -140,6 +140,7 @@ func applyPolicies(s *topicSettings, value func(key string) string) {
 	default:
 		s.log.Cleanup = logstore.CleanupNone
 	}
+	s.limits.keyRequired = s.log.Cleanup.Compact()
 	millis := func(key string) time.Duration { // parsed: a LONG of milliseconds; Long.MAX_VALUE is unlimited (0)
 		n, _ := strconv.ParseInt(value(key), 10, 64)
 		if n <= 0 || n > math.MaxInt64/int64(time.Millisecond) {
