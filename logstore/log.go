@@ -458,7 +458,6 @@ func (l *Log) SetConfig(cfg Config) error {
 	return nil
 }
 
-
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
