@@ -13,8 +13,11 @@
 //   - Idempotent producers (producer_state.go): per producer the epoch and
 //     the last five batches; duplicates answer the original offset.
 //   - Transactions (transactions.go, txn_state.go): the coordinator state
-//     machine, persisted per transactional ID before markers are written;
-//     COMMIT/ABORT control batches; a reaper for timed-out transactions.
+//     machine of transaction versions 1 and 2 (KIP-890), persisted per
+//     transactional ID before markers are written; the coordinator's check
+//     of every transactional write; COMMIT/ABORT control batches; a
+//     reaper for timed-out transactions. Transactional IDs copied from a
+//     mirror's source, fenced at the stop (txn_mirror.go).
 //   - Last stable offset and the aborted-transaction index (txn_index.go)
 //     for read_committed readers.
 //   - Recovery at open: producer state, open transactions and the aborted
