@@ -79,6 +79,8 @@ func latestValues(t *testing.T, p *Partition) (map[string]string, int) {
 // compacted topic on its own while produces go on, keeping each key's
 // latest value.
 func TestCleanerCompactsWhileProducing(t *testing.T) {
+	tick := time.NewTicker(time.Millisecond) // the poll interval of the loops below
+	defer tick.Stop()
 	n, p := openCleanerNode(t, nil)
 	want := map[string]string{}
 	produced := 0
@@ -98,7 +100,7 @@ func TestCleanerCompactsWhileProducing(t *testing.T) {
 			t.Fatalf("no cleaning after %d produces", produced)
 		}
 		if i >= 100 {
-			time.Sleep(time.Millisecond) // pace the produces; the condition is polled above
+			<-tick.C // pace the produces; the condition is polled above
 		}
 	}
 	// Stop producing and let the cleaner catch up: poll until the log is
@@ -115,7 +117,7 @@ func TestCleanerCompactsWhileProducing(t *testing.T) {
 		if i == 2000 {
 			t.Fatalf("%d of %d records left after 2000 polls", count, produced)
 		}
-		time.Sleep(5 * time.Millisecond)
+		<-tick.C
 	}
 }
 
@@ -125,6 +127,8 @@ func TestCleanerCompactsWhileProducing(t *testing.T) {
 // read_committed consumer does not drop the producer's later, committed
 // batches.
 func TestCleanerRebuildsAbortedIndex(t *testing.T) {
+	tick := time.NewTicker(time.Millisecond) // the poll interval of the loops below
+	defer tick.Stop()
 	_, p := openCleanerNode(t, map[string]string{"delete.retention.ms": "0"})
 	now := time.Now().UnixMilli()
 	marker := func(offset rb.Offset, kind byte) []byte {
@@ -165,7 +169,7 @@ func TestCleanerRebuildsAbortedIndex(t *testing.T) {
 		if abortGone && len(p.abortedTransactions(0, p.log.LogEndOffset())) == 0 {
 			break
 		}
-		time.Sleep(time.Millisecond)
+		<-tick.C
 	}
 	// The committed batch of the same producer is read by read_committed.
 	res, err := p.Read(2, 1<<20, netio.ReadCommitted, true)
