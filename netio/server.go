@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/auth"
 )
 
 // Config configures a Server.
@@ -74,7 +76,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err != nil {
 			break
 		}
-		c := &conn{server: s, nc: nc, w: bufio.NewWriterSize(nc, 64<<10)}
+		c := &conn{server: s, nc: nc, w: bufio.NewWriterSize(nc, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
 		if !s.track(c) {
 			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			nc.Close()
@@ -118,6 +120,18 @@ func (s *Server) untrack(c *conn) {
 	s.sessions.forgetConn(c)
 }
 
+// remoteHost is the client's IP address without its port.
+func remoteHost(nc net.Conn) string {
+	if addr, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return addr.IP.String()
+	}
+	host, _, err := net.SplitHostPort(nc.RemoteAddr().String())
+	if err != nil {
+		return nc.RemoteAddr().String()
+	}
+	return host
+}
+
 // conn is one client connection, owned by its goroutine.
 type conn struct {
 	server *Server
@@ -125,6 +139,12 @@ type conn struct {
 	w      *bufio.Writer
 	frame  []byte // the last request frame, reused
 	out    []byte // the response being encoded, reused
+
+	// principal is who the client is: auth.Anonymous until a TLS client
+	// certificate or a SASL exchange says otherwise. clientHost is the
+	// client's IP address, as ACLs name hosts.
+	principal  auth.Principal
+	clientHost string
 }
 
 func (c *conn) serve(ctx context.Context) {
