@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -88,36 +89,10 @@ type MirrorConfig struct {
 	SupportUncleanLeaderElection bool
 }
 
-// SecurityProtocol is security.protocol.
-type SecurityProtocol int8
-
-const (
-	SecurityPlaintext SecurityProtocol = iota
-	SecuritySSL
-	SecuritySASLPlaintext
-	SecuritySASLSSL
-	securityProtocolCount
-)
-
-var securityProtocolNames = [securityProtocolCount]string{"PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"}
-
-func (p SecurityProtocol) String() string {
-	if p < 0 || p >= securityProtocolCount {
-		return fmt.Sprintf("SecurityProtocol(%d)", p)
-	}
-	return securityProtocolNames[p]
-}
-
-// UsesTLS: SSL and SASL_SSL.
-func (p SecurityProtocol) UsesTLS() bool { return p == SecuritySSL || p == SecuritySASLSSL }
-
-// UsesSASL: SASL_PLAINTEXT and SASL_SSL.
-func (p SecurityProtocol) UsesSASL() bool { return p == SecuritySASLPlaintext || p == SecuritySASLSSL }
-
 // MirrorSecurity is how the mirror connects to the source: TLS applies to
 // SSL and SASL_SSL, SASL to SASL_PLAINTEXT and SASL_SSL.
 type MirrorSecurity struct {
-	Protocol SecurityProtocol
+	Protocol auth.SecurityProtocol
 	TLS      MirrorTLS
 	SASL     MirrorSASL
 }
@@ -391,11 +366,11 @@ func parseBootstrapServers(c *MirrorConfig, value string) error {
 }
 
 func parseSecurityProtocol(c *MirrorConfig, value string) error {
-	i := slices.IndexFunc(securityProtocolNames[:], func(name string) bool { return strings.EqualFold(name, value) })
-	if i < 0 {
-		return fmt.Errorf("want one of %s", strings.Join(securityProtocolNames[:], ", "))
+	protocol, err := auth.ParseSecurityProtocol(value)
+	if err != nil {
+		return err
 	}
-	c.Security.Protocol = SecurityProtocol(i)
+	c.Security.Protocol = protocol
 	return nil
 }
 

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/mirrord/mirrord/auth"
 	"maps"
 	"math"
 	"strconv"
@@ -71,7 +72,7 @@ func TestMirrorConfigDefaults(t *testing.T) {
 	if c.FetchWaitMax != want.FetchWaitMax || c.FetchMinBytes != want.FetchMinBytes || c.FetchPartitionMaxBytes != want.FetchPartitionMaxBytes ||
 		c.FetchResponseMaxBytes != want.FetchResponseMaxBytes || c.RequestTimeout != want.RequestTimeout ||
 		c.MetadataRefreshInterval != want.MetadataRefreshInterval || c.ReplicationThrottledRate != want.ReplicationThrottledRate ||
-		c.Retry != want.Retry || !c.Security.TLS.EndpointIdentification || c.Security.Protocol != SecurityPlaintext {
+		c.Retry != want.Retry || !c.Security.TLS.EndpointIdentification || c.Security.Protocol != auth.Plaintext {
 		t.Fatalf("defaults %+v", c)
 	}
 }

@@ -60,22 +60,6 @@ func pemBytes(t *testing.T, text string) []byte {
 	return block.Bytes
 }
 
-func TestMirrorConfigDecryptPKCS8(t *testing.T) {
-	want := pemBytes(t, testKeyPEM)
-	for _, encrypted := range []string{testKeyAES256PEM, testKeyAES128PEM} {
-		got, err := decryptPKCS8(pemBytes(t, encrypted), "secret")
-		if err != nil || !bytes.Equal(got, want) {
-			t.Fatalf("decrypted %x, %v", got, err)
-		}
-		if _, err := decryptPKCS8(pemBytes(t, encrypted), "wrong"); err == nil || !strings.Contains(err.Error(), "ssl.key.password") {
-			t.Fatalf("wrong password: %v", err)
-		}
-	}
-	if _, err := decryptPKCS8([]byte{0x30, 0x03, 0x02, 0x01, 0x01}, "secret"); err == nil {
-		t.Fatal("garbage decrypted")
-	}
-}
-
 // testPKI is a CA and certificates it signed, as PEM files in a directory.
 type testPKI struct {
 	t    *testing.T

@@ -64,9 +64,15 @@ func NewServer(cfg Config) *Server {
 	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), conns: map[*conn]struct{}{}}
 }
 
-// Serve accepts connections on ln until ctx is done, then closes ln and
-// every connection and waits for their goroutines.
+// Serve serves a PLAINTEXT listener on ln (ServeListener).
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	return s.ServeListener(ctx, ln, plaintextListener)
+}
+
+// ServeListener accepts connections on ln, secured as l says, until ctx
+// is done, then closes ln and every connection and waits for their
+// goroutines. One Server may serve several listeners at once.
+func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var err error
@@ -76,7 +82,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if err != nil {
 			break
 		}
-		c := &conn{server: s, nc: nc, w: bufio.NewWriterSize(nc, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
+		c := &conn{server: s, listener: &l, nc: nc, w: bufio.NewWriterSize(nc, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
 		if !s.track(c) {
 			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			nc.Close()
@@ -134,11 +140,12 @@ func remoteHost(nc net.Conn) string {
 
 // conn is one client connection, owned by its goroutine.
 type conn struct {
-	server *Server
-	nc     net.Conn
-	w      *bufio.Writer
-	frame  []byte // the last request frame, reused
-	out    []byte // the response being encoded, reused
+	server   *Server
+	listener *Listener
+	nc       net.Conn
+	w        *bufio.Writer
+	frame    []byte // the last request frame, reused
+	out      []byte // the response being encoded, reused
 
 	// principal is who the client is: auth.Anonymous until a TLS client
 	// certificate or a SASL exchange says otherwise. clientHost is the
