@@ -42,6 +42,7 @@ const (
 // B's, and B's stay what its consumers committed (the stopped topic is
 // not synced from A any more).
 func TestGroupOffsetsFailback(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	started := time.Now()
@@ -110,6 +111,7 @@ func TestGroupOffsetsFailback(t *testing.T) {
 // franz-go group consumer) when it commits on A: its offsets on B are
 // never written while ahead is synced around it.
 func TestGroupSyncClampsAndSkipsActive(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	a, b := startServer(t), startServer(t)
@@ -151,6 +153,7 @@ func TestGroupSyncClampsAndSkipsActive(t *testing.T) {
 // on B is at least what was read (nothing synced is lost), and the sync
 // goes on by itself. Once the committer stops, B ends with A's offsets.
 func TestGroupSyncSurvivesKill(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	random := rand.New(rand.NewPCG(seed, 0x67726f7570))
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)

@@ -212,6 +212,7 @@ func startVerifiableProducer(ctx context.Context, client *kgo.Client) *vcProduce
 // committed offsets, read with OffsetFetch every poll, never go back, and
 // end at the log end offsets.
 func TestVerifiableConsumerMemberKilled(t *testing.T) {
+	t.Parallel()
 	testVerifiableConsumers(t, vcScenario{
 		protocol: "classic",
 		flags:    []string{"--session-timeout", fmt.Sprint(verifiableSession.Milliseconds())},
@@ -230,6 +231,7 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 // member killed (SIGKILL): its partitions move once the server's session
 // timeout passes, and nothing is skipped.
 func TestVerifiableConsumerConsumerProtocol(t *testing.T) {
+	t.Parallel()
 	testVerifiableConsumers(t, vcScenario{
 		protocol: "consumer",
 		serve: []string{"--group-consumer-session-timeout-ms", fmt.Sprint(verifiableConsumerSession.Milliseconds()),

@@ -48,6 +48,7 @@ func interopMirrorConfig(t *testing.T, bootstrap string) string {
 // before and during mirroring, and a topic created after the mirror
 // started.
 func TestInteropKafkaSingleBroker(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 1, nil)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
@@ -313,6 +314,7 @@ func recordTimestamps(batches []byte) []int64 {
 // requires the mirror to end equal to Kafka: no loss, no divergence, the
 // new epoch in the mirrored batches.
 func TestInteropKafkaLeaderKilled(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 3, nil)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)

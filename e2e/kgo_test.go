@@ -60,6 +60,7 @@ func newSeed(t *testing.T) uint64 {
 // identical byte for byte after kill -9 and a restart, and after SIGTERM
 // and a restart. Offsets continue where they were.
 func TestKgoCodecsSurviveKill(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
