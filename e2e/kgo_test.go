@@ -13,7 +13,7 @@ const (
 	plainRecords         = 10000
 	codecPartitions      = 4
 	survivorRecords      = 100 // produced by one idempotent client on each side of the kill
-	testDeadline         = 150 * time.Second
+	testDeadline         = 5 * time.Minute
 )
 
 var codecs = []struct {

@@ -28,7 +28,7 @@ import (
 )
 
 const (
-	mirrorTestDeadline      = 100 * time.Second
+	mirrorTestDeadline      = 3 * time.Minute // beside another test (t.Parallel) on a loaded machine
 	mirrorKillRounds        = 6
 	mirrorKillDelayMin      = 100 * time.Millisecond // mirroring time before a kill
 	mirrorKillDelayMax      = 900 * time.Millisecond
