@@ -34,7 +34,8 @@
 // free loopback ports, and changes no package variable. go test runs
 // -parallel of them at once (GOMAXPROCS by default) after the serial
 // ones. A test that sets the environment (t.Setenv: the JVMs of every
-// test would see it) stays serial.
+// test would see it) stays serial, and so does one whose bound proved too
+// tight beside another (its comment says which).
 package e2e
 
 import (
