@@ -31,7 +31,7 @@ var allowed = map[string][]string{
 	"recordbatch/records": {"recordbatch"},
 	"vfs":                 {},
 	"epoch":               {"recordbatch"},
-	"logstore":            {"epoch", "recordbatch", "vfs"},
+	"logstore":            {"epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"mirrorwire":          {},
 	"netio":               {"epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},

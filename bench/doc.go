@@ -18,6 +18,10 @@
 //     Maven jars (kafka_test.go, kafkatest);
 //   - lag: record acknowledged at the source to visible on the mirror, at
 //     half of mirrord's measured throughput (lag_test.go);
+//   - cleaner-mirrord, cleaner-kafka: one segment of keyed records
+//     cleaned in one pass by each (MB/s of dirty log, CPU-s/GB of the
+//     cleaning: Kafka's cleaner thread, mirrord's process;
+//     cleaner_test.go);
 //   - scale: 10,000 mirrored partitions, mostly idle: the mirror's CPU per
 //     second and resident memory (scale_test.go).
 //   - group-commit: 1 and 16 concurrent committers (4 in smoke, 64 in

@@ -111,6 +111,19 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Measurements = append(report.Measurements, rows...)
 	})
+	step("cleaner", func() {
+		if !withKafka {
+			return
+		}
+		rows, err := cleanerScenarios(t, mode)
+		switch {
+		case errors.Is(err, kafkatest.ErrNotInstalled) && os.Getenv("CI") != "true":
+			report.Notes = append(report.Notes, "cleaner scenarios not run: "+err.Error())
+		case err != nil:
+			t.Fatalf("cleaner scenarios: %v", err)
+		}
+		report.Measurements = append(report.Measurements, rows...)
+	})
 	// Lag at half of mirrord's throughput (the load), and at a
 	// fixed 50 MB/s. The harness sends prebuilt batches and reads only
 	// batch headers, so both nodes have the cores nearly to themselves.

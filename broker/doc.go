@@ -4,8 +4,7 @@
 // mirrors). Alone, this node leads every partition.
 //
 // Built so far:
-//   - Node: topics and partitions over logstore.Dir; CreateTopic (Kafka
-//     topic configs mapped to log settings, unknown ones refused),
+//   - Node: topics and partitions over logstore.Dir; CreateTopic,
 //     CreatePartitions, DeleteTopic; producer IDs reserved in persisted
 //     blocks (producer-id-block) so they stay unique across restarts.
 //   - Produce: records validated as Kafka's LogValidator does
@@ -14,8 +13,11 @@
 //   - Idempotent producers (producer_state.go): per producer the epoch and
 //     the last five batches; duplicates answer the original offset.
 //   - Transactions (transactions.go, txn_state.go): the coordinator state
-//     machine, persisted per transactional ID before markers are written;
-//     COMMIT/ABORT control batches; a reaper for timed-out transactions.
+//     machine of transaction versions 1 and 2 (KIP-890), persisted per
+//     transactional ID before markers are written; the coordinator's check
+//     of every transactional write; COMMIT/ABORT control batches; a
+//     reaper for timed-out transactions. Transactional IDs copied from a
+//     mirror's source, fenced at the stop (txn_mirror.go).
 //   - Last stable offset and the aborted-transaction index (txn_index.go)
 //     for read_committed readers.
 //   - Recovery at open: producer state, open transactions and the aborted
@@ -30,10 +32,17 @@
 //     source, and a failover's steps (RaiseLeaderEpoch,
 //     AbortOpenTransactions, WriteMirrorPIDReset). The node knows nothing
 //     of mirrors beyond "this partition is read-only".
-//   - group/: the classic consumer group coordinator (not served yet).
+//   - group/: the classic consumer group coordinator.
+//   - Topic configs (config_model.go over the generated
+//     kafka_config_defs.go, topic_configs*.go): every Kafka 4.4 topic
+//     config parsed and validated as Kafka's ConfigDef does, persisted per
+//     topic (topic_config_store.go), applied to the logs and Produce
+//     checks, served as netio.Configs; SetTopicConfigs for a mirror's
+//     config sync. The node's broker configs from a server.properties
+//     (server_properties.go). Retention by time and size on a schedule
+//     (retention.go).
 //
-// Not built yet: serving consumer groups, topic configs that persist,
-// authentication and ACLs, more than one node.
+// Not built yet: authentication and ACLs, more than one node.
 //
 // Concurrency: the Node's topic map has one RWMutex; each partition
 // serializes its writes (a sequence check and the append it guards happen

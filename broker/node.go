@@ -47,6 +47,23 @@ type Config struct {
 	// Transactions are the transaction coordinator's settings; a zero
 	// field takes Kafka's default (DefaultTransactionConfig).
 	Transactions TransactionConfig
+	// NumPartitions is the partition count of a topic created without one
+	// (num.partitions); 0 means Kafka's default, 1.
+	NumPartitions int32
+	// RetentionCheckInterval is how often retention by time and size runs
+	// on the writable topics (log.retention.check.interval.ms); 0 means
+	// Kafka's default, 5 minutes.
+	RetentionCheckInterval time.Duration
+	// StaticConfigs are the broker configs of the node's config file
+	// (server.properties), by Kafka's name, as ApplyServerProperties read
+	// them: DescribeConfigs reports them as STATIC_BROKER_CONFIG, and the
+	// ones that are topic configs' synonyms are the topics' defaults.
+	StaticConfigs map[string]string
+	// AutoCreateTopicsDisable turns off the creation of a topic a
+	// Metadata request names (auto.create.topics.enable=false).
+	AutoCreateTopicsDisable bool
+	// Cleaner is the log cleaner's (DefaultCleanerConfig for zero fields).
+	Cleaner CleanerConfig
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -103,6 +120,9 @@ type Node struct {
 	txns    *transactions
 	groups  groupCoordinator
 	cluster netio.ClusterInfo
+	// retention runs retention by time and size (retention.go).
+	retention *retention
+	cleaner   *cleaner
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -113,8 +133,13 @@ type topic struct {
 	name       string
 	id         rb.TopicID
 	partitions []*Partition
-	internal   bool          // Config.InternalTopics: no produce, delete or DeleteRecords
-	limits     produceLimits // its partitions'
+	internal   bool // Config.InternalTopics: no produce, delete or DeleteRecords
+	// overrides are the topic's configs as Kafka writes them, origin who
+	// set them ("" a client), settings what they set on its partitions;
+	// changed under Node.mu (topic_configs_alter.go).
+	overrides map[string]string
+	origin    string
+	settings  topicSettings
 }
 
 // dropUnfinishedPartition deletes a partition found past a missing one.
@@ -171,11 +196,16 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 			continue
 		}
 		if t == nil {
-			t = &topic{name: info.Topic, id: info.TopicID, internal: slices.Contains(cfg.InternalTopics, info.Topic), limits: nodeProduceLimits(cfg)}
+			t = &topic{name: info.Topic, id: info.TopicID, internal: slices.Contains(cfg.InternalTopics, info.Topic), settings: n.nodeSettings()}
+			t.settings.log = log.Config() // an internal log's is its own
 			n.topics[info.Topic], n.byID[t.id] = t, t
 		}
-		t.partitions = append(t.partitions, newPartition(n, info.TopicPartition, log, t.limits))
+		t.partitions = append(t.partitions, newPartition(n, info.TopicPartition, log, t.settings.limits))
 		t.partitions[len(t.partitions)-1].internal = t.internal
+	}
+	if err := n.loadTopicConfigs(); err != nil {
+		dir.Close()
+		return nil, err
 	}
 	if prepare != nil {
 		if err := prepare(n); err != nil {
@@ -192,11 +222,16 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		dir.Close()
 		return nil, err
 	}
+	n.retention = startRetention(n)
+	n.cleaner = startCleaner(n, cfg.Cleaner)
 	return n, nil
 }
 
-// Close stops the transaction reaper and closes every partition log.
+// Close stops the retention and the transaction reaper and closes every
+// partition log.
 func (n *Node) Close() error {
+	n.cleaner.close()
+	n.retention.stop()
 	n.groups.Close()
 	n.txns.close()
 	return n.dir.Close()
@@ -269,9 +304,11 @@ func (n *Node) CreateInternalLog(name string, cfg logstore.Config) (*logstore.Lo
 	if err != nil {
 		return nil, err
 	}
-	p := newPartition(n, tp, log, nodeProduceLimits(n.cfg))
+	settings := n.nodeSettings()
+	settings.log = cfg
+	p := newPartition(n, tp, log, settings.limits)
 	p.internal = true
-	t := &topic{name: name, id: id, partitions: []*Partition{p}, internal: true}
+	t := &topic{name: name, id: id, partitions: []*Partition{p}, internal: true, settings: settings}
 	n.topics[t.name], n.byID[t.id] = t, t
 	return log, nil
 }
@@ -325,13 +362,12 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if slices.Contains(n.cfg.InternalTopics, name) { // as Kafka refuses its internal topics, also before they exist
 		return netio.TopicInfo{}, netio.Errorf(kerr.InvalidRequest, "Creation of internal topic %s is prohibited.", name)
 	}
-	cfg, err := topicConfig(n.cfg.Log, configs)
+	overrides, settings, err := n.parseTopicConfigs(configs)
 	if err != nil {
 		return netio.TopicInfo{}, err
 	}
-	limits, err := topicProduceLimits(nodeProduceLimits(n.cfg), configs)
-	if err != nil {
-		return netio.TopicInfo{}, err
+	if partitions == -1 {
+		partitions = max(n.cfg.NumPartitions, 1)
 	}
 	if partitions <= 0 {
 		return netio.TopicInfo{}, kerr.InvalidPartitions
@@ -347,19 +383,24 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 	if other, ok := n.collidingTopic(name); ok {
 		return netio.TopicInfo{}, fmt.Errorf("%w: topic %s collides with existing topic %s ('.' and '_' name the same metrics)", kerr.InvalidTopicException, name, other)
 	}
-	t := &topic{name: name, id: rb.NewTopicID(), limits: limits}
+	t := &topic{name: name, id: rb.NewTopicID(), overrides: overrides, settings: settings}
 	if validateOnly {
 		info := t.info()
-		info.Partitions, info.Configs = partitions, topicConfigEntries(cfg, limits, configs)
+		info.Partitions, info.Configs = partitions, createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 		return info, nil
 	}
-	if err := n.addPartitions(t, partitions, cfg); err != nil {
-		return netio.TopicInfo{}, err
+	if len(overrides) > 0 { // before the partitions: see topic_config_store.go
+		if err := n.saveTopicConfigs(name, storedTopicConfigs{id: t.id, overrides: overrides}); err != nil {
+			return netio.TopicInfo{}, err
+		}
+	}
+	if err := n.addPartitions(t, partitions, settings.log); err != nil {
+		return netio.TopicInfo{}, errors.Join(err, n.removeTopicConfigs(name))
 	}
 	n.topics[name], n.byID[t.id] = t, t
 	n.log.Info("created topic", "topic", name, "id", t.id.String(), "partitions", partitions)
 	info := t.info()
-	info.Configs = topicConfigEntries(cfg, limits, configs)
+	info.Configs = createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 	return info, nil
 }
 
@@ -388,7 +429,7 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 		return fmt.Errorf("broker: create %d partitions of %s: %w", len(tps), t.name, err)
 	}
 	for i, log := range logs {
-		t.partitions = append(t.partitions, newPartition(n, tps[i], log, t.limits))
+		t.partitions = append(t.partitions, newPartition(n, tps[i], log, t.settings.limits))
 	}
 	return nil
 }
@@ -411,7 +452,7 @@ func (n *Node) EnsureTopic(_ context.Context, name string, id rb.TopicID, partit
 		if other, taken := n.byID[id]; taken {
 			return nil, fmt.Errorf("%w: the source's topic ID of %s is the local topic %s's", kerr.TopicAlreadyExists, name, other.name)
 		}
-		t = &topic{name: name, id: id, limits: nodeProduceLimits(n.cfg)}
+		t = &topic{name: name, id: id, settings: n.nodeSettings()}
 		n.topics[name], n.byID[id] = t, t
 		n.log.Info("created topic with a given ID", "topic", name, "id", id.String(), "partitions", partitions)
 	}
@@ -419,7 +460,7 @@ func (n *Node) EnsureTopic(_ context.Context, name string, id rb.TopicID, partit
 		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, t.id, id)
 	}
 	if int32(len(t.partitions)) < partitions {
-		if err := n.addPartitions(t, partitions, n.cfg.Log); err != nil {
+		if err := n.addPartitions(t, partitions, t.settings.log); err != nil {
 			return nil, err
 		}
 	}
@@ -445,7 +486,7 @@ func (n *Node) CreatePartitions(_ context.Context, name string, count int32, val
 	case validateOnly:
 		return nil
 	}
-	return n.addPartitions(t, count, n.cfg.Log)
+	return n.addPartitions(t, count, t.settings.log)
 }
 
 // DeleteTopic deletes every partition of a topic.
@@ -470,6 +511,9 @@ func (n *Node) DeleteTopic(_ context.Context, name string) error {
 		if err := n.dir.Delete(p.tp); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if len(errs) == 0 { // after the partitions: see topic_config_store.go
+		errs = append(errs, n.removeTopicConfigs(name))
 	}
 	n.log.Info("deleted topic", "topic", name)
 	return errors.Join(errs...)

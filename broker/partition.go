@@ -39,7 +39,7 @@ type Partition struct {
 	localEpoch atomic.Int32
 	// limits are the topic's Produce checks; now is the clock the
 	// timestamps are checked against.
-	limits produceLimits
+	limits atomic.Pointer[produceLimits]
 	now    func() time.Time
 
 	mu        sync.Mutex
@@ -48,7 +48,9 @@ type Partition struct {
 }
 
 func newPartition(n *Node, tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *Partition {
-	return &Partition{tp: tp, log: log, node: n, changed: make(chan struct{}), producers: newProducerStates(), limits: limits, now: time.Now}
+	p := &Partition{tp: tp, log: log, node: n, changed: make(chan struct{}), producers: newProducerStates(), now: time.Now}
+	p.limits.Store(&limits)
+	return p
 }
 
 // notify wakes long polls; mu is held.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -141,7 +142,7 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	p.log.SetHighWatermark(p.log.LogEndOffset())
 	p.notify()
 	logAppendTime := int64(-1)
-	if p.limits.logAppendTime {
+	if p.limits.Load().logAppendTime {
 		logAppendTime = now
 	}
 	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: logAppendTime, LogStartOffset: p.log.LogStartOffset()}, nil
@@ -158,13 +159,13 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 // request's bytes are returned when no batch was rebuilt.
 func (p *Partition) formatForLog(batches []byte, now int64) ([]byte, error) {
 	logAppendTime := int64(-1)
-	if p.limits.logAppendTime {
+	if p.limits.Load().logAppendTime {
 		logAppendTime = now
 	}
 	var rebuilt, scratch []byte // rebuilt stays nil until a batch is
 	for it := rb.NewIter(batches, false); it.Next(); {
 		b := it.Batch()
-		to, recompress := p.limits.target(b.Codec())
+		to, recompress := p.limits.Load().target(b.Codec())
 		if !recompress {
 			if logAppendTime >= 0 {
 				b.SetMaxTimestamp(true, logAppendTime)
@@ -182,9 +183,9 @@ func (p *Partition) formatForLog(batches []byte, now int64) ([]byte, error) {
 		if rebuilt, scratch, err = records.Recompress(rebuilt, scratch, b, to, logAppendTime, recordsLimit); err != nil {
 			return nil, p.recompressError(err)
 		}
-		if size := int64(len(rebuilt) - start); size > p.limits.maxMessageBytes {
+		if size := int64(len(rebuilt) - start); size > p.limits.Load().maxMessageBytes {
 			return nil, fmt.Errorf("%w: broker: message batch size is %d bytes in append to partition %s which exceeds the maximum configured size of %d",
-				kerr.MessageTooLarge, size, p.tp, p.limits.maxMessageBytes)
+				kerr.MessageTooLarge, size, p.tp, p.limits.Load().maxMessageBytes)
 		}
 	}
 	if rebuilt == nil {
@@ -218,9 +219,9 @@ func (p *Partition) validateProduce(batches []byte, request netio.ProduceRequest
 			return fmt.Errorf("%w: a transactional batch in a request without a transactional ID", kerr.TransactionalIDAuthorizationFailed)
 		case b.Transactional() && b.ProducerID() < 0:
 			return fmt.Errorf("%w: a transactional batch without a producer ID", kerr.InvalidProducerIDMapping)
-		case int64(b.Size()) > p.limits.maxMessageBytes:
+		case int64(b.Size()) > p.limits.Load().maxMessageBytes:
 			return fmt.Errorf("%w: broker: the record batch size in the append to %s is %d bytes which exceeds the maximum configured value of %d",
-				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.maxMessageBytes)
+				kerr.MessageTooLarge, p.tp, b.Size(), p.limits.Load().maxMessageBytes)
 		}
 		if err := b.Verify(); err != nil {
 			return errors.Join(kerr.CorruptMessage, err)
@@ -279,23 +280,46 @@ func (p *Partition) validateRecords(b rb.Batch, now int64) error {
 		return refused(fmt.Errorf("%w: broker: the base offset of the record batch in the append to %s should be 0, but it is %d",
 			kerr.InvalidRecord, p.tp, b.BaseOffset()))
 	}
-	check := records.TimestampCheck{Now: now, BeforeMax: p.limits.timestampBeforeMax, AfterMax: p.limits.timestampAfterMax, LogAppendTime: p.limits.logAppendTime}
-	timestamps, err := records.ValidateProduce(b, recordsLimit, &check, nil)
+	limits := p.limits.Load()
+	check := records.TimestampCheck{Now: now, BeforeMax: limits.timestampBeforeMax, AfterMax: limits.timestampAfterMax, LogAppendTime: limits.logAppendTime}
+	if limits.keyRequired {
+		check.CompactedPartition = p.tp.String()
+	}
+	errs, err := records.ValidateProduce(b, recordsLimit, &check, nil)
 	switch {
 	case errors.Is(err, records.ErrTooLarge):
 		return errors.Join(kerr.MessageTooLarge, err)
 	case err != nil:
 		return refused(errors.Join(kerr.InvalidRecord, err))
-	case len(timestamps) > 0:
-		rejected := &netio.RecordsError{Err: fmt.Errorf("%w: broker: %s: %d records with timestamps out of range, the first: %s",
-			kerr.InvalidTimestamp, p.tp, len(timestamps), timestamps[0].Message),
-			LogStartOffset: p.log.LogStartOffset(), Message: invalidTimestampMessage}
-		for _, t := range timestamps {
-			rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: t.Index, Message: t.Message})
-		}
-		return rejected
+	case len(errs) > 0:
+		return recordErrors(errs, p.tp.String(), p.log.LogStartOffset())
 	}
 	return nil
+}
+
+// recordErrors is Kafka's LogValidator.processRecordErrors: records
+// refused for their timestamps make the batch INVALID_TIMESTAMP, others
+// (a compacted topic's records without a key) INVALID_RECORD, each record
+// listed.
+func recordErrors(errs []records.RecordError, partition string, logStart rb.Offset) error {
+	rejected := &netio.RecordsError{LogStartOffset: logStart, Message: invalidTimestampMessage}
+	shown := make([]string, 0, 3)
+	timestamps := false
+	for _, e := range errs {
+		rejected.Records = append(rejected.Records, netio.RecordError{BatchIndex: e.Index, Message: e.Message})
+		timestamps = timestamps || e.Timestamp
+		if len(shown) < cap(shown) {
+			shown = append(shown, fmt.Sprintf("RecordError(batchIndex=%d, message='%s')", e.Index, e.Message))
+		}
+	}
+	if timestamps {
+		rejected.Err = fmt.Errorf("%w: broker: %s: %d records refused, the first: %s", kerr.InvalidTimestamp, partition, len(errs), errs[0].Message)
+		return rejected
+	}
+	rejected.Message = fmt.Sprintf("One or more records have been rejected due to %d record errors in total, and only showing the first three errors at most: [%s]",
+		len(errs), strings.Join(shown, ", "))
+	rejected.Err = fmt.Errorf("%w: broker: %s", kerr.InvalidRecord, rejected.Message)
+	return rejected
 }
 
 // checkProducers checks the idempotent and transactional batches against
@@ -423,6 +447,18 @@ type loadReport struct {
 // the log) and decodes each marker; Kafka starts from its latest producer
 // snapshot instead, which this node does not write yet.
 func (p *Partition) loadProducerState(expireBefore int64) (loadReport, error) {
+	next, report, err := p.replayProducerState(expireBefore)
+	if err != nil {
+		return report, err
+	}
+	p.producers.adopt(next)
+	return report, nil
+}
+
+// replayProducerState is loadProducerState without adopting the state it
+// rebuilds (p.mu need not be held: the walk reads up to the log end as of
+// its start).
+func (p *Partition) replayProducerState(expireBefore int64) (*producerStates, loadReport, error) {
 	next := newProducerStates()
 	var report loadReport
 	inconsistent := func(err error) {
@@ -454,12 +490,11 @@ func (p *Partition) loadProducerState(expireBefore int64) (loadReport, error) {
 		return true
 	})
 	if err != nil {
-		return report, fmt.Errorf("broker: %s: load producer state: %w", p.tp, err)
+		return nil, report, fmt.Errorf("broker: %s: load producer state: %w", p.tp, err)
 	}
 	next.expire(expireBefore)
 	next.aborted.dropBelow(p.log.LogStartOffset())
-	p.producers.adopt(next)
-	return report, nil
+	return next, report, nil
 }
 
 // logStartAdvanced drops the aborted transactions below the new log

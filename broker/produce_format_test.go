@@ -2,14 +2,17 @@ package broker
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
+	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -21,11 +24,11 @@ const formatNow = 1_700_000_001_000
 func formatPartition(t testing.TB, configs map[string]string) *Partition {
 	t.Helper()
 	p := testPartition(t)
-	limits, err := topicProduceLimits(nodeProduceLimits(Config{}), configs)
+	_, settings, err := (&Node{cfg: Config{Log: logstore.DefaultConfig()}}).parseTopicConfigs(configs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.limits = limits
+	p.limits.Store(&settings.limits)
 	p.now = func() time.Time { return time.UnixMilli(formatNow) }
 	return p
 }
@@ -190,5 +193,26 @@ func TestProduceRecompressRefusals(t *testing.T) {
 	p = formatPartition(t, nil)
 	if _, err := produceTo(p, negative, ""); err != nil {
 		t.Fatalf("negative timestamp kept as sent: %v", err)
+	}
+}
+
+// A compacted topic refuses a batch with records without a key, as
+// Kafka's LogValidator.validateKey: INVALID_RECORD, each record listed,
+// the log start offset in the answer; keyed records are taken.
+func TestProduceCompactedNeedsKeys(t *testing.T) {
+	n := openTestNode(t, vfs.NewMem(), newTestClock())
+	defer n.Close()
+	if _, err := n.CreateTopic(context.Background(), "table", 1, map[string]string{"cleanup.policy": "compact,delete"}, false); err != nil {
+		t.Fatal(err)
+	}
+	p := nodePartition(t, n, "table", 0)
+	_, err := produceTo(p, dataBatch(-1, 0, 0, 2, false), "")
+	var refused *netio.RecordsError
+	if !errors.Is(err, kerr.InvalidRecord) || !errors.As(err, &refused) || len(refused.Records) != 2 ||
+		refused.Records[1].Message != "Compacted topic cannot accept message without key in topic partition table-0." {
+		t.Fatalf("records without keys: %v (%+v), want INVALID_RECORD listing both", err, refused)
+	}
+	if _, err := produceTo(p, keyedBatch("k", "v"), ""); err != nil {
+		t.Fatalf("a keyed record: %v", err)
 	}
 }

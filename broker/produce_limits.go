@@ -7,7 +7,6 @@ import (
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
-	"github.com/twmb/franz-go/pkg/kerr"
 )
 
 // Kafka's defaults of the broker and topic configs a Produce is checked
@@ -24,7 +23,7 @@ const (
 )
 
 // produceLimits are a topic's Produce checks, from its configs or the
-// node's defaults. Set when a partition is made, never changed.
+// node's defaults (topic_configs.go sets them).
 type produceLimits struct {
 	// maxMessageBytes bounds one batch, header included
 	// (max.message.bytes); larger is MESSAGE_TOO_LARGE.
@@ -36,6 +35,9 @@ type produceLimits struct {
 	// logAppendTime is message.timestamp.type=LogAppendTime: the node
 	// stamps each batch with its clock (see Partition.formatForLog).
 	logAppendTime bool
+	// keyRequired is cleanup.policy holding compact: a record without a
+	// key is INVALID_RECORD (Kafka's LogValidator.validateKey).
+	keyRequired bool
 	// compression is compression.type: keepCodec for producer (each
 	// batch keeps the codec it was sent in), else the codec every batch
 	// is stored in; levels holds compression.<codec>.level by codec (0:
@@ -93,60 +95,11 @@ func nodeProduceLimits(cfg Config) produceLimits {
 	if cfg.MessageMaxBytes > 0 {
 		limits.maxMessageBytes = int64(cfg.MessageMaxBytes)
 	}
+	for key, into := range map[string]*int64{"log.message.timestamp.before.max.ms": &limits.timestampBeforeMax,
+		"log.message.timestamp.after.max.ms": &limits.timestampAfterMax} {
+		if n, err := strconv.ParseInt(cfg.StaticConfigs[key], 10, 64); err == nil {
+			*into = n
+		}
+	}
 	return limits
-}
-
-// topicProduceLimits applies a topic's configs to the node's limits, with
-// Kafka's bounds (each at least 0). Other keys are topicConfig's.
-func topicProduceLimits(base produceLimits, configs map[string]string) (produceLimits, error) {
-	limits := base
-	for key, value := range configs {
-		var err error
-		switch key {
-		case "max.message.bytes":
-			limits.maxMessageBytes, err = nonNegative(value, math.MaxInt32)
-		case "message.timestamp.before.max.ms":
-			limits.timestampBeforeMax, err = nonNegative(value, math.MaxInt64)
-		case "message.timestamp.after.max.ms":
-			limits.timestampAfterMax, err = nonNegative(value, math.MaxInt64)
-		case "message.timestamp.type":
-			limits.logAppendTime, err = value == "LogAppendTime", oneOf(value, "CreateTime", "LogAppendTime")
-		case "compression.type":
-			limits.compression, limits.keepCodec = compressionTypes[value], value == "producer"
-			if _, known := compressionTypes[value]; !known && !limits.keepCodec {
-				err = fmt.Errorf("not one of uncompressed, zstd, lz4, snappy, gzip, producer")
-			}
-		case "compression.gzip.level":
-			limits.levels[rb.CodecGzip], err = compressionLevel(rb.CodecGzip, value)
-		case "compression.lz4.level":
-			limits.levels[rb.CodecLZ4], err = compressionLevel(rb.CodecLZ4, value)
-		case "compression.zstd.level":
-			limits.levels[rb.CodecZstd], err = compressionLevel(rb.CodecZstd, value)
-		}
-		if err != nil {
-			return base, fmt.Errorf("%w: topic config %s=%q: %w", kerr.InvalidConfig, key, value, err)
-		}
-	}
-	return limits, nil
-}
-
-// compressionLevel parses a compression.<codec>.level within Kafka's
-// bounds for codec.
-func compressionLevel(codec rb.Codec, value string) (int, error) {
-	n, err := strconv.ParseInt(value, 10, 32)
-	if err != nil {
-		return 0, err
-	}
-	return int(n), records.ValidLevel(codec, int(n))
-}
-
-func nonNegative(value string, highest int64) (int64, error) {
-	n, err := strconv.ParseInt(value, 10, 64)
-	switch {
-	case err != nil:
-		return 0, err
-	case n < 0 || n > highest:
-		return 0, fmt.Errorf("out of range [0, %d]", highest)
-	}
-	return n, nil
 }

@@ -68,7 +68,7 @@ func TestProduceLimits(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPartition(t)
-			p.limits = limits
+			p.limits.Store(&limits)
 			p.now = func() time.Time { return time.UnixMilli(now) }
 			_, err := produceTo(p, tc.batch, "")
 			wantCode(t, tc.name, err, tc.want)
@@ -152,8 +152,8 @@ func TestTopicProduceLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if p.limits != tc.limits {
-				t.Fatalf("%s-%d: limits %+v, want %+v", tc.topic, i, p.limits, tc.limits)
+			if got := *p.limits.Load(); got != tc.limits {
+				t.Fatalf("%s-%d: limits %+v, want %+v", tc.topic, i, got, tc.limits)
 			}
 		}
 	}

@@ -5,13 +5,11 @@ package e2e
 // the order the answer lists its brokers), hosts and ports, cluster IDs,
 // topic IDs (a non-zero ID becomes diffTopicID: zero stays zero), throttle
 // times, the metadata epoch of finalized features, and error message
-// texts (a non-null message becomes diffMessage: null stays null); of a
-// CreateTopics answer's configs only those mirrord honours are kept.
+// texts (a non-null message becomes diffMessage: null stays null), the
+// order of configs (diff_configs_test.go).
 
 import (
-	"slices"
 	"sort"
-	"testing"
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
@@ -24,12 +22,6 @@ const (
 )
 
 var diffTopicID = [16]byte{0xd1, 0xff}
-
-// honouredTopicConfigs are the topic configs mirrord honours and lists in
-// CreateTopics answers (engine/topic_configs.go).
-var honouredTopicConfigs = []string{"cleanup.policy", "compression.gzip.level", "compression.lz4.level", "compression.type", "compression.zstd.level", "flush.messages", "flush.ms",
-	"index.interval.bytes", "max.message.bytes", "message.timestamp.after.max.ms", "message.timestamp.before.max.ms",
-	"message.timestamp.type", "retention.bytes", "retention.ms", "segment.bytes", "segment.index.bytes", "segment.ms"}
 
 // normaliseResponse makes the fields that legitimately differ equal.
 func normaliseResponse(resp kmsg.Response) {
@@ -67,16 +59,10 @@ func normaliseResponse(resp kmsg.Response) {
 			topic := &r.Topics[i]
 			normaliseTopicID(&topic.TopicID)
 			normaliseString(topic.ErrorMessage, diffMessage)
-			if topic.Configs != nil {
-				kept := []kmsg.CreateTopicsResponseTopicConfig{}
-				for _, c := range topic.Configs {
-					if slices.Contains(honouredTopicConfigs, c.Name) {
-						kept = append(kept, c)
-					}
-				}
-				topic.Configs = kept
-			}
+			sort.Slice(topic.Configs, func(a, b int) bool { return topic.Configs[a].Name < topic.Configs[b].Name })
 		}
+	case *kmsg.DescribeConfigsResponse, *kmsg.AlterConfigsResponse, *kmsg.IncrementalAlterConfigsResponse:
+		normaliseConfigs(resp)
 	case *kmsg.DescribeClusterResponse:
 		r.ThrottleMillis = 0
 		nodes := nodeIDMap{}
@@ -151,34 +137,4 @@ func keepMetadataTopics(resp kmsg.Response, keep func(name string) bool) {
 		}
 	}
 	r.Topics = kept
-}
-
-// knownDefaultDifferences are node defaults of mirrord that differ from
-// Kafka's on purpose or for now, by topic config: Kafka's value, mirrord's.
-// retention.ms: logstore.DefaultConfig keeps data without a time bound,
-// where Kafka keeps 7 days.
-var knownDefaultDifferences = map[string][2]string{"retention.ms": {"604800000", "-1"}}
-
-// forgiveKnownDifferences makes the known default differences of a
-// CreateTopics answer equal, and logs each.
-func forgiveKnownDifferences(t *testing.T, fromKafka, fromMirrord kmsg.Response) {
-	kafka, ok := fromKafka.(*kmsg.CreateTopicsResponse)
-	mirrord, _ := fromMirrord.(*kmsg.CreateTopicsResponse)
-	if !ok || mirrord == nil || len(kafka.Topics) != len(mirrord.Topics) {
-		return
-	}
-	for i, topic := range kafka.Topics {
-		if len(topic.Configs) != len(mirrord.Topics[i].Configs) {
-			continue
-		}
-		for j := range topic.Configs {
-			k, m := &topic.Configs[j], mirrord.Topics[i].Configs[j]
-			known, ok := knownDefaultDifferences[k.Name]
-			if ok && k.Name == m.Name && k.Source == 5 && m.Source == 5 && k.Value != nil && m.Value != nil &&
-				*k.Value == known[0] && *m.Value == known[1] {
-				t.Logf("known difference: %s default: Kafka %s, mirrord %s", k.Name, known[0], known[1])
-				k.Value = m.Value
-			}
-		}
-	}
 }

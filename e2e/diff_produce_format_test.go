@@ -194,6 +194,10 @@ func formatDiffCases() []diffCase {
 			request: produceRawTo("diff-format-append-time", -1, func() []byte { return produceBatch(formatSentAt+1e9, []int64{0}, nil) }), normalise: sameAppendTimes},
 		diffCase{name: "v6 uncompressed to a zstd topic", version: 6,
 			request: produceRawTo("diff-format-zstd", -1, func() []byte { return produceBatch(formatSentAt, []int64{0}, nil) }), normalise: sameProduceAnswers},
+		// A compacted topic refuses records without a key (LogValidator.validateKey).
+		diffCase{name: "v12 records without a key to a compacted topic", version: 12,
+			setup:   produceTopic("diff-format-compact", map[string]string{"cleanup.policy": "compact"}),
+			request: produceRawTo("diff-format-compact", -1, func() []byte { return produceBatch(formatSentAt, []int64{0, 1}, nil) }), normalise: sameProduceAnswers},
 		diffCase{name: "Fetch v9 of a zstd topic", version: 9, request: formatFetch("diff-format-zstd"), normalise: sameStoredBatches},
 		diffCase{name: "Fetch v10 of a zstd topic", version: 10, request: formatFetch("diff-format-zstd"), normalise: sameStoredBatches},
 	)

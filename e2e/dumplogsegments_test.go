@@ -56,7 +56,8 @@ func TestDumpLogSegmentsWritten(t *testing.T) {
 	tp := topicPartition{"dump-written", 0}
 	// Kafka's index.interval.bytes (4096): about every other batch gets
 	// an entry, so a time entry may name a batch without an offset entry.
-	createKafkaTopic(ctx, t, node.addr, tp.topic, 1, 1, map[string]string{"segment.bytes": "32768"})
+	// internal.segment.bytes: below segment.bytes's minimum (1 MiB), as Kafka's own tests do.
+	createKafkaTopic(ctx, t, node.addr, tp.topic, 1, 1, map[string]string{"internal.segment.bytes": "32768"})
 	produceCodecs(ctx, t, node.addr, newRecordMaker(newSeed(t)), tp, dumpRecordsPerCodec)
 	stored, err := readPartition(ctx, node.addr, tp.topic, tp.partition)
 	if err != nil {

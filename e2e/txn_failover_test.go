@@ -72,7 +72,7 @@ func TestInteropTxnFailover(t *testing.T) {
 	if kafkaVersion != 2 {
 		t.Fatalf("Kafka %s finalized transaction.version %d, want 2 (the default of a new cluster)", kafkatest.Version, kafkaVersion)
 	}
-	topics := map[string]int32{txnFailoverKgoTopic: txnFailoverPartitions, txnFailoverInputTopic: 1, txnFailoverOutputTopic: 1}
+	topics := map[string]int32{txnFailoverKgoTopic: txnFailoverPartitions, txnFailoverInputTopic: 1, txnFailoverOutputTopic: 1, mirrorConfigsTopic: 1}
 	names := slices.Sorted(maps.Keys(topics))
 	for _, name := range names {
 		createKafkaTopic(ctx, t, kafka, name, topics[name], 1, nil)
@@ -86,6 +86,7 @@ func TestInteropTxnFailover(t *testing.T) {
 	t.Logf("transaction.version finalized: Kafka %d (features epoch %d), mirrord %d (features epoch %d)", kafkaVersion, kafkaEpoch, mirrorVersion, mirrorEpoch)
 	startGroupSyncMirror(ctx, t, mirror, txnFailoverMirror, kafka, strings.Join(names, ","), groupSyncInterval)
 	waitDescribed(ctx, t, mirror, txnFailoverMirror, func(p describedRow) bool { return p.State == "MIRRORING" })
+	checkConfigsSynced(ctx, t, kafka, mirror.addr, mirrorConfigsTopic)
 
 	const group = "txf-copier"
 	java := startCopier(t, libs, forward.addr(), txnFailoverInputTopic, txnFailoverOutputTopic, group, "txf-copier")

@@ -62,7 +62,9 @@ type mirror struct {
 	// (mirror_groups.go).
 	groupSync groupSync
 	// txnSync is the transactional ID sync's last round (mirror_txns.go).
-	txnSync transactionSync
+	txnSync syncStatus
+	// cfgSync is the topic config sync's last round (mirror_configs.go).
+	cfgSync syncStatus
 
 	refresh  chan struct{} // capacity 1: a pending refresh request
 	inbox    *inbox        // events for the owner

@@ -67,6 +67,9 @@ type MirrorConfig struct {
 	TopicsExclude          NamePatterns
 	GroupsInclude          NamePatterns
 	GroupsExclude          NamePatterns
+	// TopicPropertiesExclude are the topic configs the config sync does
+	// not copy (topic.properties.exclude).
+	TopicPropertiesExclude NamePatterns
 	// MetadataRefreshInterval: whole milliseconds, > 0.
 	MetadataRefreshInterval time.Duration
 	// ReplicationThrottledRate in bytes per second, >= 1;
@@ -230,6 +233,11 @@ var mirrorConfigKeys = []mirrorConfigKey{
 	mirrorPatternsKey("topics.exclude", "__.*", func(c *MirrorConfig) *NamePatterns { return &c.TopicsExclude }),
 	mirrorPatternsKey("groups.include", ".*", func(c *MirrorConfig) *NamePatterns { return &c.GroupsInclude }),
 	mirrorPatternsKey("groups.exclude", "", func(c *MirrorConfig) *NamePatterns { return &c.GroupsExclude }),
+	// KIP-1279's default: what belongs to the replicas or the clients of
+	// one cluster, not to the topic's data.
+	mirrorPatternsKey("topic.properties.exclude", `follower\.replication\.throttled\.replicas,leader\.replication\.throttled\.replicas,`+
+		`message\.timestamp\..*,unclean\.leader\.election\.enable,min\.insync\.replicas,mirror\..*`,
+		func(c *MirrorConfig) *NamePatterns { return &c.TopicPropertiesExclude }),
 	mirrorMillisKey("mirror.group.offsets.sync.interval.ms", "5000", 1, func(c *MirrorConfig) *time.Duration { return &c.GroupOffsetsSyncInterval }),
 	mirrorMillisKey("mirror.metadata.refresh.interval.ms", "60000", 1, func(c *MirrorConfig) *time.Duration { return &c.MetadataRefreshInterval }),
 	{name: "mirror.replication.throttled.rate", defaultValue: strconv.FormatInt(math.MaxInt64, 10),

@@ -90,11 +90,13 @@ func (g *groupSync) set(s groupSyncStatus) {
 }
 
 // syncGroupsLoop runs a group sync round, then a transactional ID sync
-// round (mirror_txns.go), every interval until ctx is done.
+// round (mirror_txns.go) and a topic config sync round
+// (mirror_configs.go), every interval until ctx is done.
 func (m *mirror) syncGroupsLoop(ctx context.Context) {
 	runEvery(ctx, m.config.GroupOffsetsSyncInterval, func(ctx context.Context) {
 		m.syncGroups(ctx)
 		m.syncTransactions(ctx)
+		m.syncConfigs(ctx)
 	})
 }
 

@@ -178,7 +178,9 @@ type MirrorReport struct {
 	// GroupSync is the consumer group offset sync's last round.
 	GroupSync GroupSyncStatus
 	// TransactionSync is the transactional ID sync's last round.
-	TransactionSync TransactionSyncStatus
+	TransactionSync SyncStatus
+	// ConfigSync is the topic config sync's last round.
+	ConfigSync SyncStatus
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
@@ -232,6 +234,7 @@ func (m *mirror) report() MirrorReport {
 	r.SourceUnreachableSince, r.SourceError = m.health.status()
 	r.GroupSync = m.groupSync.get()
 	r.TransactionSync = m.txnSync.get()
+	r.ConfigSync = m.cfgSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
 		record, _ := mp.status()
@@ -271,6 +274,7 @@ type mirrorCollector struct {
 	groupSyncGroups, groupSyncAt, groupSyncTook    *prometheus.Desc
 	groupSyncErrors, groupOffsetLag                *prometheus.Desc
 	txnSyncIDs, txnSyncErrors                      *prometheus.Desc
+	configSyncTopics, configSyncErrors             *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
@@ -312,6 +316,10 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 				"their producers go on here after a failover.", []string{"mirror"}, nil),
 		txnSyncErrors: prometheus.NewDesc("mirrord_mirror_transaction_sync_errors_total",
 			"Transactional ID sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		configSyncTopics: prometheus.NewDesc("mirrord_mirror_config_sync_topics",
+			"Mirror topics whose configs are the source topic's dynamic configs (minus topic.properties.exclude) after the last sync round.", []string{"mirror"}, nil),
+		configSyncErrors: prometheus.NewDesc("mirrord_mirror_config_sync_errors_total",
+			"Topic config sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
 		groupOffsetLag: prometheus.NewDesc("mirrord_mirror_group_offset_lag",
 			"Per synced group, the source's committed offsets minus the synced ones, summed over its mirrored partitions: "+
 				"what a consumer of the group would read twice after a failover now.", []string{"mirror", "group"}, nil),
@@ -343,6 +351,8 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.groupSyncErrors
 	ch <- c.txnSyncIDs
 	ch <- c.txnSyncErrors
+	ch <- c.configSyncTopics
+	ch <- c.configSyncErrors
 	ch <- c.groupOffsetLag
 	ch <- c.states
 	ch <- c.highWatermarkAge
@@ -380,6 +390,8 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(c.txnSyncIDs, prometheus.GaugeValue, float64(m.TransactionSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.txnSyncErrors, prometheus.CounterValue, float64(m.TransactionSync.Errors), m.Name)
+		ch <- prometheus.MustNewConstMetric(c.configSyncTopics, prometheus.GaugeValue, float64(m.ConfigSync.Synced), m.Name)
+		ch <- prometheus.MustNewConstMetric(c.configSyncErrors, prometheus.CounterValue, float64(m.ConfigSync.Errors), m.Name)
 		for group, lag := range g.Lag {
 			ch <- prometheus.MustNewConstMetric(c.groupOffsetLag, prometheus.GaugeValue, float64(lag), m.Name, group)
 		}

@@ -22,28 +22,39 @@ import (
 // known, and goes on without a restart, as it would after its own
 // coordinator moved within the source cluster.
 
-// TransactionSyncStatus is the outcome of a mirror's last transactional
-// ID sync round.
-type TransactionSyncStatus struct {
+// SyncStatus is the outcome of a mirror's last round of a sync that
+// copies whole items (transactional IDs, topic configs).
+type SyncStatus struct {
 	At     time.Time // when the last round ended (zero: none yet)
-	Synced int       // transactional IDs held as the source has them
+	Synced int       // items held as the source has them after the round
 	Err    string    // the round's failure, if any
 	Errors int64     // rounds failed since the mirror started
 }
 
-// transactionSync holds a mirror's transaction sync status.
-type transactionSync struct {
+// syncStatus holds a sync's status for reports and metrics.
+type syncStatus struct {
 	mu     sync.Mutex
-	status TransactionSyncStatus
+	status SyncStatus
 }
 
-func (s *transactionSync) get() TransactionSyncStatus {
+func (s *syncStatus) get() SyncStatus {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.status
 }
 
-func (s *transactionSync) set(status TransactionSyncStatus) {
+// runRound runs one round of the sync named what and records its
+// outcome.
+func (s *syncStatus) runRound(ctx context.Context, m *mirror, what string, round func(context.Context) (int, error)) {
+	synced, err := round(ctx)
+	if ctx.Err() != nil {
+		return
+	}
+	status := SyncStatus{At: time.Now(), Synced: synced}
+	if err != nil {
+		status.Err = err.Error()
+		m.log.Warn(what+" failed", "error", err)
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	status.Errors = s.status.Errors
@@ -53,19 +64,9 @@ func (s *transactionSync) set(status TransactionSyncStatus) {
 	s.status = status
 }
 
-// syncTransactions runs one transactional ID sync round and records its
-// outcome.
+// syncTransactions runs one transactional ID sync round.
 func (m *mirror) syncTransactions(ctx context.Context) {
-	synced, err := m.syncTransactionsRound(ctx)
-	if ctx.Err() != nil {
-		return
-	}
-	status := TransactionSyncStatus{At: time.Now(), Synced: synced}
-	if err != nil {
-		status.Err = err.Error()
-		m.log.Warn("transactional ID sync failed", "error", err)
-	}
-	m.txnSync.set(status)
+	m.txnSync.runRound(ctx, m, "transactional ID sync", m.syncTransactionsRound)
 }
 
 // syncTransactionsRound describes the source's transactional IDs and

@@ -88,3 +88,14 @@ type TransactionConfig = broker.TransactionConfig
 
 // DefaultTransactionConfig is Kafka 4.4's transaction settings.
 var DefaultTransactionConfig = broker.DefaultTransactionConfig
+
+// ServerPropertyNames are the broker configs a node's config file may
+// set (NodeConfig.ApplyServerProperties takes them).
+func ServerPropertyNames() []string { return broker.ServerPropertyNames() }
+
+// CleanerConfig is the log cleaner's settings (NodeConfig.Cleaner), with
+// Kafka's defaults in DefaultCleanerConfig.
+type CleanerConfig = broker.CleanerConfig
+
+// DefaultCleanerConfig is Kafka 4.4's log cleaner settings.
+var DefaultCleanerConfig = broker.DefaultCleanerConfig

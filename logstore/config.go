@@ -19,6 +19,36 @@ const (
 	FlushOS
 )
 
+// CleanupPolicy is a topic's cleanup.policy.
+type CleanupPolicy int
+
+const (
+	CleanupDelete        CleanupPolicy = iota // "delete", Kafka's default
+	CleanupCompact                            // "compact"
+	CleanupCompactDelete                      // "compact,delete"
+	CleanupNone                               // "": neither (Kafka 4.1+): the log keeps everything
+)
+
+// Compact reports whether the cleaner compacts the log.
+func (p CleanupPolicy) Compact() bool { return p == CleanupCompact || p == CleanupCompactDelete }
+
+// Delete reports whether retention (retention.ms, retention.bytes) applies.
+func (p CleanupPolicy) Delete() bool { return p == CleanupDelete || p == CleanupCompactDelete }
+
+func (p CleanupPolicy) String() string {
+	switch p {
+	case CleanupDelete:
+		return "delete"
+	case CleanupCompact:
+		return "compact"
+	case CleanupCompactDelete:
+		return "compact,delete"
+	case CleanupNone:
+		return ""
+	}
+	return fmt.Sprintf("CleanupPolicy(%d)", int(p))
+}
+
 func (p FlushPolicy) String() string {
 	switch p {
 	case FlushEveryAppend:
@@ -52,19 +82,41 @@ type Config struct {
 	// their log start offset from the source instead.
 	RetentionAge   time.Duration
 	RetentionBytes int64
+	// Cleanup is cleanup.policy: delete (the zero value) applies the
+	// retention above; compact has the cleaner keep the latest record of
+	// each key (see Clean) and applies no retention; compact,delete both.
+	Cleanup CleanupPolicy
+	// DeleteRetention is how long a tombstone, and a transaction marker
+	// the cleaner may drop, outlives the cleaning that first kept it
+	// (delete.retention.ms, 1 day).
+	DeleteRetention time.Duration
+	// MinCleanableDirtyRatio is the share of dirty bytes above which the
+	// cleaner picks the log (min.cleanable.dirty.ratio, 0.5).
+	MinCleanableDirtyRatio float64
+	// MinCompactionLag keeps segments holding records younger than this
+	// out of cleaning (min.compaction.lag.ms, 0); MaxCompactionLag makes a
+	// log with dirty records older than this eligible whatever its ratio
+	// (max.compaction.lag.ms; 0 means unlimited, Kafka's Long.MAX_VALUE).
+	MinCompactionLag time.Duration
+	MaxCompactionLag time.Duration
 	// Now is the clock; nil means time.Now. Tests pass a virtual clock.
 	Now func() time.Time
 }
 
-// DefaultConfig is Kafka's defaults.
+// DefaultConfig is Kafka's defaults: 1 GiB segments rolled after 7 days,
+// data kept 7 days (log.retention.hours=168) without a size bound.
 func DefaultConfig() Config {
 	return Config{
+		RetentionAge:       7 * 24 * time.Hour,
 		SegmentBytes:       1 << 30,
 		SegmentAge:         7 * 24 * time.Hour,
 		IndexIntervalBytes: 4096,
 		IndexBytesMax:      10 << 20,
 		Flush:              FlushOS,
 		FlushInterval:      time.Second,
+
+		DeleteRetention:        24 * time.Hour,
+		MinCleanableDirtyRatio: 0.5,
 	}
 }
 
@@ -83,6 +135,14 @@ func (c Config) Validate() error {
 		return fmt.Errorf("logstore: config flush.ms %v must be positive", c.FlushInterval)
 	case c.SegmentAge < 0 || c.RetentionAge < 0 || c.RetentionBytes < 0:
 		return fmt.Errorf("logstore: config segment.ms, retention.ms and retention.bytes must not be negative")
+	case c.Cleanup < CleanupDelete || c.Cleanup > CleanupCompactDelete:
+		return fmt.Errorf("logstore: config cleanup.policy %d unknown", int(c.Cleanup))
+	case c.DeleteRetention < 0 || c.MinCompactionLag < 0 || c.MaxCompactionLag < 0:
+		return fmt.Errorf("logstore: config delete.retention.ms, min.compaction.lag.ms and max.compaction.lag.ms must not be negative")
+	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1:
+		return fmt.Errorf("logstore: config min.cleanable.dirty.ratio %v out of range [0, 1]", c.MinCleanableDirtyRatio)
+	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
+		return fmt.Errorf("logstore: config max.compaction.lag.ms %v below min.compaction.lag.ms %v", c.MaxCompactionLag, c.MinCompactionLag)
 	}
 	return nil
 }

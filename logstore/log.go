@@ -47,9 +47,9 @@ var (
 type Log struct {
 	fs  vfs.FS
 	dir string
-	cfg Config
 
 	mu             sync.RWMutex
+	cfg            Config // SetConfig changes it
 	lastAppend     lastAppend
 	segments       []*segment
 	logStartOffset rb.Offset
@@ -59,6 +59,10 @@ type Log struct {
 	unflushed      bool  // bytes appended since the last sync
 	failed         error // set once a write could not be undone
 	closed         bool
+	// cleanerOffset is the cleaner checkpoint, the first dirty offset (-1
+	// before the first cleaning); cleaning serializes cleanings (Clean).
+	cleanerOffset rb.Offset
+	cleaning      sync.Mutex
 }
 
 // Open opens (creating if needed) the log in dir. After an unclean
@@ -82,6 +86,9 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 }
 
 func (l *Log) load() error {
+	if err := l.recoverCleaning(); err != nil {
+		return err
+	}
 	bases, err := l.listSegments()
 	if err != nil {
 		return err
@@ -360,6 +367,13 @@ func (l *Log) Size() int64 {
 	return size
 }
 
+// Config is the log's configuration.
+func (l *Log) Config() Config {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.cfg
+}
+
 // Segments is the number of segments.
 func (l *Log) Segments() int {
 	l.mu.RLock()
@@ -431,6 +445,19 @@ func (l *Log) Checkpoint() error {
 // Close syncs and seals the active segment, writes the checkpoints and the
 // clean-shutdown marker, and releases the segments (open reads keep them
 // until they release).
+// SetConfig replaces the log's configuration (a topic's configs
+// changed). Segments made from now on take its index settings; the
+// active segment keeps those it was made with, as Kafka's does.
+func (l *Log) SetConfig(cfg Config) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.cfg = cfg
+	return nil
+}
+
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()

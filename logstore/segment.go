@@ -40,6 +40,9 @@ type segment struct {
 	// (0: never; every append is synced); writtenBack is where the last
 	// one ended.
 	writeBehind, writtenBack int64
+	// truncations counts truncateTo calls: a cleaning swaps its cleaned
+	// copy in only if the segment is as it read it (size and truncations).
+	truncations uint64
 
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
@@ -59,17 +62,23 @@ const (
 // createSegment makes the three files of an empty segment. The caller
 // syncs the directory.
 func createSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, error) {
-	log, err := fs.Create(segmentPath(dir, base, extLog))
+	return createSegmentFiles(fs, dir, base, cfg, "")
+}
+
+// createSegmentFiles is createSegment with suffix after each file name
+// (the cleaner writes <base>.log.cleaned and its indexes).
+func createSegmentFiles(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffix string) (*segment, error) {
+	log, err := fs.Create(segmentPath(dir, base, extLog) + suffix)
 	if err != nil {
 		return nil, err
 	}
 	s := &segment{fs: fs, dir: dir, base: base, log: log, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax,
 		writeBehind: cfg.writeBehindBytes()}
-	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex), offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
+	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex)+suffix, offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
 		log.Close()
 		return nil, err
 	}
-	if s.times, err = openIndex(fs, segmentPath(dir, base, extTimeIndex), timeEntrySize, cfg.IndexBytesMax, true); err != nil {
+	if s.times, err = openIndex(fs, segmentPath(dir, base, extTimeIndex)+suffix, timeEntrySize, cfg.IndexBytesMax, true); err != nil {
 		s.offsets.close()
 		log.Close()
 		return nil, err
@@ -459,6 +468,7 @@ func (s *segment) truncateTo(position int64) error {
 		return err
 	}
 	s.size, s.writtenBack = position, min(s.writtenBack, position)
+	s.truncations++
 	if err := s.rebuildIndexes(position); err != nil {
 		return err
 	}

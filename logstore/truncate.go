@@ -55,6 +55,12 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 		// Nothing a reader could see is left.
 		return l.truncateFullyAndStartAt(l.logStartOffset)
 	}
+	if l.cleanerOffset > l.logEndOffset() {
+		// Kafka's maybeTruncateCheckpoint: what comes next is dirty.
+		if err := l.writeCleanerOffset(l.logEndOffset()); err != nil {
+			return l.fail(err)
+		}
+	}
 	return l.afterTruncation()
 }
 
@@ -219,13 +225,14 @@ func (l *Log) advanceLogStart(offset rb.Offset) error {
 }
 
 // ApplyRetention deletes the oldest whole segments of a writable topic
+// whose cleanup.policy includes delete
 // while the log is larger than RetentionBytes or a segment's newest batch
 // is older than RetentionAge. The active segment is never deleted. It
 // returns the number of segments deleted.
 func (l *Log) ApplyRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.cfg.RetentionAge == 0 && l.cfg.RetentionBytes == 0 {
+	if l.cfg.RetentionAge == 0 && l.cfg.RetentionBytes == 0 || !l.cfg.Cleanup.Delete() {
 		return 0, nil
 	}
 	var size int64

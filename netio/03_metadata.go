@@ -37,12 +37,12 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 		}
 		return resp, nil
 	}
-	autoCreate := req.Version < 4 || req.AllowAutoTopicCreation
+	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !c.server.cfg.NoAutoCreateTopics
 	for _, rt := range req.Topics {
 		t, err := lookupTopic(backend, rt.Topic, rt.TopicID)
 		invalidName := err != nil && rt.Topic != nil && *rt.Topic != "" && !validTopicName(*rt.Topic)
 		if err != nil && autoCreate && rt.Topic != nil && !invalidName {
-			t, err = backend.CreateTopic(ctx, *rt.Topic, 1, nil, false)
+			t, err = backend.CreateTopic(ctx, *rt.Topic, -1, nil, false) // num.partitions
 			if err != nil {
 				c.server.log.Info("metadata: auto-creating topic failed", "topic", *rt.Topic, "error", err)
 			}

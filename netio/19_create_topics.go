@@ -3,8 +3,8 @@ package netio
 // CreateTopics, versions 2-7, answered as a Kafka 4.4 broker answers:
 //   - a name given more than once in one request is INVALID_REQUEST,
 //     answered once, and none of its entries is created;
-//   - a partition count of -1 means 1 (num.partitions), a replication
-//     factor of -1 means 1; a replication factor of 0 or below -1, or
+//   - a partition count of -1 means the backend's default
+//     (num.partitions), a replication factor of -1 means 1; a replication factor of 0 or below -1, or
 //     above 1 (one node cannot meet it), is INVALID_REPLICATION_FACTOR;
 //   - a config with a null value is INVALID_CONFIG;
 //   - a manual replica assignment needs partition count and replication
@@ -25,8 +25,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
-
-const defaultPartitions = 1
 
 func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.CreateTopicsRequest)
@@ -95,8 +93,7 @@ func createTopic(ctx context.Context, c *conn, rt kmsg.CreateTopicsRequestTopic,
 		return TopicInfo{}, fmt.Errorf("%w: replication factor must be larger than 0, or -1 to use the default", kerr.InvalidReplicationFactor)
 	case rt.ReplicationFactor > 1:
 		return TopicInfo{}, fmt.Errorf("%w: replication factor %d cannot be reached by one node", kerr.InvalidReplicationFactor, rt.ReplicationFactor)
-	case partitions == -1:
-		partitions = defaultPartitions
+	case partitions == -1: // the backend's num.partitions
 	case partitions <= 0 || partitions > maxPartitionsPerRequest:
 		return TopicInfo{}, fmt.Errorf("%w: %d partitions, at most %d at a time", kerr.InvalidPartitions, partitions, maxPartitionsPerRequest)
 	}

@@ -24,7 +24,8 @@ type Backend interface {
 	Topics() []TopicInfo
 	Topic(name string) (TopicInfo, bool)
 	TopicByID(id TopicID) (TopicInfo, bool)
-	// CreateTopic makes a writable topic; configs are Kafka topic configs.
+	// CreateTopic makes a writable topic; configs are Kafka topic configs;
+	// partitions -1 is the node's default (num.partitions).
 	CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (TopicInfo, error)
 	DeleteTopic(ctx context.Context, name string) error
 	// CreatePartitions grows a topic to count partitions.
@@ -35,6 +36,8 @@ type Backend interface {
 	Transactions() Transactions
 	// Groups is the classic consumer group coordinator.
 	Groups() GroupCoordinator
+	// Configs is the topics' and the node's configs.
+	Configs() Configs
 }
 
 // TopicID is recordbatch's TopicID under netio's name, kept for the mirror
@@ -70,8 +73,10 @@ type TopicConfig struct {
 type ConfigSource int8
 
 const (
-	ConfigSourceTopic   ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
-	ConfigSourceDefault ConfigSource = 5 // DEFAULT_CONFIG: the node's default
+	ConfigSourceTopic          ConfigSource = 1 // DYNAMIC_TOPIC_CONFIG: set on the topic
+	ConfigSourceClusterDefault ConfigSource = 3 // DYNAMIC_DEFAULT_BROKER_CONFIG: the cluster's default
+	ConfigSourceStaticBroker   ConfigSource = 4 // STATIC_BROKER_CONFIG: the node's config file
+	ConfigSourceDefault        ConfigSource = 5 // DEFAULT_CONFIG: Kafka's default
 )
 
 // Offsets are a partition's offsets, as Kafka names them.

@@ -49,8 +49,11 @@ func init() {
 		25: {0, 4, serveAddOffsetsToTxn},
 		26: {0, 5, serveEndTxn},
 		28: {0, 5, serveTxnOffsetCommit},
+		32: {1, 4, serveDescribeConfigs}, // v0 removed in Kafka 4.0 (KIP-896)
+		33: {0, 2, serveAlterConfigs},
 		37: {0, 3, serveCreatePartitions},
 		42: {0, 2, serveDeleteGroups},
+		44: {0, 1, serveIncrementalAlterConfigs},
 		47: {0, 0, serveOffsetDelete},
 		60: {0, 2, serveDescribeCluster},
 		65: {0, 0, serveDescribeTransactions},

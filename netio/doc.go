@@ -32,7 +32,9 @@
 // List/Describe/DeleteGroups go to Backend.Groups (the classic protocol;
 // KIP-848's ConsumerGroupHeartbeat and TxnOffsetCommit are not served).
 //
-// Not built yet: DescribeConfigs and
-// AlterConfigs, SASL and TLS on the listener, and per-connection limits
+// Configs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs go to
+// Backend.Configs.
+//
+// Not built yet: SASL and TLS on the listener, and per-connection limits
 // beyond the request size (idle timeouts, per-IP connection counts).
 package netio

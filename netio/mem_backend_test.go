@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"maps"
 	"net"
+	"slices"
 	"sort"
 	"sync"
 	"testing"
@@ -27,6 +29,7 @@ type memBackend struct {
 type memTopic struct {
 	info       TopicInfo
 	partitions []*memPartition
+	configs    map[string]string // memConfigs
 }
 
 type memPartition struct {
@@ -83,6 +86,9 @@ func (b *memBackend) CreateTopic(_ context.Context, name string, partitions int3
 	defer b.mu.Unlock()
 	if _, ok := b.topics[name]; ok {
 		return TopicInfo{}, kerr.TopicAlreadyExists
+	}
+	if partitions == -1 {
+		partitions = 1 // num.partitions
 	}
 	var id TopicID
 	rand.Read(id[:])
@@ -294,4 +300,55 @@ func startServer(t *testing.T, backend Backend) string {
 		}
 	})
 	return ln.Addr().String()
+}
+
+func (b *memBackend) Configs() Configs { return memConfigs{b} }
+
+// memConfigs keeps each topic's overrides as they are given: a topic's
+// describe lists them as DYNAMIC_TOPIC_CONFIG, sorted.
+type memConfigs struct{ b *memBackend }
+
+func (c memConfigs) DescribeConfigs(resource ConfigResource, names []string) ([]ConfigEntry, error) {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	t, ok := c.b.topics[resource.Name]
+	if resource.Type != ConfigResourceTopic || !ok {
+		return nil, kerr.UnknownTopicOrPartition
+	}
+	entries := []ConfigEntry{}
+	for name, value := range t.configs {
+		if names == nil || slices.Contains(names, name) {
+			entries = append(entries, ConfigEntry{Name: name, Value: &value, Source: ConfigSourceTopic, Type: ConfigTypeString,
+				Synonyms: []ConfigSynonym{{Name: name, Value: &value, Source: ConfigSourceTopic}}})
+		}
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].Name < entries[j].Name })
+	return entries, nil
+}
+
+func (c memConfigs) AlterConfigs(_ context.Context, resource ConfigResource, changes []ConfigChange, incremental, validateOnly bool) error {
+	c.b.mu.Lock()
+	defer c.b.mu.Unlock()
+	t, ok := c.b.topics[resource.Name]
+	if resource.Type != ConfigResourceTopic || !ok {
+		return kerr.UnknownTopicOrPartition
+	}
+	configs := map[string]string{}
+	if incremental {
+		maps.Copy(configs, t.configs)
+	}
+	for _, change := range changes {
+		switch change.Op {
+		case ConfigSet:
+			configs[change.Name] = *change.Value
+		case ConfigDelete:
+			delete(configs, change.Name)
+		default:
+			return kerr.InvalidConfig
+		}
+	}
+	if !validateOnly {
+		t.configs = configs
+	}
+	return nil
 }

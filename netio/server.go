@@ -22,6 +22,9 @@ type Config struct {
 	MaxRequestBytes int32
 	// MaxConnections bounds concurrent client connections.
 	MaxConnections int
+	// NoAutoCreateTopics stops Metadata from creating the topics it names
+	// (auto.create.topics.enable=false).
+	NoAutoCreateTopics bool
 }
 
 const (

@@ -60,6 +60,7 @@ type Header struct {
 	LogAppendTime   bool // attributes bit 3: maxTimestamp is the broker's
 	Transactional   bool
 	Control         bool
+	DeleteHorizon   bool // attributes bit 6: BaseTimestamp is the delete horizon (KIP-534, the log cleaner's)
 	LastOffsetDelta int32
 	BaseTimestamp   int64
 	MaxTimestamp    int64
@@ -82,6 +83,9 @@ func PutHeader(b Batch, h Header) {
 	}
 	if h.Control {
 		attributes |= attrControl
+	}
+	if h.DeleteHorizon {
+		attributes |= attrDeleteHorizonMs
 	}
 	be := binary.BigEndian
 	be.PutUint64(b[posBaseOffset:], uint64(h.BaseOffset))

@@ -29,7 +29,7 @@ func (c *Coordinator) expireOffsets() time.Time {
 	c.nextRetentionCheck = c.now.Add(c.cfg.OffsetsRetentionCheckInterval)
 	names := make([]string, 0, len(c.groups))
 	for name, g := range c.groups {
-		if g.state == Empty {
+		if g.empty() {
 			names = append(names, name)
 		}
 	}
@@ -101,6 +101,17 @@ func (c *Coordinator) offsetExpired(g *group, o committed) bool {
 		base = g.stateTimestamp.UnixMilli()
 	}
 	return now-base >= c.cfg.OffsetsRetention.Milliseconds()
+}
+
+// empty is Kafka's group.isEmpty: a consumer group without members (a
+// static member that left with epoch -2 is still one), a classic group in
+// state Empty. (A consumer group's classic state is never moved: it is
+// not its state.)
+func (g *group) empty() bool {
+	if g.consumer != nil {
+		return len(g.consumer.members) == 0
+	}
+	return g.state == Empty
 }
 
 func (g *group) offsetCount() int {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
@@ -106,4 +107,23 @@ func TestOffsetRetention(t *testing.T) {
 			t.Fatalf("state %s once the offsets expired, want Dead (deleted)", s)
 		}
 	})
+}
+
+// A consumer group (KIP-848) with members is never expired by the
+// retention check, however long it runs; once its members are gone, its
+// group without offsets goes as Kafka's does. (Its classic state, never
+// moved, once made every consumer group look empty to the check.)
+func TestConsumerGroupRetention(t *testing.T) {
+	h := newHarness(t, func(cfg *Config) {
+		cfg.OffsetsRetention, cfg.OffsetsRetentionCheckInterval = testRetention, testRetentionTick
+		cfg.Topics = func() []TopicMetadata { return consumerTestTopics }
+	})
+	h.consumerStep(t, 0, hb{member: "m1", epoch: 0, want: 1, assigned: parts{"a": {0, 1, 2, 3}}})
+	for i := range int(2 * testRetention / testStep) { // two retentions, bounded
+		h.consumerStep(t, i+1, hb{advance: testStep})
+		h.consumerStep(t, i+1, hb{member: "m1", epoch: 1, want: 1})
+	}
+	h.consumerStep(t, 0, hb{member: "m1", epoch: -1, want: -1})
+	h.advanceBy(testRetentionTick+testStep, "", 0)
+	h.consumerStep(t, 0, hb{member: "m1", epoch: 1, code: kerr.GroupIDNotFound})
 }

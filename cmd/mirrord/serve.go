@@ -38,11 +38,16 @@ func runServe(args []string) error {
 	listen := flags.String("listen", "127.0.0.1:9092", "Kafka listener HOST:PORT")
 	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
 	advertise := flags.String("advertise", "", "HOST:PORT clients are told to connect to (default: the listener's address)")
-	configFile := flags.String("config", "", "node config file (not supported yet)")
+	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
+	cleanerConfig := cleanerFlags(flags)
 	consumerGroups := consumerGroupFlags(flags)
 	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	cleaner, err := cleanerConfig()
+	if err != nil {
 		return err
 	}
 	transactions, err := txnConfig()
@@ -53,11 +58,26 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	file, err := readServeConfig(*configFile, flags)
+	if err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, into := range map[string]*string{"listen": listen, "advertise": advertise, "data-dir": dataDir} {
+		from := map[string]string{"listen": file.listen, "advertise": file.advertise, "data-dir": file.dataDir}[name]
+		if !set[name] && from != "" {
+			*into = from
+		}
+	}
+	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
+		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat}
+	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
+		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
+	}
 	switch {
 	case *dataDir == "":
 		return errors.New("serve: --data-dir is required")
-	case *configFile != "":
-		return errors.New("serve: --config is not supported yet: this build takes its settings from flags")
 	case *messageMaxBytes < 1 || *messageMaxBytes > math.MaxInt32:
 		return fmt.Errorf("serve: --message-max-bytes %d out of range [1, %d]", *messageMaxBytes, math.MaxInt32)
 	case flags.NArg() > 0:
@@ -77,8 +97,8 @@ func runServe(args []string) error {
 		ln.Close()
 		return err
 	}
-	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: *dataDir, Log: logstore.DefaultConfig(), Host: host, Port: port, Logger: logger,
-		MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat})
+	nodeConfig.DataDir, nodeConfig.Host, nodeConfig.Port, nodeConfig.Logger = *dataDir, host, port, logger
+	node, err := engine.OpenNode(nodeConfig)
 	if err != nil {
 		ln.Close()
 		return err
@@ -92,7 +112,7 @@ func runServe(args []string) error {
 	}
 	logger.Info("serving", "listen", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
-	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger}).Serve(ctx, ln)
+	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable}).Serve(ctx, ln)
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)

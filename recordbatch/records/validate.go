@@ -74,13 +74,19 @@ type TimestampCheck struct {
 	BeforeMax     int64 // milliseconds
 	AfterMax      int64 // milliseconds
 	LogAppendTime bool  // the topic's message.timestamp.type is LogAppendTime
+	// CompactedPartition, when set, is the topic-partition of a compacted
+	// topic: a record without a key is refused first (Kafka's
+	// LogValidator.validateKey).
+	CompactedPartition string
 }
 
 // RecordError is a record a TimestampCheck refused: its index in the
-// batch and Kafka's words for why.
+// batch, Kafka's words for why, and whether its timestamp was at fault
+// (INVALID_TIMESTAMP; else its key: INVALID_RECORD).
 type RecordError struct {
-	Index   int32
-	Message string
+	Index     int32
+	Message   string
+	Timestamp bool
 }
 
 // ValidateProduce is Validate, and with check set it also checks each
@@ -128,8 +134,11 @@ func validateSection(b recordbatch.Batch, section []byte, count int32, check *Ti
 			}
 		}
 		if check != nil {
-			if message := check.refuse(b, record); message != "" {
-				refused = append(refused, RecordError{Index: i, Message: message})
+			if check.CompactedPartition != "" && record.Key == nil {
+				refused = append(refused, RecordError{Index: i,
+					Message: fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s.", check.CompactedPartition)})
+			} else if message := check.refuse(b, record); message != "" {
+				refused = append(refused, RecordError{Index: i, Message: message, Timestamp: true})
 			}
 		}
 	}
