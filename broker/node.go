@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -123,6 +124,8 @@ type Node struct {
 	// retention runs retention by time and size (retention.go).
 	retention *retention
 	cleaner   *cleaner
+	// scram is the SCRAM credential store (scram_credentials.go).
+	scram *auth.ScramCredentials
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -204,6 +207,10 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	if err := n.loadTopicConfigs(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := n.openScramCredentials(); err != nil {
 		dir.Close()
 		return nil, err
 	}

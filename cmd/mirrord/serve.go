@@ -43,6 +43,7 @@ func runServe(args []string) error {
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
 	consumerGroups := consumerGroupFlags(flags)
+	saslFlagValues := saslFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -69,6 +70,10 @@ func runServe(args []string) error {
 		if !set[name] && from != "" {
 			*into = from
 		}
+	}
+	saslProps, err := takeSASLProperties(file.props)
+	if err != nil {
+		return err
 	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
 		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat}
@@ -112,7 +117,17 @@ func runServe(args []string) error {
 	}
 	logger.Info("serving", "listen", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
-	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable}).Serve(ctx, ln)
+	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
+		ScramCredentials: node.ScramCredentials(), Metrics: node.Metrics()})
+	saslDone, err := serveSASLListener(ctx, server, saslFlagValues, saslProps, node.ScramCredentials())
+	if err != nil {
+		ln.Close()
+		node.Close()
+		return err
+	}
+	serveErr := server.Serve(ctx, ln)
+	stop() // the SASL listener stops with the main one
+	serveErr = errors.Join(serveErr, saslDone())
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
