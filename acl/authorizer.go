@@ -2,6 +2,7 @@ package acl
 
 import (
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -204,3 +205,65 @@ func (a *Authorizer) Describe(f Filter) []Binding {
 
 // Len is the number of bindings.
 func (a *Authorizer) Len() int { return len(a.index.Load().bindings) }
+
+// SupportedOperations is the bit field of every operation Kafka reports
+// for the resource type (what an authorizer allowing all answers).
+func SupportedOperations(resourceType kmsg.ACLResourceType) int32 {
+	var bits int32
+	for _, op := range operationsOf[resourceType] {
+		bits |= 1 << op
+	}
+	return bits
+}
+
+// AuthorizeByResourceType is Kafka's Authorizer.authorizeByResourceType:
+// whether principal may perform op on some resource of the type. A super
+// user may; a DENY of op on the literal wildcard forbids; otherwise an
+// ALLOW (of op or an operation implying it) whose pattern no DENY of the
+// principal covers allows; with no ACLs on the type at all,
+// allow.everyone.if.no.acl.found decides.
+func (a *Authorizer) AuthorizeByResourceType(principal auth.Principal, host string, op kmsg.ACLOperation, resourceType kmsg.ACLResourceType) bool {
+	if a.superUsers[principal] {
+		return true
+	}
+	applies := func(b Binding) bool {
+		return (b.Principal == WildcardPrincipal || b.Principal == principal.String()) && (b.Host == Wildcard || b.Host == host)
+	}
+	var denies, allows []Binding
+	found := false
+	for _, b := range a.index.Load().bindings {
+		if b.ResourceType != resourceType {
+			continue
+		}
+		found = true
+		if !applies(b) {
+			continue
+		}
+		switch {
+		case b.Permission == kmsg.ACLPermissionTypeDeny && (b.Operation == op || b.Operation == kmsg.ACLOperationAll):
+			if b.PatternType == kmsg.ACLResourcePatternTypeLiteral && b.ResourceName == Wildcard {
+				return false
+			}
+			denies = append(denies, b)
+		case b.Permission == kmsg.ACLPermissionTypeAllow && implies(b.Operation, op):
+			allows = append(allows, b)
+		}
+	}
+	if !found {
+		return a.allowEmpty
+	}
+	for _, allow := range allows {
+		covered := false
+		for _, deny := range denies {
+			if deny.PatternType == kmsg.ACLResourcePatternTypePrefixed && strings.HasPrefix(allow.ResourceName, deny.ResourceName) ||
+				deny.PatternType == allow.PatternType && deny.ResourceName == allow.ResourceName {
+				covered = true
+				break
+			}
+		}
+		if !covered {
+			return true
+		}
+	}
+	return false
+}

@@ -13,7 +13,9 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mirrord/mirrord/acl"
 	"github.com/mirrord/mirrord/auth"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Config configures a Server.
@@ -27,6 +29,11 @@ type Config struct {
 	// NoAutoCreateTopics stops Metadata from creating the topics it names
 	// (auto.create.topics.enable=false).
 	NoAutoCreateTopics bool
+	// Authorizer decides every request (authorize.go); nil is Kafka's
+	// empty authorizer.class.name: everything allowed.
+	Authorizer *acl.Authorizer
+	// Registerer takes the server's metrics; nil keeps them unregistered.
+	Registerer prometheus.Registerer
 }
 
 const (
@@ -43,6 +50,7 @@ type Server struct {
 	backend  Backend
 	log      *slog.Logger
 	sessions *fetchSessions
+	authz    *authorizationMetrics
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
@@ -61,7 +69,8 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), conns: map[*conn]struct{}{}}
+	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), conns: map[*conn]struct{}{},
+		authz: newAuthorizationMetrics(cfg.Registerer)}
 }
 
 // Serve serves a PLAINTEXT listener on ln (ServeListener).
@@ -152,6 +161,7 @@ type conn struct {
 	// client's IP address, as ACLs name hosts.
 	principal  auth.Principal
 	clientHost string
+	requestKey int16 // the API key being served, for the denial metrics
 }
 
 func (c *conn) serve(ctx context.Context) {
@@ -209,6 +219,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 		}
 		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
 	}
+	c.requestKey = h.Key
 	req := requestForKey(h.Key)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(body); err != nil {
