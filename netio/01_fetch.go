@@ -67,6 +67,7 @@ const (
 // answered, and the response fields. It writes its own frame.
 type fetchReply struct {
 	server        *Server
+	conn          *conn // asked whether it may READ each topic
 	version       int16
 	errorCode     int16 // top level: session errors only
 	sessionID     int32
@@ -84,7 +85,7 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 		return nil, err
 	}
 	sessions := c.server.sessions
-	f := &fetchReply{server: c.server, version: req.Version, isolation: isolation}
+	f := &fetchReply{server: c.server, conn: c, version: req.Version, isolation: isolation}
 	use := sessions.begin(c, req, f)
 	if f.errorCode == 0 {
 		if err := f.fetch(ctx, req, isolation); err != nil {
@@ -202,6 +203,10 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 			return nil
 		}
 		p.topic = t.Name
+	}
+	if !f.conn.authorize(opRead, resourceTopic, p.topic) {
+		p.errorCode = kerr.TopicAuthorizationFailed.Code
+		return nil
 	}
 	partition, err := backend.Partition(p.topic, p.partition)
 	if err != nil {

@@ -28,6 +28,8 @@ import (
 
 // Resource types and operations under short names for the handlers.
 const (
+	clusterResourceName = acl.ClusterName
+
 	resourceTopic         = kmsg.ACLResourceTypeTopic
 	resourceGroup         = kmsg.ACLResourceTypeGroup
 	resourceCluster       = kmsg.ACLResourceTypeCluster
@@ -122,4 +124,126 @@ func apiName(key int16) string {
 		return name
 	}
 	return "Unknown"
+}
+
+// authorizeQuietly is authorize for filtering a listing (an all-topics
+// Metadata, ListGroups): a resource left out is not a denial, as Kafka
+// does not log it (logIfDenied=false).
+func (c *conn) authorizeQuietly(op kmsg.ACLOperation, resourceType kmsg.ACLResourceType, name string) bool {
+	a := c.server.cfg.Authorizer
+	return a == nil || a.Authorize(c.principal, c.clientHost, op, resourceType, name)
+}
+
+// describedOperations is the authorized-operations field Kafka answers
+// for a resource the client asked about: the bit field when it may
+// DESCRIBE the resource, else 0.
+func (c *conn) describedOperations(resourceType kmsg.ACLResourceType, name string) int32 {
+	ops := c.authorizedOperations(resourceType, name)
+	if ops&(1<<opDescribe) == 0 {
+		return 0
+	}
+	return ops
+}
+
+// unlessDenied calls serve when allowed; else it returns denial as the
+// error the handler answers the whole request with (errorCode keeps a
+// kerr code), and serve does not run.
+func unlessDenied[R any](allowed bool, denial *kerr.Error, serve func() (R, error)) (R, error) {
+	if !allowed {
+		var zero R
+		return zero, denial
+	}
+	return serve()
+}
+
+// groupIDs is the subset of names the connection may perform op on, and
+// the others.
+func (c *conn) splitByAuthorized(op kmsg.ACLOperation, resourceType kmsg.ACLResourceType, names []string) (allowed, denied []string) {
+	for _, name := range names {
+		if c.authorize(op, resourceType, name) {
+			allowed = append(allowed, name)
+		} else {
+			denied = append(denied, name)
+		}
+	}
+	return allowed, denied
+}
+
+// configsDenied is Kafka's check of a config resource (DescribeConfigs,
+// AlterConfigs, IncrementalAlterConfigs): op on the topic, or on the
+// cluster for a broker or broker logger; nil when allowed.
+func (c *conn) configsDenied(op kmsg.ACLOperation, resource ConfigResource) error {
+	if resource.Type == ConfigResourceTopic {
+		if !c.authorize(op, resourceTopic, resource.Name) {
+			return kerr.TopicAuthorizationFailed
+		}
+		return nil
+	}
+	if !c.authorizeCluster(op) {
+		return kerr.ClusterAuthorizationFailed
+	}
+	return nil
+}
+
+// configsDenial is the code configsDenied answers for the resource type.
+func configsDenial(resource ConfigResource) *kerr.Error {
+	if resource.Type == ConfigResourceTopic {
+		return kerr.TopicAuthorizationFailed
+	}
+	return kerr.ClusterAuthorizationFailed
+}
+
+// txnPartitionsDenied is Kafka's check of AddPartitionsToTxn: a broker's
+// batch (v4+) needs CLUSTER_ACTION on the cluster; a client's, WRITE on
+// the transactional ID (else every partition is
+// TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and WRITE on each topic (else
+// its partitions are TOPIC_AUTHORIZATION_FAILED and the others
+// OPERATION_NOT_ATTEMPTED). nil when allowed.
+func (c *conn) txnPartitionsDenied(version int16, transactionalID string, topics []txnTopic) [][]int16 {
+	fill := func(code func(topic int) int16) [][]int16 {
+		codes := make([][]int16, len(topics))
+		for i, rt := range topics {
+			codes[i] = make([]int16, len(rt.partitions))
+			for j := range codes[i] {
+				codes[i][j] = code(i)
+			}
+		}
+		return codes
+	}
+	if version >= addPartitionsToTxnBatchVersion {
+		if !c.authorizeCluster(opClusterAction) {
+			return fill(func(int) int16 { return kerr.ClusterAuthorizationFailed.Code })
+		}
+		return nil
+	}
+	if !c.authorize(opWrite, resourceTransactional, transactionalID) {
+		return fill(func(int) int16 { return kerr.TransactionalIDAuthorizationFailed.Code })
+	}
+	denied := make([]bool, len(topics))
+	any := false
+	for i, rt := range topics {
+		denied[i] = !c.authorize(opWrite, resourceTopic, rt.topic)
+		any = any || denied[i]
+	}
+	if !any {
+		return nil
+	}
+	return fill(func(i int) int16 {
+		if denied[i] {
+			return kerr.TopicAuthorizationFailed.Code
+		}
+		return kerr.OperationNotAttempted.Code
+	})
+}
+
+// coordinatorDenied is FindCoordinator's check of one key: DESCRIBE on the
+// group or the transactional ID; nil when allowed.
+func (c *conn) coordinatorDenied(coordinatorType int8, key string) *kerr.Error {
+	switch {
+	case coordinatorType == coordinatorGroup && !c.authorize(opDescribe, resourceGroup, key):
+		return kerr.GroupAuthorizationFailed
+	case coordinatorType == coordinatorTransaction && !c.authorize(opDescribe, resourceTransactional, key):
+		return kerr.TransactionalIDAuthorizationFailed
+	}
+	return nil
 }
