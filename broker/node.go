@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/acl"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -59,6 +60,8 @@ type Config struct {
 	AutoCreateTopicsDisable bool
 	// Cleaner is the log cleaner's (DefaultCleanerConfig for zero fields).
 	Cleaner CleanerConfig
+	// Authorizer is the ACL authorizer's (authorizer.go); none by default.
+	Authorizer AuthorizerConfig
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -118,6 +121,8 @@ type Node struct {
 	// retention runs retention by time and size (retention.go).
 	retention *retention
 	cleaner   *cleaner
+	// authorizer holds the ACLs (nil: no authorizer, everything allowed).
+	authorizer *acl.Authorizer
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -199,6 +204,10 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	if err := n.loadTopicConfigs(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := n.openAuthorizer(); err != nil {
 		dir.Close()
 		return nil, err
 	}

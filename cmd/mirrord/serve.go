@@ -41,6 +41,7 @@ func runServe(args []string) error {
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
+	authorizerFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -106,7 +107,8 @@ func runServe(args []string) error {
 	}
 	logger.Info("serving", "listen", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
-	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable}).Serve(ctx, ln)
+	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
+		Authorizer: node.Authorizer(), Registerer: node.Metrics()}).Serve(ctx, ln)
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
