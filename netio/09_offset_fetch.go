@@ -27,7 +27,12 @@ func serveOffsetFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.R
 		}
 	}
 	resp, err := unlessDenied(req.Version >= offsetFetchGroupsVersion || c.authorize(opDescribe, resourceGroup, req.Group), kerr.GroupAuthorizationFailed,
-		func() (*kmsg.OffsetFetchResponse, error) { return c.server.backend.Groups().OffsetFetch(ctx, &asked) })
+		func() (*kmsg.OffsetFetchResponse, error) {
+			if req.Version >= offsetFetchGroupsVersion && len(asked.Groups) == 0 {
+				return req.ResponseKind().(*kmsg.OffsetFetchResponse), nil // every group denied
+			}
+			return c.server.backend.Groups().OffsetFetch(ctx, &asked)
+		})
 	if err == nil {
 		for _, name := range denied {
 			sg := kmsg.NewOffsetFetchResponseGroup()

@@ -17,7 +17,10 @@ func serveDeleteGroups(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	allowed, denied := c.splitByAuthorized(opDelete, resourceGroup, req.Groups)
 	asked := *req
 	asked.Groups = allowed
-	resp, err := c.server.backend.Groups().DeleteGroups(ctx, &asked)
+	resp, err := req.ResponseKind().(*kmsg.DeleteGroupsResponse), error(nil)
+	if len(allowed) > 0 { // a coordinator's failure must not hide the denials
+		resp, err = c.server.backend.Groups().DeleteGroups(ctx, &asked)
+	}
 	if err == nil {
 		for _, name := range denied {
 			g := kmsg.NewDeleteGroupsResponseGroup()

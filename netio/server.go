@@ -51,6 +51,9 @@ type Server struct {
 	log      *slog.Logger
 	sessions *fetchSessions
 	authz    *authorizationMetrics
+	// principalOf, when set (tests), names each new connection's
+	// principal, as TLS or SASL will.
+	principalOf func(net.Conn) auth.Principal
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
@@ -92,6 +95,9 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 			break
 		}
 		c := &conn{server: s, listener: &l, nc: nc, w: bufio.NewWriterSize(nc, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
+		if s.principalOf != nil {
+			c.principal = s.principalOf(nc)
+		}
 		if !s.track(c) {
 			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			nc.Close()
