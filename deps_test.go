@@ -33,14 +33,15 @@ var allowed = map[string][]string{
 	"epoch":               {"recordbatch"},
 	"logstore":            {"epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"mirrorwire":          {},
-	"auth":                {"vfs"}, // principals, PEM stores, SASL mechanisms and their credentials
-	"netio":               {"auth", "epoch", "recordbatch", "mirrorwire"},
+	"acl":                 {"auth"}, // Kafka's ACLs and the authorizer; its Store does the I/O
+	"auth":                {"vfs"},  // principals, PEM stores, SASL mechanisms and their credentials
+	"netio":               {"acl", "auth", "epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
-	"broker":              {"auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"engine":              {"auth", "broker", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
-	"bench":               {"auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
-	"cmd/mirrord":         {"auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
+	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
+	"engine":              {"acl", "auth", "broker", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
+	"cmd/mirrord":         {"acl", "auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
 	"mirrordtest":         {},                           // runs mirrord as a process for e2e and bench; imports nothing of the module
 	"e2e":                 {"kafkatest", "mirrordtest"}, // test-only: drives mirrord as a process

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/acl"
 	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -65,6 +66,8 @@ type Config struct {
 	AutoCreateTopicsDisable bool
 	// Cleaner is the log cleaner's (DefaultCleanerConfig for zero fields).
 	Cleaner CleanerConfig
+	// Authorizer is the ACL authorizer's (authorizer.go); none by default.
+	Authorizer AuthorizerConfig
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -126,6 +129,8 @@ type Node struct {
 	cleaner   *cleaner
 	// scram is the SCRAM credential store (scram_credentials.go).
 	scram *auth.ScramCredentials
+	// authorizer holds the ACLs (nil: no authorizer, everything allowed).
+	authorizer *acl.Authorizer
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -211,6 +216,10 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		return nil, err
 	}
 	if err := n.openScramCredentials(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := n.openAuthorizer(); err != nil {
 		dir.Close()
 		return nil, err
 	}

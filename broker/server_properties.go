@@ -42,6 +42,10 @@ var notTakenReasons = map[string]string{
 // does not take, is an error naming it (all such keys at once). What the
 // file leaves out keeps the value c already holds.
 func (c *Config) ApplyServerProperties(props map[string]string) error {
+	props, err := c.takeAuthorizerProperties(props)
+	if err != nil {
+		return err
+	}
 	static := make(map[string]string, len(props))
 	var refused []string
 	keys := make([]string, 0, len(props))
@@ -165,7 +169,7 @@ func ServerPropertyNames() []string {
 	for _, def := range kafkaBrokerConfigs {
 		names = append(names, def.name)
 	}
-	return names
+	return append(names, authorizerPropertyNames...)
 }
 
 // brokerConfigEntries describes the node's broker configs (names, when

@@ -30,6 +30,7 @@ package netio
 // appended). acks=1 and acks=-1 are the same on a single node.
 
 import (
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -73,12 +74,21 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 	if req.TransactionID != nil {
 		produce.TransactionalID = *req.TransactionID
 	}
-	var failed error
+	var failed, transactionDenied error
+	if req.TransactionID != nil && !c.authorize(opWrite, resourceTransactional, *req.TransactionID) {
+		transactionDenied = kerr.TransactionalIDAuthorizationFailed
+	}
 	for _, rt := range req.Topics {
 		topicName := rt.Topic
 		t, topicErr := lookupTopic(c.server.backend, &topicName, rt.TopicID)
 		if req.Version >= 13 {
 			t, topicErr = lookupTopic(c.server.backend, nil, rt.TopicID)
+		}
+		if (topicErr == nil || req.Version < 13) && !c.authorize(opWrite, resourceTopic, cmp.Or(t.Name, rt.Topic)) {
+			topicErr = kerr.TopicAuthorizationFailed
+		}
+		if transactionDenied != nil {
+			topicErr = transactionDenied
 		}
 		st := kmsg.NewProduceResponseTopic()
 		st.Topic, st.TopicID = rt.Topic, rt.TopicID

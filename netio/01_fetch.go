@@ -67,7 +67,7 @@ const (
 // answered, and the response fields. It writes its own frame.
 type fetchReply struct {
 	server        *Server
-	listener      *Listener // the client's, whose address current_leader names
+	conn          *conn // asked whether it may READ each topic
 	version       int16
 	errorCode     int16 // top level: session errors only
 	sessionID     int32
@@ -85,7 +85,7 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 		return nil, err
 	}
 	sessions := c.server.sessions
-	f := &fetchReply{server: c.server, listener: c.listener, version: req.Version, isolation: isolation}
+	f := &fetchReply{server: c.server, conn: c, version: req.Version, isolation: isolation}
 	use := sessions.begin(c, req, f)
 	if f.errorCode == 0 {
 		if err := f.fetch(ctx, req, isolation); err != nil {
@@ -204,6 +204,10 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 		}
 		p.topic = t.Name
 	}
+	if !f.conn.authorize(opRead, resourceTopic, p.topic) {
+		p.errorCode = kerr.TopicAuthorizationFailed.Code
+		return nil
+	}
 	partition, err := backend.Partition(p.topic, p.partition)
 	if err != nil {
 		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
@@ -289,7 +293,7 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 // nameLeader fills the current_leader tag of p and the endpoint it names
 // (KIP-951): this node leads every partition.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
-	cluster := advertisedCluster(f.server.backend.Cluster(), f.listener)
+	cluster := advertisedCluster(f.server.backend.Cluster(), f.conn.listener)
 	p.currentLeader = fetchLeader{leaderID: cluster.NodeID, leaderEpoch: partition.LeaderEpoch()}
 	if len(f.nodeEndpoints) == 0 {
 		f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: cluster.NodeID, host: cluster.Host, port: cluster.Port})

@@ -79,6 +79,8 @@ func serveListOffsets(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 			sp.Partition = rp.Partition
 			var err error
 			switch minVersion, special := listOffsetsMinVersion[rp.Timestamp]; {
+			case !c.authorize(opDescribe, resourceTopic, rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case seen[topicPartition{rt.Topic, rp.Partition}] > 1:
 				err = kerr.InvalidRequest
 			case rp.Timestamp < 0 && (!special || req.Version < minVersion):

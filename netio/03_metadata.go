@@ -9,13 +9,18 @@ package netio
 // would refuse is INVALID_TOPIC_EXCEPTION and never created. With no
 // authorizer every operation is allowed: v8+ answers them all for each
 // topic, and (v8-10) for the cluster, when asked (DescribeTopicPartitions
-// and DescribeCluster answer the same).
+// and DescribeCluster answer the same). With one, DESCRIBE on a topic is
+// needed (an all-topics answer leaves the others out; a named one is
+// TOPIC_AUTHORIZATION_FAILED), and CREATE on the cluster or the topic to
+// auto-create it.
 
 import (
 	"context"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/acl"
 )
 
 func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
@@ -27,12 +32,15 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 	resp.ClusterID = &cluster.ClusterID
 	resp.ControllerID = cluster.NodeID
 	if req.IncludeClusterAuthorizedOperations {
-		resp.AuthorizedOperations = clusterOperationsAll
+		resp.AuthorizedOperations = c.describedOperations(resourceCluster, acl.ClusterName)
 	}
 
 	all := req.Topics == nil || req.Version == 0 && len(req.Topics) == 0
 	if all {
 		for _, t := range backend.Topics() {
+			if !c.authorizeQuietly(opDescribe, resourceTopic, t.Name) {
+				continue // left out, as Kafka leaves out what the client may not describe
+			}
 			resp.Topics = append(resp.Topics, metadataTopic(c, req, t))
 		}
 		return resp, nil
@@ -40,6 +48,10 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 	autoCreate := (req.Version < 4 || req.AllowAutoTopicCreation) && !c.server.cfg.NoAutoCreateTopics
 	for _, rt := range req.Topics {
 		t, err := lookupTopic(backend, rt.Topic, rt.TopicID)
+		if denied := metadataDenied(c, rt, t, err, autoCreate); denied != nil {
+			resp.Topics = append(resp.Topics, *denied)
+			continue
+		}
 		invalidName := err != nil && rt.Topic != nil && *rt.Topic != "" && !validTopicName(*rt.Topic)
 		if err != nil && autoCreate && rt.Topic != nil && !invalidName {
 			t, err = backend.CreateTopic(ctx, *rt.Topic, -1, nil, false) // num.partitions
@@ -69,6 +81,30 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 }
 
 // lookupTopic finds a topic by name, or by ID when the name is null.
+// metadataDenied is Kafka's answer to a named topic the client may not
+// DESCRIBE, or may not CREATE (on the cluster or the topic) when it does
+// not exist and would be auto-created: TOPIC_AUTHORIZATION_FAILED (by ID,
+// the name stays null). nil when allowed.
+func metadataDenied(c *conn, rt kmsg.MetadataRequestTopic, t TopicInfo, lookupErr error, autoCreate bool) *kmsg.MetadataResponseTopic {
+	name := t.Name
+	if rt.Topic != nil && *rt.Topic != "" {
+		name = *rt.Topic
+	} else if lookupErr != nil {
+		return nil // an unknown topic ID answers UNKNOWN_TOPIC_ID
+	}
+	allowed := c.authorize(opDescribe, resourceTopic, name)
+	if allowed && lookupErr != nil && autoCreate && validTopicName(name) {
+		allowed = c.authorizeQuietly(opCreate, resourceCluster, acl.ClusterName) || c.authorize(opCreate, resourceTopic, name)
+	}
+	if allowed {
+		return nil
+	}
+	mt := kmsg.NewMetadataResponseTopic()
+	mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code
+	mt.AuthorizedOperations = 0
+	return &mt
+}
+
 func lookupTopic(backend Backend, name *string, id [16]byte) (TopicInfo, error) {
 	var (
 		t  TopicInfo
@@ -94,7 +130,7 @@ func metadataTopic(c *conn, req *kmsg.MetadataRequest, t TopicInfo) kmsg.Metadat
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
 	if req.IncludeTopicAuthorizedOperations {
-		mt.AuthorizedOperations = topicOperationsAll
+		mt.AuthorizedOperations = c.authorizedOperations(resourceTopic, t.Name)
 	}
 	for i := range t.Partitions {
 		mp := kmsg.NewMetadataResponseTopicPartition()

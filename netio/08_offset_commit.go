@@ -16,7 +16,9 @@ import (
 
 func serveOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
-	resp, err := c.server.backend.Groups().OffsetCommit(ctx, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.OffsetCommitResponse, error) {
+		return c.server.backend.Groups().OffsetCommit(ctx, req)
+	})
 	if err == nil {
 		return resp, nil
 	}

@@ -17,7 +17,29 @@ const offsetFetchGroupsVersion = 8
 
 func serveOffsetFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.OffsetFetchRequest)
-	resp, err := c.server.backend.Groups().OffsetFetch(ctx, req)
+	asked, denied := *req, []string(nil)
+	asked.Groups = nil
+	for _, rg := range req.Groups { // v8+
+		if c.authorize(opDescribe, resourceGroup, rg.Group) {
+			asked.Groups = append(asked.Groups, rg)
+		} else {
+			denied = append(denied, rg.Group)
+		}
+	}
+	resp, err := unlessDenied(req.Version >= offsetFetchGroupsVersion || c.authorize(opDescribe, resourceGroup, req.Group), kerr.GroupAuthorizationFailed,
+		func() (*kmsg.OffsetFetchResponse, error) {
+			if req.Version >= offsetFetchGroupsVersion && len(asked.Groups) == 0 {
+				return req.ResponseKind().(*kmsg.OffsetFetchResponse), nil // every group denied
+			}
+			return c.server.backend.Groups().OffsetFetch(ctx, &asked)
+		})
+	if err == nil {
+		for _, name := range denied {
+			sg := kmsg.NewOffsetFetchResponseGroup()
+			sg.Group, sg.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, sg)
+		}
+	}
 	if err == nil {
 		return resp, nil
 	}

@@ -6,6 +6,11 @@ package netio
 // other Backend they are unknown keys, which close the connection as any
 // unknown key does.
 //
+// With an authorizer, the ClusterMirror resource (acl.ResourceClusterMirror,
+// named by the mirror) is checked as KIP-1279 says: ALTER to create, delete
+// or change a mirror's topics, DESCRIBE to list (others left out) or
+// describe it (CLUSTER_MIRROR_AUTHORIZATION_FAILED, code 142, otherwise).
+//
 // Each handler checks what the request alone can get wrong, calls
 // MirrorAdmin and turns its errors into codes with their messages
 // (errorCode: a kerr error keeps its code, anything else is
@@ -24,8 +29,9 @@ package netio
 //     empty list none, a name listed twice is described once.
 //     LastMirrorEpochLookups need ClusterId (else INVALID_REQUEST) and are
 //     answered in LastMirrorEpochs, grouped by topic ID in the order
-//     asked. mirrord has no authorizer: AuthorizedOperations stays
-//     -2147483648 (not provided) even when asked for. A failure of either
+//     asked. AuthorizedOperations, when asked for, is the ClusterMirror
+//     resource's bit field (all of ALTER and DESCRIBE without an
+//     authorizer). A failure of either
 //     half is the top-level error and the response carries nothing else.
 //     A partition whose source high watermark is stale answers Lag -1 and
 //     the lower bound in LagLowerBound; an unreachable source, the time
@@ -150,6 +156,9 @@ func serveCreateClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kre
 	req := kreq.(*mirrorwire.CreateClusterMirrorRequest)
 	resp := req.ResponseKind().(*mirrorwire.CreateClusterMirrorResponse)
 	config, err := mirrorConfig(req.Configs)
+	if err == nil && !c.authorize(opAlter, resourceClusterMirror, req.MirrorName) {
+		err = clusterMirrorAuthorizationFailed
+	}
 	if err == nil {
 		err = mirrorAdmin(c).CreateMirror(ctx, req.MirrorName, config)
 	}
@@ -176,7 +185,11 @@ func mirrorConfig(configs []mirrorwire.CreateClusterMirrorConfig) (map[string]st
 func serveDeleteClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*mirrorwire.DeleteClusterMirrorRequest)
 	resp := req.ResponseKind().(*mirrorwire.DeleteClusterMirrorResponse)
-	resp.ErrorHead = mirrorErrorAnswer(c, mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName))
+	err := error(clusterMirrorAuthorizationFailed)
+	if c.authorize(opAlter, resourceClusterMirror, req.MirrorName) {
+		err = mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName)
+	}
+	resp.ErrorHead = mirrorErrorAnswer(c, err)
 	return resp, nil
 }
 
@@ -188,7 +201,10 @@ func serveMirrorTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 		resp.ErrorHead = mirrorErrorAnswer(c, refuse(kerr.InvalidRequest, "No topic named and no include pattern."))
 		return resp, nil
 	}
-	results, err := mirrorAdmin(c).SetTopicsDesiredState(ctx, req.MirrorName, req.Change, selection)
+	results, err := unlessDenied(c.authorize(opAlter, resourceClusterMirror, req.MirrorName), clusterMirrorAuthorizationFailed,
+		func() ([]TopicResult, error) {
+			return mirrorAdmin(c).SetTopicsDesiredState(ctx, req.MirrorName, req.Change, selection)
+		})
 	if err != nil {
 		resp.ErrorHead = mirrorErrorAnswer(c, err)
 		return resp, nil
@@ -225,6 +241,9 @@ func serveListClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, kreq
 		return resp, nil
 	}
 	for _, mirror := range mirrors {
+		if !c.authorizeQuietly(opDescribe, resourceClusterMirror, mirror.Name) {
+			continue // left out, as Kafka's listings leave out what the client may not describe
+		}
 		listed := mirrorwire.ListClusterMirrorsResponseMirror{
 			MirrorName:      mirror.Name,
 			SourceBootstrap: mirror.SourceBootstrap,
@@ -275,7 +294,14 @@ func describeMirrors(ctx context.Context, c *conn, req *mirrorwire.DescribeClust
 		return err
 	}
 	for i := range descriptions {
-		resp.Mirrors = append(resp.Mirrors, describedMirror(c, &descriptions[i]))
+		if !c.authorize(opDescribe, resourceClusterMirror, descriptions[i].Name) {
+			descriptions[i] = MirrorDescription{Name: descriptions[i].Name, Err: clusterMirrorAuthorizationFailed}
+		}
+		m := describedMirror(c, &descriptions[i])
+		if req.IncludeAuthorizedOperations && m.ErrorCode == 0 {
+			m.AuthorizedOperations = c.authorizedOperations(resourceClusterMirror, m.MirrorName)
+		}
+		resp.Mirrors = append(resp.Mirrors, m)
 	}
 	return nil
 }

@@ -35,6 +35,10 @@ func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 	answer := func(key string) kmsg.FindCoordinatorResponseCoordinator {
 		sc := kmsg.NewFindCoordinatorResponseCoordinator()
 		sc.Key = key
+		err := err
+		if err == nil {
+			err = c.coordinatorDenied(req.CoordinatorType, key)
+		}
 		if err != nil {
 			message := err.Description
 			sc.ErrorCode, sc.ErrorMessage = err.Code, &message
@@ -56,6 +60,9 @@ func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 	message := "NONE"
 	if err != nil {
 		message = err.Description
+	}
+	if sc.ErrorCode != 0 {
+		message = *sc.ErrorMessage
 	}
 	resp.ErrorMessage = &message
 	return resp, nil

@@ -18,7 +18,9 @@ import (
 func serveJoinGroup(ctx context.Context, c *conn, h RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.JoinGroupRequest)
 	client := GroupClient{ID: h.ClientID, Host: "/" + peerHost(c.nc.RemoteAddr())}
-	resp, err := c.server.backend.Groups().JoinGroup(ctx, client, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.JoinGroupResponse, error) {
+		return c.server.backend.Groups().JoinGroup(ctx, client, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

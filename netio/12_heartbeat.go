@@ -13,7 +13,9 @@ import (
 
 func serveHeartbeat(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.HeartbeatRequest)
-	resp, err := c.server.backend.Groups().Heartbeat(ctx, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.HeartbeatResponse, error) {
+		return c.server.backend.Groups().Heartbeat(ctx, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.HeartbeatResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

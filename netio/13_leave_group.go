@@ -13,7 +13,9 @@ import (
 
 func serveLeaveGroup(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.LeaveGroupRequest)
-	resp, err := c.server.backend.Groups().LeaveGroup(ctx, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.LeaveGroupResponse, error) {
+		return c.server.backend.Groups().LeaveGroup(ctx, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.LeaveGroupResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

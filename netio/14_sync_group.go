@@ -14,7 +14,9 @@ import (
 
 func serveSyncGroup(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.SyncGroupRequest)
-	resp, err := c.server.backend.Groups().SyncGroup(ctx, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.SyncGroupResponse, error) {
+		return c.server.backend.Groups().SyncGroup(ctx, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.SyncGroupResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

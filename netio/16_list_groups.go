@@ -6,6 +6,7 @@ package netio
 
 import (
 	"context"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -17,6 +18,11 @@ func serveListGroups(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Re
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.ListGroupsResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	}
+	if !c.authorizeQuietly(opDescribe, resourceCluster, clusterResourceName) {
+		resp.Groups = slices.DeleteFunc(resp.Groups, func(g kmsg.ListGroupsResponseGroup) bool {
+			return !c.authorizeQuietly(opDescribe, resourceGroup, g.Group)
+		})
 	}
 	return resp, nil
 }

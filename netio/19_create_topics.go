@@ -47,6 +47,8 @@ func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 		)
 		if count[rt.Topic] > 1 {
 			err = fmt.Errorf("%w: create topics request contains duplicate topic %s", kerr.InvalidRequest, rt.Topic)
+		} else if !c.authorizeQuietly(opCreate, resourceCluster, clusterResourceName) && !c.authorize(opCreate, resourceTopic, rt.Topic) {
+			err = kerr.TopicAuthorizationFailed
 		} else {
 			t, err = createTopic(ctx, c, rt, req.ValidateOnly)
 		}

@@ -35,6 +35,9 @@ func serveDeleteTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	targets := resolveDeleteTargets(c.server.backend, req)
 	for i := range targets {
 		target := &targets[i]
+		if target.err == nil && !c.authorize(opDelete, resourceTopic, target.topic.Name) {
+			target.err = kerr.TopicAuthorizationFailed
+		}
 		if target.err == nil {
 			target.err = c.server.backend.DeleteTopic(ctx, target.topic.Name)
 		}

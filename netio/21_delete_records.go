@@ -35,6 +35,8 @@ func serveDeleteRecords(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg
 			sp.Partition = rp.Partition
 			var err error
 			switch {
+			case !c.authorize(opDelete, resourceTopic, rt.Topic):
+				err = kerr.TopicAuthorizationFailed
 			case !known:
 				err = kerr.UnknownTopicOrPartition
 			case t.Internal:

@@ -39,6 +39,10 @@ func serveInitProducerID(ctx context.Context, c *conn, _ RequestHeader, kreq kms
 		err = kerr.InvalidRequest
 	case (req.ProducerID == noProducerID) != (req.ProducerEpoch == noProducerEpoch):
 		err = kerr.InvalidRequest
+	case req.TransactionalID != nil && !c.authorize(opWrite, resourceTransactional, transactionalID):
+		err = kerr.TransactionalIDAuthorizationFailed
+	case req.TransactionalID == nil && !c.authorizeIdempotent():
+		err = kerr.ClusterAuthorizationFailed
 	default:
 		resp.ProducerID, resp.ProducerEpoch, err = c.server.backend.Transactions().InitProducerID(
 			ctx, transactionalID, req.TransactionTimeoutMillis, req.ProducerID, req.ProducerEpoch)

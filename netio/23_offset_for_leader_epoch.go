@@ -32,7 +32,10 @@ func serveOffsetForLeaderEpoch(_ context.Context, c *conn, _ RequestHeader, kreq
 		for _, rp := range rt.Partitions {
 			sp := kmsg.NewOffsetForLeaderEpochResponseTopicPartition()
 			sp.Partition = rp.Partition
-			endEpoch, endOffset, err := endOffsetForEpoch(c.server.backend, rt.Topic, rp)
+			endEpoch, endOffset, err := rb.Epoch(0), rb.Offset(0), error(kerr.TopicAuthorizationFailed)
+			if c.authorize(opDescribe, resourceTopic, rt.Topic) {
+				endEpoch, endOffset, err = endOffsetForEpoch(c.server.backend, rt.Topic, rp)
+			}
 			if err != nil {
 				sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
 			} else {

@@ -85,6 +85,9 @@ func serveAddPartitionsToTxn(ctx context.Context, c *conn, _ RequestHeader, kreq
 // addTxnPartitions checks, then adds or verifies, one transaction's
 // partitions, and returns the code of each.
 func addTxnPartitions(ctx context.Context, c *conn, version int16, transactionalID string, producerID int64, producerEpoch int16, verifyOnly bool, topics []txnTopic) [][]int16 {
+	if denied := c.txnPartitionsDenied(version, transactionalID, topics); denied != nil {
+		return denied
+	}
 	codes, failed := checkTxnPartitions(c.server.backend, topics, version < addPartitionsToTxnBatchVersion)
 	if failed {
 		return codes

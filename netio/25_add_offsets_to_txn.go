@@ -24,7 +24,13 @@ func serveAddOffsetsToTxn(ctx context.Context, c *conn, _ RequestHeader, kreq km
 	req := kreq.(*kmsg.AddOffsetsToTxnRequest)
 	resp := req.ResponseKind().(*kmsg.AddOffsetsToTxnResponse)
 	err := error(kerr.InvalidRequest)
-	if req.TransactionalID != "" {
+	switch {
+	case req.TransactionalID == "":
+	case !c.authorize(opWrite, resourceTransactional, req.TransactionalID):
+		err = kerr.TransactionalIDAuthorizationFailed
+	case !c.authorize(opRead, resourceGroup, req.Group):
+		err = kerr.GroupAuthorizationFailed
+	default:
 		err = c.server.backend.Transactions().AddOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
 	}
 	code := errorCode(c.server.log, err, kerr.UnknownServerError)

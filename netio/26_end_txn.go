@@ -26,7 +26,9 @@ func serveEndTxn(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reques
 	resp := req.ResponseKind().(*kmsg.EndTxnResponse)
 	err := error(kerr.InvalidRequest)
 	resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
-	if req.TransactionalID != "" {
+	if req.TransactionalID != "" && !c.authorize(opWrite, resourceTransactional, req.TransactionalID) {
+		err = kerr.TransactionalIDAuthorizationFailed
+	} else if req.TransactionalID != "" {
 		resp.ProducerID, resp.ProducerEpoch, err = c.server.backend.Transactions().EndTransaction(ctx, req.TransactionalID,
 			req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= endTxnV2Version)
 	}

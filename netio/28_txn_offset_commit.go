@@ -19,7 +19,11 @@ import (
 
 func serveTxnOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.TxnOffsetCommitRequest)
-	resp, err := c.server.backend.Groups().TxnOffsetCommit(ctx, req)
+	resp, err := unlessDenied(c.authorize(opWrite, resourceTransactional, req.TransactionalID), kerr.TransactionalIDAuthorizationFailed, func() (*kmsg.TxnOffsetCommitResponse, error) {
+		return unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.TxnOffsetCommitResponse, error) {
+			return c.server.backend.Groups().TxnOffsetCommit(ctx, req)
+		})
+	})
 	if err == nil {
 		return resp, nil
 	}

@@ -22,7 +22,10 @@ func serveDescribeConfigs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 	for _, rr := range req.Resources {
 		sr := kmsg.NewDescribeConfigsResponseResource()
 		sr.ResourceType, sr.ResourceName = rr.ResourceType, rr.ResourceName
-		entries, err := c.server.backend.Configs().DescribeConfigs(ConfigResource{Type: ConfigResourceType(rr.ResourceType), Name: rr.ResourceName}, rr.ConfigNames)
+		resource := ConfigResource{Type: ConfigResourceType(rr.ResourceType), Name: rr.ResourceName}
+		entries, err := unlessDenied(c.configsDenied(opDescribeConfigs, resource) == nil, configsDenial(resource), func() ([]ConfigEntry, error) {
+			return c.server.backend.Configs().DescribeConfigs(resource, rr.ConfigNames)
+		})
 		if err != nil {
 			sr.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
 			message := err.Error()

@@ -37,6 +37,9 @@ func serveAlterConfigs(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 // validation: a key at most once, a value for each SET and APPEND and
 // SUBTRACT, a known op.
 func alterConfigs(ctx context.Context, c *conn, resource ConfigResource, changes []ConfigChange, incremental, validateOnly bool) error {
+	if err := c.configsDenied(opAlterConfigs, resource); err != nil {
+		return err
+	}
 	seen := make(map[string]bool, len(changes))
 	for _, change := range changes {
 		switch {

@@ -55,6 +55,8 @@ func serveCreatePartitions(ctx context.Context, c *conn, _ RequestHeader, kreq k
 		var err error
 		if listed[rt.Topic] > 1 {
 			err = refuse(kerr.InvalidRequest, "Duplicate topic name.")
+		} else if !c.authorize(opAlter, resourceTopic, rt.Topic) {
+			err = kerr.TopicAuthorizationFailed
 		} else {
 			err = createPartitions(ctx, c, rt, req.ValidateOnly, &added)
 		}

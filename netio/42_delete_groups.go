@@ -14,7 +14,20 @@ import (
 
 func serveDeleteGroups(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.DeleteGroupsRequest)
-	resp, err := c.server.backend.Groups().DeleteGroups(ctx, req)
+	allowed, denied := c.splitByAuthorized(opDelete, resourceGroup, req.Groups)
+	asked := *req
+	asked.Groups = allowed
+	resp, err := req.ResponseKind().(*kmsg.DeleteGroupsResponse), error(nil)
+	if len(allowed) > 0 { // a coordinator's failure must not hide the denials
+		resp, err = c.server.backend.Groups().DeleteGroups(ctx, &asked)
+	}
+	if err == nil {
+		for _, name := range denied {
+			g := kmsg.NewDeleteGroupsResponseGroup()
+			g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
 	if err == nil {
 		return resp, nil
 	}

@@ -14,7 +14,9 @@ import (
 
 func serveOffsetDelete(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.OffsetDeleteRequest)
-	resp, err := c.server.backend.Groups().OffsetDelete(ctx, req)
+	resp, err := unlessDenied(c.authorize(opDelete, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.OffsetDeleteResponse, error) {
+		return c.server.backend.Groups().OffsetDelete(ctx, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.OffsetDeleteResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

@@ -52,7 +52,7 @@ func serveDescribeCluster(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 	broker.NodeID, broker.Host, broker.Port = cluster.NodeID, cluster.Host, cluster.Port
 	resp.Brokers = []kmsg.DescribeClusterResponseBroker{broker}
 	if req.IncludeClusterAuthorizedOperations {
-		resp.ClusterAuthorizedOperations = clusterOperationsAll
+		resp.ClusterAuthorizedOperations = c.describedOperations(resourceCluster, clusterResourceName)
 	}
 	return resp, nil
 }

@@ -37,6 +37,8 @@ func serveDescribeTransactions(ctx context.Context, c *conn, _ RequestHeader, kr
 		switch {
 		case id == "":
 			st.ErrorCode = kerr.InvalidRequest.Code
+		case !c.authorize(opDescribe, resourceTransactional, id):
+			st.ErrorCode = kerr.TransactionalIDAuthorizationFailed.Code
 		case i < 0:
 			st.ErrorCode = kerr.TransactionalIDNotFound.Code
 		default:
@@ -86,6 +88,7 @@ func serveListTransactions(ctx context.Context, c *conn, _ RequestHeader, kreq k
 		case len(req.StateFilters) > 0 && !slices.Contains(states, s.State):
 		case req.Version >= 1 && req.DurationFilterMillis >= 0 && now-s.StartMillis <= req.DurationFilterMillis:
 		case pattern != nil && !pattern.MatchString(s.TransactionalID):
+		case !c.authorizeQuietly(opDescribe, resourceTransactional, s.TransactionalID):
 		default:
 			ts := kmsg.NewListTransactionsResponseTransactionState()
 			ts.TransactionalID, ts.ProducerID, ts.TransactionState = s.TransactionalID, s.ProducerID, s.State

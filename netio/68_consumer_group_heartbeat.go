@@ -16,7 +16,9 @@ import (
 func serveConsumerGroupHeartbeat(ctx context.Context, c *conn, h RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.ConsumerGroupHeartbeatRequest)
 	client := GroupClient{ID: h.ClientID, Host: "/" + peerHost(c.nc.RemoteAddr())}
-	resp, err := c.server.backend.Groups().ConsumerGroupHeartbeat(ctx, client, req)
+	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.ConsumerGroupHeartbeatResponse, error) {
+		return c.server.backend.Groups().ConsumerGroupHeartbeat(ctx, client, req)
+	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

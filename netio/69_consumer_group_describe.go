@@ -14,7 +14,20 @@ import (
 
 func serveConsumerGroupDescribe(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.ConsumerGroupDescribeRequest)
-	resp, err := c.server.backend.Groups().ConsumerGroupDescribe(ctx, req)
+	allowed, denied := c.splitByAuthorized(opDescribe, resourceGroup, req.Groups)
+	asked := *req
+	asked.Groups = allowed
+	resp, err := req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse), error(nil)
+	if len(allowed) > 0 { // a coordinator's failure must not hide the denials
+		resp, err = c.server.backend.Groups().ConsumerGroupDescribe(ctx, &asked)
+	}
+	if err == nil {
+		for _, name := range denied {
+			g := kmsg.NewConsumerGroupDescribeResponseGroup()
+			g.Group, g.ErrorCode = name, kerr.GroupAuthorizationFailed.Code
+			resp.Groups = append(resp.Groups, g)
+		}
+	}
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.ConsumerGroupDescribeResponse)
 		code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)

@@ -57,6 +57,15 @@ func serveDescribeTopicPartitions(_ context.Context, c *conn, _ RequestHeader, k
 		if req.Cursor != nil && name == req.Cursor.Topic {
 			start = req.Cursor.Partition
 		}
+		if len(req.Topics) == 0 && !c.authorizeQuietly(opDescribe, resourceTopic, name) {
+			continue // left out of an all-topics answer
+		}
+		if !c.authorize(opDescribe, resourceTopic, name) {
+			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+			st.Topic, st.ErrorCode, st.AuthorizedOperations = &name, kerr.TopicAuthorizationFailed.Code, 0
+			resp.Topics = append(resp.Topics, st)
+			continue
+		}
 		st, next := describeTopic(c, name, start, remaining)
 		if st.ErrorCode != 0 && len(req.Topics) == 0 {
 			continue // deleted since it was listed
@@ -111,6 +120,9 @@ func describeTopic(c *conn, name string, start, limit int32) (kmsg.DescribeTopic
 	backend := c.server.backend
 	st := kmsg.NewDescribeTopicPartitionsResponseTopic()
 	st.Topic, st.AuthorizedOperations = &name, topicOperationsAll
+	if c.server.cfg.Authorizer != nil {
+		st.AuthorizedOperations = c.authorizedOperations(resourceTopic, name)
+	}
 	t, ok := backend.Topic(name)
 	if !ok {
 		st.ErrorCode = kerr.UnknownTopicOrPartition.Code

@@ -481,7 +481,7 @@ func TestFetchReadCommittedEmptyList(t *testing.T) {
 	mem := newMemBackend()
 	server := NewServer(Config{Backend: mem})
 	fetchTestTopic(t, mem, "txn", 1, []string{"a"})
-	f := &fetchReply{server: server, version: 18, partitions: []fetchPartition{{topic: "txn", partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1}}}
+	f := &fetchReply{server: server, conn: &conn{server: server}, version: 18, partitions: []fetchPartition{{topic: "txn", partitionMaxBytes: 1 << 20, currentLeaderEpoch: -1, lastFetchedEpoch: -1}}}
 	for _, test := range []struct {
 		isolation Isolation
 		null      bool

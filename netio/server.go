@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/mirrord/mirrord/acl"
 	"github.com/mirrord/mirrord/auth"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	// Metrics, when set, registers the listeners' metrics
 	// (mirrord_authentication_total).
 	Metrics prometheus.Registerer
+	// Authorizer decides every request (authorize.go); nil is Kafka's
+	// empty authorizer.class.name: everything allowed.
+	Authorizer *acl.Authorizer
 }
 
 const (
@@ -52,6 +56,10 @@ type Server struct {
 	log      *slog.Logger
 	sessions *fetchSessions
 	metrics  authMetrics
+	authz    *authorizationMetrics
+	// principalOf, when set (tests), names each new connection's
+	// principal, as TLS or SASL will.
+	principalOf func(net.Conn) auth.Principal
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
@@ -74,7 +82,8 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		cfg.Logger.Warn("authentication metrics not registered", "error", err)
 	}
-	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{}}
+	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{},
+		authz: newAuthorizationMetrics(cfg.Metrics)}
 }
 
 // Serve serves a PLAINTEXT listener on ln (ServeListener).
@@ -101,6 +110,9 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 		}
 		secured := l.wrap(nc)
 		c := &conn{server: s, listener: &l, nc: secured, w: bufio.NewWriterSize(secured, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
+		if s.principalOf != nil {
+			c.principal = s.principalOf(nc)
+		}
 		if !s.track(c) {
 			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			nc.Close()
@@ -171,6 +183,7 @@ type conn struct {
 	principal  auth.Principal
 	clientHost string
 	sasl       saslSession // a SASL listener's authentication
+	requestKey int16 // the API key being served, for the denial metrics
 }
 
 func (c *conn) serve(ctx context.Context) {
@@ -236,6 +249,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 		}
 		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
 	}
+	c.requestKey = h.Key
 	req := requestForKey(h.Key)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(body); err != nil {

@@ -43,6 +43,7 @@ func runServe(args []string) error {
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
 	consumerGroups := consumerGroupFlags(flags)
+	authorizerFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -123,7 +124,7 @@ func runServe(args []string) error {
 		}
 	}
 	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
-		ScramCredentials: node.ScramCredentials(), Metrics: node.Metrics()})
+		ScramCredentials: node.ScramCredentials(), Authorizer: node.Authorizer(), Metrics: node.Metrics()})
 	serveErrs := make(chan error, len(bound))
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
