@@ -13,7 +13,6 @@ import (
 	"github.com/mirrord/mirrord/acl"
 	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/mirrorwire"
-	"github.com/mirrord/mirrord/vfs"
 )
 
 // authorizationCodes are the codes a denial answers.
