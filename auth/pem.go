@@ -22,6 +22,11 @@ func ReadTruststore(path string) (*x509.CertPool, error) {
 	if err != nil {
 		return nil, err
 	}
+	return ParseTruststore(data)
+}
+
+// ParseTruststore parses the PEM CA certificates of a truststore.
+func ParseTruststore(data []byte) (*x509.CertPool, error) {
 	roots := x509.NewCertPool()
 	if !roots.AppendCertsFromPEM(data) {
 		return nil, errors.New("no PEM certificate in the file")
@@ -37,6 +42,11 @@ func ReadKeystore(path, password string) (tls.Certificate, error) {
 	if err != nil {
 		return tls.Certificate{}, err
 	}
+	return ParseKeystore(data, password)
+}
+
+// ParseKeystore parses a PEM keystore, as ReadKeystore.
+func ParseKeystore(data []byte, password string) (tls.Certificate, error) {
 	var certificates, key []byte
 	for block, rest := pem.Decode(data); block != nil; block, rest = pem.Decode(rest) {
 		switch block.Type {
