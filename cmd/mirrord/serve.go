@@ -65,7 +65,7 @@ func runServe(args []string) error {
 		}
 	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner}
+		Cleaner: cleaner, MirrorConfigFilesDir: file.mirrorConfigFilesDir}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
