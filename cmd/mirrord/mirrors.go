@@ -100,12 +100,12 @@ type mirrorsOptions struct {
 	bootstrap     string
 	commandConfig string // --command-config: the connection's security properties
 	action        string // "create", "start", ...
-	mirror       string
-	mirrorConfig string
-	topics       string
-	exclude      string
-	json, failed bool
-	dryRun       bool // --stop --dry-run: report what a stop would leave behind
+	mirror        string
+	mirrorConfig  string
+	topics        string
+	exclude       string
+	json, failed  bool
+	dryRun        bool // --stop --dry-run: report what a stop would leave behind
 }
 
 // mirrorsActions lists, per action, the options it requires and those it

@@ -13,8 +13,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
-	"encoding/pem"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"math/big"
@@ -516,7 +516,9 @@ func TestMirrorsCommandConfig(t *testing.T) {
 	admin := &cliAdmin{configs: map[string]map[string]string{}, listing: []netio.MirrorListing{{Name: "east", SourceBootstrap: "a:1"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- netio.NewServer(netio.Config{Backend: cliBackend{admin: admin}}).Serve(ctx, tls.NewListener(ln, serverTLS)) }()
+	go func() {
+		done <- netio.NewServer(netio.Config{Backend: cliBackend{admin: admin}}).Serve(ctx, tls.NewListener(ln, serverTLS))
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
