@@ -1,9 +1,7 @@
 package auth
 
 import (
-	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -22,31 +20,38 @@ import (
 // White space separates tokens; text after the ";" is an error (a
 // client's entry names one login module), as is an option given twice.
 // The values are secrets: an error says where the text went wrong, never
-// what it holds.
+// what it holds. Kafka's server takes the PLAIN users from a
+// PlainLoginModule entry's user_<name>="<password>" options (PlainUsers);
+// clients take username and password.
 
-// JAASEntry is one parsed login module entry.
-type JAASEntry struct {
+// Login module classes of Kafka's mechanisms.
+const (
+	PlainLoginModule       = "org.apache.kafka.common.security.plain.PlainLoginModule"
+	ScramLoginModule       = "org.apache.kafka.common.security.scram.ScramLoginModule"
+	OAuthBearerLoginModule = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule"
+)
+
+// JAASConfig is one parsed login module entry.
+type JAASConfig struct {
 	LoginModule string            // the class name
 	Flag        string            // required, requisite, sufficient or optional
 	Options     map[string]string // key to value, at most jaasOptionsMax
 }
 
-// jaasOptionsMax bounds the options of an entry.
-const jaasOptionsMax = 64
-
-// ErrJAAS is wrapped by every sasl.jaas.config parse error.
-var ErrJAAS = errors.New("auth: sasl.jaas.config")
+// jaasOptionsMax bounds the options of an entry (a server's PLAIN users
+// are options).
+const jaasOptionsMax = 10_000
 
 // ParseJAAS parses a sasl.jaas.config value.
-func ParseJAAS(text string) (JAASEntry, error) {
+func ParseJAAS(text string) (JAASConfig, error) {
 	p := jaasParser{text: text}
-	var e JAASEntry
+	var e JAASConfig
 	var ok bool
 	if e.LoginModule, ok = p.word(); !ok {
-		return JAASEntry{}, p.fail("want a login module class")
+		return JAASConfig{}, p.fail("want a login module class")
 	}
 	if e.Flag, ok = p.word(); !ok || !slices.Contains([]string{"required", "requisite", "sufficient", "optional"}, e.Flag) {
-		return JAASEntry{}, p.fail("want a control flag (required, requisite, sufficient or optional)")
+		return JAASConfig{}, p.fail("want a control flag (required, requisite, sufficient or optional)")
 	}
 	e.Options = map[string]string{}
 	for {
@@ -56,33 +61,38 @@ func ParseJAAS(text string) (JAASEntry, error) {
 		}
 		key, ok := p.word()
 		if !ok {
-			return JAASEntry{}, p.fail("want an option name or ';'")
+			return JAASConfig{}, p.fail("want an option name or ';'")
 		}
 		if p.skipSpace(); !p.at('=') {
-			return JAASEntry{}, p.fail("want '=' after an option name")
+			return JAASConfig{}, p.fail("want '=' after an option name")
 		}
 		p.pos++
 		value, ok := p.value()
 		if !ok {
-			return JAASEntry{}, p.fail("want an option value (a word or a quoted string)")
+			return JAASConfig{}, p.fail("want an option value (a word or a quoted string)")
 		}
 		if _, dup := e.Options[key]; dup || len(e.Options) == jaasOptionsMax {
-			return JAASEntry{}, p.fail(fmt.Sprintf("an option given twice, or more than %d options", jaasOptionsMax))
+			return JAASConfig{}, p.fail(fmt.Sprintf("an option given twice, or more than %d options", jaasOptionsMax))
 		}
 		e.Options[key] = value
 	}
 	if p.skipSpace(); p.pos != len(p.text) {
-		return JAASEntry{}, p.fail("want one login module entry, ended by ';'")
+		return JAASConfig{}, p.fail("want one login module entry, ended by ';'")
 	}
 	return e, nil
 }
 
 // String formats the entry so that ParseJAAS reads it back: options in
 // key order, every value quoted.
-func (e JAASEntry) String() string {
+func (e JAASConfig) String() string {
 	var b strings.Builder
 	b.WriteString(e.LoginModule + " " + e.Flag)
-	for _, key := range slices.Sorted(maps.Keys(e.Options)) {
+	keys := make([]string, 0, len(e.Options))
+	for key := range e.Options {
+		keys = append(keys, key)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		b.WriteString(" " + key + "=" + quoteJAAS(e.Options[key]))
 	}
 	b.WriteString(";")
@@ -170,4 +180,19 @@ func (p *jaasParser) value() (string, bool) {
 		}
 	}
 	return "", false // no closing quote
+}
+
+// PlainUsers returns the users of a PlainLoginModule entry: its
+// user_<name>="<password>" options.
+func PlainUsers(c JAASConfig) (map[string]string, error) {
+	if c.LoginModule != PlainLoginModule {
+		return nil, fmt.Errorf("%w: PLAIN needs %s, not %s", ErrJAAS, PlainLoginModule, c.LoginModule)
+	}
+	users := map[string]string{}
+	for key, value := range c.Options {
+		if name, ok := strings.CutPrefix(key, "user_"); ok && name != "" {
+			users[name] = value
+		}
+	}
+	return users, nil
 }

@@ -2,7 +2,7 @@ package auth
 
 import (
 	"errors"
-	"maps"
+	stdmaps "maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -12,24 +12,24 @@ func TestParseJAAS(t *testing.T) {
 	const plain = "org.apache.kafka.common.security.plain.PlainLoginModule"
 	for _, c := range []struct {
 		name, text string
-		want       JAASEntry // LoginModule "" for an error
+		want       JAASConfig // LoginModule "" for an error
 	}{
 		{"kafka's example", plain + ` required username="alice" password="alice-secret";`,
-			JAASEntry{plain, "required", map[string]string{"username": "alice", "password": "alice-secret"}}},
+			JAASConfig{plain, "required", map[string]string{"username": "alice", "password": "alice-secret"}}},
 		{"unquoted words, new lines", plain + " required\n  username=alice\n  password=p-4.s$s_;\n",
-			JAASEntry{plain, "required", map[string]string{"username": "alice", "password": "p-4.s$s_"}}},
+			JAASConfig{plain, "required", map[string]string{"username": "alice", "password": "p-4.s$s_"}}},
 		{"escapes and semicolons in quotes", plain + ` optional username="a\"b" password="x;y\\z\n=";`,
-			JAASEntry{plain, "optional", map[string]string{"username": `a"b`, "password": "x;y\\z\n="}}},
-		{"no options", plain + " required;", JAASEntry{plain, "required", map[string]string{}}},
-		{"empty quoted value", plain + ` required password="";`, JAASEntry{plain, "required", map[string]string{"password": ""}}},
-		{"no semicolon", plain + ` required username="alice"`, JAASEntry{}},
-		{"no flag", plain + ` username="alice";`, JAASEntry{}},
-		{"unknown flag", plain + ` mandatory username="alice";`, JAASEntry{}},
-		{"unclosed quote", plain + ` required password="secret;`, JAASEntry{}},
-		{"two entries", plain + ` required; ` + plain + ` required;`, JAASEntry{}},
-		{"option twice", plain + ` required password=a password=b;`, JAASEntry{}},
-		{"no value", plain + ` required password=;`, JAASEntry{}},
-		{"empty", "", JAASEntry{}},
+			JAASConfig{plain, "optional", map[string]string{"username": `a"b`, "password": "x;y\\z\n="}}},
+		{"no options", plain + " required;", JAASConfig{plain, "required", map[string]string{}}},
+		{"empty quoted value", plain + ` required password="";`, JAASConfig{plain, "required", map[string]string{"password": ""}}},
+		{"no semicolon", plain + ` required username="alice"`, JAASConfig{}},
+		{"no flag", plain + ` username="alice";`, JAASConfig{}},
+		{"unknown flag", plain + ` mandatory username="alice";`, JAASConfig{}},
+		{"unclosed quote", plain + ` required password="secret;`, JAASConfig{}},
+		{"two entries", plain + ` required; ` + plain + ` required;`, JAASConfig{}},
+		{"option twice", plain + ` required password=a password=b;`, JAASConfig{}},
+		{"no value", plain + ` required password=;`, JAASConfig{}},
+		{"empty", "", JAASConfig{}},
 	} {
 		got, err := ParseJAAS(c.text)
 		if c.want.LoginModule == "" {
@@ -40,7 +40,7 @@ func TestParseJAAS(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || got.LoginModule != c.want.LoginModule || got.Flag != c.want.Flag || !maps.Equal(got.Options, c.want.Options) {
+		if err != nil || got.LoginModule != c.want.LoginModule || got.Flag != c.want.Flag || !stdmaps.Equal(got.Options, c.want.Options) {
 			t.Errorf("%s: %+v, %v; want %+v", c.name, got, err, c.want)
 		}
 	}
@@ -69,7 +69,7 @@ func FuzzParseJAAS(f *testing.F) {
 			return
 		}
 		again, err := ParseJAAS(e.String())
-		if err != nil || again.LoginModule != e.LoginModule || again.Flag != e.Flag || !maps.Equal(again.Options, e.Options) {
+		if err != nil || again.LoginModule != e.LoginModule || again.Flag != e.Flag || !stdmaps.Equal(again.Options, e.Options) {
 			t.Fatalf("%q formats to %q, which parses to %+v, %v", text, e.String(), again, err)
 		}
 	})

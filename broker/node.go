@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -39,6 +40,11 @@ type Config struct {
 	// OffsetsRetention is how long the committed offsets of an Empty group
 	// stay (offsets.retention.minutes); 0 means Kafka's default, 7 days.
 	OffsetsRetention time.Duration
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are the
+	// consumer groups' (KIP-848) group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms; 0 means Kafka's defaults, 45 s
+	// and 5 s. The interval must stay below the timeout.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// Transactions are the transaction coordinator's settings; a zero
 	// field takes Kafka's default (DefaultTransactionConfig).
 	Transactions TransactionConfig
@@ -122,6 +128,8 @@ type Node struct {
 	// retention runs retention by time and size (retention.go).
 	retention *retention
 	cleaner   *cleaner
+	// scram is the SCRAM credential store (scram_credentials.go).
+	scram *auth.ScramCredentials
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -203,6 +211,10 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		t.partitions[len(t.partitions)-1].internal = t.internal
 	}
 	if err := n.loadTopicConfigs(); err != nil {
+		dir.Close()
+		return nil, err
+	}
+	if err := n.openScramCredentials(); err != nil {
 		dir.Close()
 		return nil, err
 	}

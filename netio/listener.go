@@ -15,6 +15,9 @@ type Listener struct {
 	// clients are told to connect to; empty: Backend.Cluster()'s.
 	AdvertisedHost string
 	AdvertisedPort int32
+	// SASL is the enabled mechanisms of a SASL_PLAINTEXT or SASL_SSL
+	// listener (required there, unused elsewhere).
+	SASL *auth.SASLConfig
 }
 
 // plaintextListener is what Serve serves: Kafka's default listener.

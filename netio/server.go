@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mirrord/mirrord/auth"
@@ -27,6 +28,13 @@ type Config struct {
 	// NoAutoCreateTopics stops Metadata from creating the topics it names
 	// (auto.create.topics.enable=false).
 	NoAutoCreateTopics bool
+	// ScramCredentials is the node's SCRAM credential store, managed by
+	// DescribeUserScramCredentials and AlterUserScramCredentials; nil:
+	// those answer that the node keeps none.
+	ScramCredentials *auth.ScramCredentials
+	// Metrics, when set, registers the listeners' metrics
+	// (mirrord_authentication_total).
+	Metrics prometheus.Registerer
 }
 
 const (
@@ -43,6 +51,7 @@ type Server struct {
 	backend  Backend
 	log      *slog.Logger
 	sessions *fetchSessions
+	metrics  authMetrics
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
@@ -61,7 +70,11 @@ func NewServer(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), conns: map[*conn]struct{}{}}
+	metrics, err := newAuthMetrics(cfg.Metrics)
+	if err != nil {
+		cfg.Logger.Warn("authentication metrics not registered", "error", err)
+	}
+	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{}}
 }
 
 // Serve serves a PLAINTEXT listener on ln (ServeListener).
@@ -73,6 +86,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // is done, then closes ln and every connection and waits for their
 // goroutines. One Server may serve several listeners at once.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener) error {
+	if l.Protocol.UsesSASL() && (l.SASL == nil || len(l.SASL.Mechanisms) == 0) {
+		ln.Close()
+		return fmt.Errorf("netio: listener %s: %s with no SASL mechanism enabled", l.Name, l.Protocol)
+	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	var err error
@@ -152,20 +169,23 @@ type conn struct {
 	// client's IP address, as ACLs name hosts.
 	principal  auth.Principal
 	clientHost string
+	sasl       saslSession // a SASL listener's authentication
 }
 
 func (c *conn) serve(ctx context.Context) {
 	log := c.server.log.With("remote", c.nc.RemoteAddr().String())
 	for {
-		var err error
-		c.frame, err = readFrame(c.nc, c.frame, c.server.cfg.MaxRequestBytes)
-		if err != nil {
+		if err := c.readRequest(); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				log.Info("closing connection", "reason", err)
 			}
 			return
 		}
-		if err := c.handle(ctx, c.frame); err != nil {
+		handle := c.handle
+		if c.authenticating() {
+			handle = c.authenticate
+		}
+		if err := handle(ctx, c.frame); err != nil {
 			if ctx.Err() == nil {
 				log.Info("closing connection", "reason", err)
 			}

@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/broker/group"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -41,6 +42,8 @@ func runServe(args []string) error {
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
+	consumerGroups := consumerGroupFlags(flags)
+	saslFlagValues := saslFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -49,6 +52,10 @@ func runServe(args []string) error {
 		return err
 	}
 	transactions, err := txnConfig()
+	if err != nil {
+		return err
+	}
+	session, heartbeat, err := consumerGroups()
 	if err != nil {
 		return err
 	}
@@ -64,8 +71,12 @@ func runServe(args []string) error {
 			*into = from
 		}
 	}
+	saslProps, err := takeSASLProperties(file.props)
+	if err != nil {
+		return err
+	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner, MirrorConfigFilesDir: file.mirrorConfigFilesDir}
+		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
@@ -106,7 +117,17 @@ func runServe(args []string) error {
 	}
 	logger.Info("serving", "listen", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))),
 		"data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
-	serveErr := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable}).Serve(ctx, ln)
+	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
+		ScramCredentials: node.ScramCredentials(), Metrics: node.Metrics()})
+	saslDone, err := serveSASLListener(ctx, server, saslFlagValues, saslProps, node.ScramCredentials())
+	if err != nil {
+		ln.Close()
+		node.Close()
+		return err
+	}
+	serveErr := server.Serve(ctx, ln)
+	stop() // the SASL listener stops with the main one
+	serveErr = errors.Join(serveErr, saslDone())
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
@@ -139,6 +160,24 @@ func transactionFlags(flags *flag.FlagSet) func() (engine.TransactionConfig, err
 			*s.into = time.Duration(*s.value) * time.Millisecond
 		}
 		return d, nil
+	}
+}
+
+// consumerGroupFlags declares the consumer groups' (KIP-848) session
+// timeout and heartbeat interval, with Kafka's broker config names and
+// defaults, and returns what reads them after parsing.
+func consumerGroupFlags(flags *flag.FlagSet) func() (session, heartbeat time.Duration, err error) {
+	d := group.DefaultConfig()
+	sessionMs := flags.Int64("group-consumer-session-timeout-ms", d.ConsumerSessionTimeout.Milliseconds(), "Kafka's group.consumer.session.timeout.ms")
+	heartbeatMs := flags.Int64("group-consumer-heartbeat-interval-ms", d.ConsumerHeartbeatInterval.Milliseconds(), "Kafka's group.consumer.heartbeat.interval.ms")
+	return func() (time.Duration, time.Duration, error) {
+		switch {
+		case *sessionMs < 1 || *sessionMs > math.MaxInt32:
+			return 0, 0, fmt.Errorf("serve: --group-consumer-session-timeout-ms %d out of range [1, %d]", *sessionMs, math.MaxInt32)
+		case *heartbeatMs < 1 || *heartbeatMs >= *sessionMs:
+			return 0, 0, fmt.Errorf("serve: --group-consumer-heartbeat-interval-ms %d out of range [1, %d): it must be below the session timeout", *heartbeatMs, *sessionMs)
+		}
+		return time.Duration(*sessionMs) * time.Millisecond, time.Duration(*heartbeatMs) * time.Millisecond, nil
 	}
 }
 

@@ -1,0 +1,241 @@
+package auth
+
+// SASL/OAUTHBEARER (RFC 7628) as Kafka's OAuthBearerSaslServer with its
+// broker-side JWT validation (OAuthBearerValidatorCallbackHandler): the
+// client's first message is
+//
+//	n,[a=<authzid>],\x01auth=Bearer <JWT>\x01[<key>=<value>\x01...]\x01
+//
+// The JWT is checked with github.com/go-jose/go-jose/v4 against the keys
+// of a JWKS (sasl.oauthbearer.jwks.endpoint.url, file:// or http(s)://,
+// read when the mechanism is made): an asymmetric signature by a key of
+// the set, exp required, exp/nbf/iat within sasl.oauthbearer.clock.skew.seconds,
+// the expected audience (any of sasl.oauthbearer.expected.audience) and
+// issuer (sasl.oauthbearer.expected.issuer) when configured, and the
+// principal claim (sasl.oauthbearer.sub.claim.name, "sub") a non-empty
+// string. A token that fails is answered, as Kafka answers it, with the
+// JSON error {"status":"invalid_token"}; the client acknowledges it with
+// a lone \x01 and the exchange fails with that JSON as its message.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
+)
+
+// OAuthBearerConfig is the broker's JWT validation, by Kafka's names.
+type OAuthBearerConfig struct {
+	// JWKSURL is sasl.oauthbearer.jwks.endpoint.url: file:///path or
+	// http(s)://host/path.
+	JWKSURL string
+	// ExpectedAudience is sasl.oauthbearer.expected.audience (any of
+	// them); empty: not checked.
+	ExpectedAudience []string
+	// ExpectedIssuer is sasl.oauthbearer.expected.issuer; empty: not checked.
+	ExpectedIssuer string
+	// SubClaimName is sasl.oauthbearer.sub.claim.name; empty: "sub".
+	SubClaimName string
+	// ClockSkew is sasl.oauthbearer.clock.skew.seconds; Kafka's default 30s.
+	ClockSkew time.Duration
+	// Now is the clock; nil: time.Now.
+	Now func() time.Time
+}
+
+// DefaultOAuthBearerClockSkew is Kafka's sasl.oauthbearer.clock.skew.seconds.
+const DefaultOAuthBearerClockSkew = 30 * time.Second
+
+// jwksBytesMax bounds a JWKS document.
+const jwksBytesMax = 1 << 20
+
+// jwtAlgorithms are the signature algorithms a token may use: the
+// asymmetric ones of a JWKS (never "none" or a shared secret).
+var jwtAlgorithms = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
+}
+
+// ErrOAuthBearerConfig is an OAUTHBEARER configuration that cannot be used.
+var ErrOAuthBearerConfig = errors.New("auth: OAUTHBEARER")
+
+// OAuthBearer is the OAUTHBEARER mechanism.
+type OAuthBearer struct {
+	cfg  OAuthBearerConfig
+	keys jose.JSONWebKeySet
+}
+
+// NewOAuthBearer reads the JWKS cfg names and returns the mechanism.
+func NewOAuthBearer(ctx context.Context, cfg OAuthBearerConfig) (*OAuthBearer, error) {
+	if cfg.SubClaimName == "" {
+		cfg.SubClaimName = "sub"
+	}
+	if cfg.ClockSkew == 0 {
+		cfg.ClockSkew = DefaultOAuthBearerClockSkew
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	data, err := readJWKS(ctx, cfg.JWKSURL)
+	if err != nil {
+		return nil, fmt.Errorf("%w: sasl.oauthbearer.jwks.endpoint.url %q: %w", ErrOAuthBearerConfig, cfg.JWKSURL, err)
+	}
+	m := &OAuthBearer{cfg: cfg}
+	if err := json.Unmarshal(data, &m.keys); err != nil || len(m.keys.Keys) == 0 {
+		return nil, fmt.Errorf("%w: sasl.oauthbearer.jwks.endpoint.url %q: not a JWKS with keys (%v)", ErrOAuthBearerConfig, cfg.JWKSURL, err)
+	}
+	return m, nil
+}
+
+func readJWKS(ctx context.Context, location string) ([]byte, error) {
+	u, err := url.Parse(location)
+	if err != nil {
+		return nil, err
+	}
+	switch u.Scheme {
+	case "file":
+		return os.ReadFile(u.Path)
+	case "http", "https":
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, location, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("HTTP %s", resp.Status)
+		}
+		return io.ReadAll(io.LimitReader(resp.Body, jwksBytesMax))
+	}
+	return nil, errors.New("want a file:// or http(s):// URL")
+}
+
+func (*OAuthBearer) Name() string { return MechanismOAuthBearer }
+
+func (m *OAuthBearer) NewExchange() SASLExchange { return &oauthBearerExchange{m: m} }
+
+type oauthBearerExchange struct {
+	m         *OAuthBearer
+	steps     int
+	errorJSON string // the error answered, awaiting the client's \x01
+	principal Principal
+}
+
+// invalidTokenJSON is Kafka's answer to a token that does not validate.
+const invalidTokenJSON = `{"status":"invalid_token"}`
+
+func (e *oauthBearerExchange) Step(token []byte) ([]byte, bool, error) {
+	e.steps++
+	switch {
+	case e.steps == 2 && e.errorJSON != "" && string(token) == "\x01":
+		return nil, false, authenticationFailed(e.errorJSON)
+	case e.steps > 1:
+		return nil, false, invalidCredentials(MechanismOAuthBearer, errExchangeOver)
+	}
+	authzid, jwtText, err := parseOAuthBearerFirst(string(token))
+	if err != nil {
+		return nil, false, invalidCredentials(MechanismOAuthBearer, err)
+	}
+	name, err := e.m.validate(jwtText)
+	if err != nil {
+		e.errorJSON = invalidTokenJSON
+		return []byte(invalidTokenJSON), false, nil
+	}
+	if authzid != "" && authzid != name {
+		return nil, false, authenticationFailed(fmt.Sprintf(
+			"Authentication failed: Client requested an authorization id (%s) that is different from the token's principal name (%s)", authzid, name))
+	}
+	e.principal = User(name)
+	return []byte{}, true, nil
+}
+
+func (e *oauthBearerExchange) Principal() Principal { return e.principal }
+
+var errOAuthBearerFirst = errors.New("Invalid OAUTHBEARER client first message")
+
+// parseOAuthBearerFirst returns the authzid and the bearer token of a
+// client first message.
+func parseOAuthBearerFirst(message string) (authzid, token string, err error) {
+	rest, ok := strings.CutPrefix(message, "n,")
+	if !ok {
+		return "", "", errOAuthBearerFirst
+	}
+	if strings.HasPrefix(rest, "a=") {
+		authzid, rest, ok = strings.Cut(rest[2:], ",")
+		if !ok || authzid == "" {
+			return "", "", errOAuthBearerFirst
+		}
+		authzid = strings.NewReplacer("=2C", ",", "=3D", "=").Replace(authzid)
+	} else if rest, ok = strings.CutPrefix(rest, ","); !ok {
+		return "", "", errOAuthBearerFirst
+	}
+	pairs, ok := strings.CutPrefix(rest, "\x01")
+	if !ok {
+		return "", "", errOAuthBearerFirst
+	}
+	if pairs, ok = strings.CutSuffix(pairs, "\x01\x01"); !ok {
+		return "", "", errOAuthBearerFirst
+	}
+	for _, pair := range strings.Split(pairs, "\x01") {
+		key, value, found := strings.Cut(pair, "=")
+		if !found || key == "" {
+			return "", "", errOAuthBearerFirst
+		}
+		if key != "auth" {
+			continue // an extension: Kafka's server ignores those it does not know
+		}
+		scheme, bearer, found := strings.Cut(value, " ")
+		bearer = strings.TrimLeft(bearer, " ")
+		if !found || !strings.EqualFold(scheme, "Bearer") || bearer == "" || strings.ContainsFunc(bearer, notTokenChar) {
+			return "", "", errOAuthBearerFirst
+		}
+		token = bearer
+	}
+	if token == "" {
+		return "", "", errOAuthBearerFirst
+	}
+	return authzid, token, nil
+}
+
+// notTokenChar reports a rune outside Kafka's token pattern [-_.a-zA-Z0-9].
+func notTokenChar(r rune) bool {
+	return !(r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
+}
+
+// validate checks a JWT and returns its principal name.
+func (m *OAuthBearer) validate(text string) (string, error) {
+	token, err := jwt.ParseSigned(text, jwtAlgorithms)
+	if err != nil {
+		return "", err
+	}
+	var claims jwt.Claims
+	var all map[string]any
+	if err := token.Claims(m.keys, &claims, &all); err != nil {
+		return "", err
+	}
+	if claims.Expiry == nil {
+		return "", errors.New("no exp claim")
+	}
+	expected := jwt.Expected{Issuer: m.cfg.ExpectedIssuer, AnyAudience: m.cfg.ExpectedAudience, Time: m.cfg.Now()}
+	if err := claims.ValidateWithLeeway(expected, m.cfg.ClockSkew); err != nil {
+		return "", err
+	}
+	name, ok := all[m.cfg.SubClaimName].(string)
+	if !ok || strings.TrimSpace(name) == "" {
+		return "", fmt.Errorf("no %s claim", m.cfg.SubClaimName)
+	}
+	return name, nil
+}

@@ -1,0 +1,194 @@
+package main
+
+// SASL in `mirrord serve`, by Kafka's broker config names:
+//
+//	sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,OAUTHBEARER
+//	listener.name.<listener>.sasl.enabled.mechanisms=...        (wins for that listener)
+//	listener.name.<listener>.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="alice-secret";
+//	listener.name.<listener>.plain.sasl.users.file=PATH         (mirrord's: user=password lines, added to the JAAS users)
+//	listener.name.<listener>.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
+//	sasl.oauthbearer.jwks.endpoint.url, sasl.oauthbearer.expected.audience,
+//	sasl.oauthbearer.expected.issuer, sasl.oauthbearer.sub.claim.name,
+//	sasl.oauthbearer.clock.skew.seconds (each also as
+//	listener.name.<listener>.oauthbearer.<key>)
+//
+// <listener> is the listener name in lower case, as Kafka spells it. An
+// unprefixed sasl.jaas.config is a client setting Kafka's broker does not
+// read for its listeners: refused with the form to use. SCRAM users come
+// from the node's credential store (kafka-configs --alter --add-config
+// 'SCRAM-SHA-512=[...]' --entity-type users), not from the JAAS config.
+//
+// Flags for the simple case: --sasl-listen HOST:PORT serves one
+// SASL_PLAINTEXT listener named SASL_PLAINTEXT beside --listen, with
+// --sasl-enabled-mechanisms (over sasl.enabled.mechanisms).
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mirrord/mirrord/auth"
+	"github.com/mirrord/mirrord/netio"
+)
+
+// saslProperties are the SASL keys of the node's config file.
+type saslProperties map[string]string
+
+var oauthBearerKeys = []string{"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
+	"sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds"}
+
+// takeSASLProperties moves the SASL keys out of props (the rest go to
+// the node's config checks).
+func takeSASLProperties(props map[string]string) (saslProperties, error) {
+	if _, ok := props["sasl.jaas.config"]; ok {
+		return nil, errors.New("serve: --config: sasl.jaas.config is a client setting; a listener's is listener.name.<listener>.<mechanism>.sasl.jaas.config")
+	}
+	taken := saslProperties{}
+	for key, value := range props {
+		listenerKey := strings.HasPrefix(key, "listener.name.") && strings.Contains(key, ".sasl.")
+		if key == "sasl.enabled.mechanisms" || strings.HasPrefix(key, "sasl.oauthbearer.") || listenerKey {
+			taken[key] = value
+			delete(props, key)
+		}
+	}
+	return taken, nil
+}
+
+// get returns the listener's value of key: listener.name.<l>.<prefix>key, else key.
+func (p saslProperties) get(listener, prefix, key string) string {
+	if value, ok := p["listener.name."+strings.ToLower(listener)+"."+prefix+key]; ok {
+		return value
+	}
+	return p[key]
+}
+
+// listenerSASL builds the SASL config of a listener.
+func (p saslProperties) listenerSASL(ctx context.Context, listener string, scram *auth.ScramCredentials) (*auth.SASLConfig, error) {
+	config := &auth.SASLConfig{}
+	for _, name := range strings.Split(p.get(listener, "", "sasl.enabled.mechanisms"), ",") {
+		name = strings.TrimSpace(name)
+		if name == "" {
+			continue
+		}
+		mechanism, err := p.mechanism(ctx, listener, name, scram)
+		if err != nil {
+			return nil, fmt.Errorf("serve: listener %s: %s: %w", listener, name, err)
+		}
+		config.Mechanisms = append(config.Mechanisms, mechanism)
+	}
+	if len(config.Mechanisms) == 0 {
+		return nil, fmt.Errorf("serve: listener %s: no SASL mechanism enabled (sasl.enabled.mechanisms)", listener)
+	}
+	return config, nil
+}
+
+func (p saslProperties) mechanism(ctx context.Context, listener, name string, scram *auth.ScramCredentials) (auth.SASLMechanism, error) {
+	prefix := strings.ToLower(name) + "."
+	jaasText := p["listener.name."+strings.ToLower(listener)+"."+prefix+"sasl.jaas.config"]
+	var jaas auth.JAASConfig
+	if jaasText != "" {
+		var err error
+		if jaas, err = auth.ParseJAAS(jaasText); err != nil {
+			return nil, err
+		}
+	}
+	switch name {
+	case auth.MechanismPlain:
+		users := map[string]string{}
+		if jaasText != "" {
+			var err error
+			if users, err = auth.PlainUsers(jaas); err != nil {
+				return nil, err
+			}
+		}
+		if path := p["listener.name."+strings.ToLower(listener)+".plain.sasl.users.file"]; path != "" {
+			text, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			fileUsers, err := parseProperties(string(text))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			for user, password := range fileUsers {
+				users[user] = password
+			}
+		}
+		if len(users) == 0 {
+			return nil, errors.New("no users: listener.name.<listener>.plain.sasl.jaas.config with user_<name>=\"<password>\" options, or a users file")
+		}
+		return auth.NewPlain(users), nil
+	case auth.MechanismScramSHA256, auth.MechanismScramSHA512:
+		if jaasText != "" && jaas.LoginModule != auth.ScramLoginModule {
+			return nil, fmt.Errorf("%w: %s needs %s", auth.ErrJAAS, name, auth.ScramLoginModule)
+		}
+		return auth.NewScram(name, scram)
+	case auth.MechanismOAuthBearer:
+		if jaasText != "" && jaas.LoginModule != auth.OAuthBearerLoginModule {
+			return nil, fmt.Errorf("%w: %s needs %s", auth.ErrJAAS, name, auth.OAuthBearerLoginModule)
+		}
+		cfg := auth.OAuthBearerConfig{
+			JWKSURL:        p.get(listener, prefix, "sasl.oauthbearer.jwks.endpoint.url"),
+			ExpectedIssuer: p.get(listener, prefix, "sasl.oauthbearer.expected.issuer"),
+			SubClaimName:   p.get(listener, prefix, "sasl.oauthbearer.sub.claim.name"),
+		}
+		for _, audience := range strings.Split(p.get(listener, prefix, "sasl.oauthbearer.expected.audience"), ",") {
+			if audience = strings.TrimSpace(audience); audience != "" {
+				cfg.ExpectedAudience = append(cfg.ExpectedAudience, audience)
+			}
+		}
+		if skew := p.get(listener, prefix, "sasl.oauthbearer.clock.skew.seconds"); skew != "" {
+			seconds, err := strconv.Atoi(skew)
+			if err != nil || seconds < 0 {
+				return nil, fmt.Errorf("sasl.oauthbearer.clock.skew.seconds %q: want seconds >= 0", skew)
+			}
+			cfg.ClockSkew = time.Duration(seconds) * time.Second
+		}
+		return auth.NewOAuthBearer(ctx, cfg)
+	}
+	return nil, fmt.Errorf("mechanism not served: want %s, %s, %s or %s", auth.MechanismPlain, auth.MechanismScramSHA256,
+		auth.MechanismScramSHA512, auth.MechanismOAuthBearer)
+}
+
+// saslFlags declares --sasl-listen and --sasl-enabled-mechanisms.
+type saslFlagValues struct {
+	listen, mechanisms *string
+}
+
+func saslFlags(flags *flag.FlagSet) saslFlagValues {
+	return saslFlagValues{
+		listen:     flags.String("sasl-listen", "", "also serve a SASL_PLAINTEXT listener (named SASL_PLAINTEXT) on HOST:PORT"),
+		mechanisms: flags.String("sasl-enabled-mechanisms", "", "the SASL listener's mechanisms (Kafka's sasl.enabled.mechanisms), e.g. PLAIN,SCRAM-SHA-512"),
+	}
+}
+
+// serveSASLListener starts the --sasl-listen listener on server, if any,
+// and returns what waits for it to stop (after ctx is done).
+func serveSASLListener(ctx context.Context, server *netio.Server, f saslFlagValues, props saslProperties, scram *auth.ScramCredentials) (func() error, error) {
+	if *f.listen == "" {
+		return func() error { return nil }, nil
+	}
+	const name = "SASL_PLAINTEXT"
+	if *f.mechanisms != "" {
+		props["listener.name."+strings.ToLower(name)+".sasl.enabled.mechanisms"] = *f.mechanisms
+	}
+	config, err := props.listenerSASL(ctx, name, scram)
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", *f.listen)
+	if err != nil {
+		return nil, fmt.Errorf("serve: --sasl-listen %s: %w", *f.listen, err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- server.ServeListener(ctx, ln, netio.Listener{Name: name, Protocol: auth.SASLPlaintext, SASL: config})
+	}()
+	return func() error { return <-done }, nil
+}
