@@ -36,7 +36,9 @@
 // whole harness on tiny sizes in `make test`; it judges no number.
 //
 // The Go micro-benchmarks (`make bench-micro`): BenchmarkServe (a kgo
-// consumer reading from a node, in process) and BenchmarkMirror (mirrord
+// consumer reading from a node, in process), BenchmarkServeTLS (the same
+// over an SSL listener and the PLAINTEXT one in the same run, as a ratio)
+// and BenchmarkMirror (mirrord
 // mirroring mirrord, each a `mirrord serve` process), each beside a
 // loopback TCP copy of the same bytes; the storage benchmarks live beside
 // the code they measure (logstore/bench_test.go).

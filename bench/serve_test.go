@@ -123,14 +123,15 @@ func BenchmarkServe(b *testing.B) {
 func (c *cost) add(d cost) { c.wall += d.wall; c.cpu += d.cpu }
 
 // consumeAll reads every record of the topic's partitions from the start
-// and returns the record bytes (keys and values) it received.
-func consumeAll(tb testing.TB, addr, topic string, partitions int32, records int64) int64 {
+// and returns the record bytes (keys and values) it received; opts are
+// added to the client's (a TLS dialer, say).
+func consumeAll(tb testing.TB, addr, topic string, partitions int32, records int64, opts ...kgo.Opt) int64 {
 	offsets := map[int32]kgo.Offset{}
 	for p := range partitions {
 		offsets[p] = kgo.NewOffset().AtStart()
 	}
-	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
-		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(addr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: offsets}),
+		kgo.FetchMaxBytes(64 << 20), kgo.FetchMaxPartitionBytes(16 << 20)}, opts...)...)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -306,3 +306,10 @@ func (n *Node) openGroups() error {
 
 // Groups is the classic group coordinator (netio.Backend).
 func (n *Node) Groups() netio.GroupCoordinator { return n.groups }
+
+// DefaultConsumerGroupTimings is Kafka 4.4's
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
+func DefaultConsumerGroupTimings() (session, heartbeat time.Duration) {
+	d := group.DefaultConfig()
+	return d.ConsumerSessionTimeout, d.ConsumerHeartbeatInterval
+}

@@ -89,6 +89,10 @@ type TransactionConfig = broker.TransactionConfig
 // DefaultTransactionConfig is Kafka 4.4's transaction settings.
 var DefaultTransactionConfig = broker.DefaultTransactionConfig
 
+// DefaultConsumerGroupTimings is Kafka 4.4's
+// group.consumer.session.timeout.ms and group.consumer.heartbeat.interval.ms.
+var DefaultConsumerGroupTimings = broker.DefaultConsumerGroupTimings
+
 // ServerPropertyNames are the broker configs a node's config file may
 // set (NodeConfig.ApplyServerProperties takes them).
 func ServerPropertyNames() []string { return broker.ServerPropertyNames() }

@@ -67,6 +67,7 @@ const (
 // answered, and the response fields. It writes its own frame.
 type fetchReply struct {
 	server        *Server
+	listener      *Listener // the client's, whose address current_leader names
 	version       int16
 	errorCode     int16 // top level: session errors only
 	sessionID     int32
@@ -84,7 +85,7 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 		return nil, err
 	}
 	sessions := c.server.sessions
-	f := &fetchReply{server: c.server, version: req.Version, isolation: isolation}
+	f := &fetchReply{server: c.server, listener: c.listener, version: req.Version, isolation: isolation}
 	use := sessions.begin(c, req, f)
 	if f.errorCode == 0 {
 		if err := f.fetch(ctx, req, isolation); err != nil {
@@ -288,7 +289,7 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 // nameLeader fills the current_leader tag of p and the endpoint it names
 // (KIP-951): this node leads every partition.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
-	cluster := f.server.backend.Cluster()
+	cluster := advertisedCluster(f.server.backend.Cluster(), f.listener)
 	p.currentLeader = fetchLeader{leaderID: cluster.NodeID, leaderEpoch: partition.LeaderEpoch()}
 	if len(f.nodeEndpoints) == 0 {
 		f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: cluster.NodeID, host: cluster.Host, port: cluster.Port})

@@ -22,7 +22,7 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 	req := kreq.(*kmsg.MetadataRequest)
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	backend := c.server.backend
-	cluster := backend.Cluster()
+	cluster := c.cluster()
 	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: cluster.NodeID, Host: cluster.Host, Port: cluster.Port}}
 	resp.ClusterID = &cluster.ClusterID
 	resp.ControllerID = cluster.NodeID

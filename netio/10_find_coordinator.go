@@ -27,7 +27,7 @@ const (
 func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
 	resp := req.ResponseKind().(*kmsg.FindCoordinatorResponse)
-	cluster := c.server.backend.Cluster()
+	cluster := c.cluster()
 	var err *kerr.Error
 	if req.CoordinatorType != coordinatorGroup && req.CoordinatorType != coordinatorTransaction {
 		err = kerr.InvalidRequest // share coordinators (not served) and unknown types

@@ -46,7 +46,7 @@ func serveDescribeCluster(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 		resp.ErrorMessage = &message
 		return resp, nil
 	}
-	cluster := c.server.backend.Cluster()
+	cluster := c.cluster()
 	resp.ClusterID, resp.ControllerID = cluster.ClusterID, cluster.NodeID
 	broker := kmsg.NewDescribeClusterResponseBroker()
 	broker.NodeID, broker.Host, broker.Port = cluster.NodeID, cluster.Host, cluster.Port

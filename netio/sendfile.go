@@ -4,7 +4,7 @@ package netio
 // with a RangeFile that has a descriptor the kernel copies them with
 // sendfile(2), on the socket's own descriptor through syscall.RawConn (the
 // runtime poller waits whenever the socket buffer is full). Elsewhere (a
-// file without a descriptor, a connection that is not TCP, TLS later) the
+// file without a descriptor, a connection that is not TCP, TLS) the
 // bytes are read into the connection's write buffer and written from
 // there.
 //

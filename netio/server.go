@@ -86,9 +86,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 // is done, then closes ln and every connection and waits for their
 // goroutines. One Server may serve several listeners at once.
 func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener) error {
-	if l.Protocol.UsesSASL() && (l.SASL == nil || len(l.SASL.Mechanisms) == 0) {
+	if err := l.validate(); err != nil {
 		ln.Close()
-		return fmt.Errorf("netio: listener %s: %s with no SASL mechanism enabled", l.Name, l.Protocol)
+		return err
 	}
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
@@ -99,7 +99,8 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 		if err != nil {
 			break
 		}
-		c := &conn{server: s, listener: &l, nc: nc, w: bufio.NewWriterSize(nc, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
+		secured := l.wrap(nc)
+		c := &conn{server: s, listener: &l, nc: secured, w: bufio.NewWriterSize(secured, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
 		if !s.track(c) {
 			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
 			nc.Close()
@@ -173,7 +174,13 @@ type conn struct {
 }
 
 func (c *conn) serve(ctx context.Context) {
-	log := c.server.log.With("remote", c.nc.RemoteAddr().String())
+	log := c.server.log.With("remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name)
+	if err := c.handshake(ctx); err != nil {
+		if ctx.Err() == nil {
+			log.Info("closing connection", "reason", err)
+		}
+		return
+	}
 	for {
 		if err := c.readRequest(); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {

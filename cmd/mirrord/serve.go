@@ -20,7 +20,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/mirrord/mirrord/broker/group"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -35,15 +34,15 @@ import (
 func runServe(args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := flags.String("data-dir", "", "data directory (required)")
-	listen := flags.String("listen", "127.0.0.1:9092", "Kafka listener HOST:PORT")
+	flags.String("listen", "127.0.0.1:9092", "Kafka PLAINTEXT listener HOST:PORT")
 	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
-	advertise := flags.String("advertise", "", "HOST:PORT clients are told to connect to (default: the listener's address)")
+	flags.String("advertise", "", "HOST:PORT clients of the PLAINTEXT listener are told to connect to (default: the listener's address)")
+	declareListenerFlags(flags)
 	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
 	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
 	consumerGroups := consumerGroupFlags(flags)
-	saslFlagValues := saslFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -65,11 +64,8 @@ func runServe(args []string) error {
 	}
 	set := map[string]bool{}
 	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	for name, into := range map[string]*string{"listen": listen, "advertise": advertise, "data-dir": dataDir} {
-		from := map[string]string{"listen": file.listen, "advertise": file.advertise, "data-dir": file.dataDir}[name]
-		if !set[name] && from != "" {
-			*into = from
-		}
+	if !set["data-dir"] && file.dataDir != "" {
+		*dataDir = file.dataDir
 	}
 	saslProps, err := takeSASLProperties(file.props)
 	if err != nil {
@@ -93,41 +89,57 @@ func runServe(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	ln, err := net.Listen("tcp", *listen)
+	bound, err := bindListeners(file.listeners)
 	if err != nil {
-		return fmt.Errorf("serve: listen %s: %w", *listen, err)
-	}
-	host, port, err := advertisedAddress(*advertise, ln.Addr().(*net.TCPAddr))
-	if err != nil {
-		ln.Close()
 		return err
 	}
-	nodeConfig.DataDir, nodeConfig.Host, nodeConfig.Port, nodeConfig.Logger = *dataDir, host, port, logger
+	closeAll := func() {
+		for _, b := range bound {
+			b.ln.Close()
+		}
+	}
+	// The node's own address is its first listener's.
+	nodeConfig.DataDir, nodeConfig.Host, nodeConfig.Port, nodeConfig.Logger = *dataDir, bound[0].AdvertisedHost, bound[0].AdvertisedPort, logger
 	node, err := engine.OpenNode(nodeConfig)
 	if err != nil {
-		ln.Close()
+		closeAll()
 		return err
 	}
 	if *httpListen != "" {
 		if err := serveHTTP(ctx, *httpListen, httpHandler(node, logger), logger); err != nil {
-			ln.Close()
+			closeAll()
 			node.Close()
 			return err
 		}
 	}
-	logger.Info("serving", "listen", ln.Addr().String(), "advertised", net.JoinHostPort(host, strconv.Itoa(int(port))),
-		"data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
+	for i := range bound {
+		if !bound[i].Protocol.UsesSASL() {
+			continue
+		}
+		if bound[i].SASL, err = saslProps.listenerSASL(ctx, bound[i].Name, node.ScramCredentials()); err != nil {
+			closeAll()
+			node.Close()
+			return err
+		}
+	}
 	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
 		ScramCredentials: node.ScramCredentials(), Metrics: node.Metrics()})
-	saslDone, err := serveSASLListener(ctx, server, saslFlagValues, saslProps, node.ScramCredentials())
-	if err != nil {
-		ln.Close()
-		node.Close()
-		return err
+	serveErrs := make(chan error, len(bound))
+	serveCtx, stopServing := context.WithCancel(ctx)
+	defer stopServing()
+	for _, b := range bound {
+		logger.Info("serving", "listener", b.Name, "protocol", b.Protocol, "listen", b.ln.Addr().String(),
+			"advertised", net.JoinHostPort(b.AdvertisedHost, strconv.Itoa(int(b.AdvertisedPort))))
+		go func() { serveErrs <- server.ServeListener(serveCtx, b.ln, b.Listener) }()
 	}
-	serveErr := server.Serve(ctx, ln)
-	stop() // the SASL listener stops with the main one
-	serveErr = errors.Join(serveErr, saslDone())
+	logger.Info("node open", "data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
+	var serveErr error
+	for range bound { // one listener failing stops them all
+		if err := <-serveErrs; err != nil {
+			serveErr = errors.Join(serveErr, err)
+			stopServing()
+		}
+	}
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
@@ -167,9 +179,9 @@ func transactionFlags(flags *flag.FlagSet) func() (engine.TransactionConfig, err
 // timeout and heartbeat interval, with Kafka's broker config names and
 // defaults, and returns what reads them after parsing.
 func consumerGroupFlags(flags *flag.FlagSet) func() (session, heartbeat time.Duration, err error) {
-	d := group.DefaultConfig()
-	sessionMs := flags.Int64("group-consumer-session-timeout-ms", d.ConsumerSessionTimeout.Milliseconds(), "Kafka's group.consumer.session.timeout.ms")
-	heartbeatMs := flags.Int64("group-consumer-heartbeat-interval-ms", d.ConsumerHeartbeatInterval.Milliseconds(), "Kafka's group.consumer.heartbeat.interval.ms")
+	session, heartbeat := engine.DefaultConsumerGroupTimings()
+	sessionMs := flags.Int64("group-consumer-session-timeout-ms", session.Milliseconds(), "Kafka's group.consumer.session.timeout.ms")
+	heartbeatMs := flags.Int64("group-consumer-heartbeat-interval-ms", heartbeat.Milliseconds(), "Kafka's group.consumer.heartbeat.interval.ms")
 	return func() (time.Duration, time.Duration, error) {
 		switch {
 		case *sessionMs < 1 || *sessionMs > math.MaxInt32:
@@ -181,17 +193,45 @@ func consumerGroupFlags(flags *flag.FlagSet) func() (session, heartbeat time.Dur
 	}
 }
 
-func advertisedAddress(advertise string, listening *net.TCPAddr) (string, int32, error) {
+// boundListener is a listener with its socket and advertised address.
+type boundListener struct {
+	netio.Listener
+	ln net.Listener
+}
+
+// bindListeners opens every listener's socket, or none.
+func bindListeners(listeners []serveListener) ([]boundListener, error) {
+	var bound []boundListener
+	for _, l := range listeners {
+		ln, err := net.Listen("tcp", l.address)
+		if err == nil {
+			l.AdvertisedHost, l.AdvertisedPort, err = advertisedAddress(l.Name, l.advertised, ln.Addr().(*net.TCPAddr))
+			if err != nil {
+				ln.Close()
+			}
+		}
+		if err != nil {
+			for _, b := range bound {
+				b.ln.Close()
+			}
+			return nil, fmt.Errorf("serve: listener %s on %s: %w", l.Name, l.address, err)
+		}
+		bound = append(bound, boundListener{Listener: l.Listener, ln: ln})
+	}
+	return bound, nil
+}
+
+func advertisedAddress(name, advertise string, listening *net.TCPAddr) (string, int32, error) {
 	if advertise == "" {
 		return listening.IP.String(), int32(listening.Port), nil
 	}
 	host, portText, err := net.SplitHostPort(advertise)
 	if err != nil {
-		return "", 0, fmt.Errorf("serve: --advertise %q: %w", advertise, err)
+		return "", 0, fmt.Errorf("advertised address of %s %q: %w", name, advertise, err)
 	}
 	port, err := strconv.ParseInt(portText, 10, 32)
 	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("serve: --advertise %q: bad port", advertise)
+		return "", 0, fmt.Errorf("advertised address of %s %q: bad port", name, advertise)
 	}
 	return host, int32(port), nil
 }

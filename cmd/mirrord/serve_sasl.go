@@ -25,16 +25,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"net"
 	"os"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mirrord/mirrord/auth"
-	"github.com/mirrord/mirrord/netio"
 )
 
 // saslProperties are the SASL keys of the node's config file.
@@ -154,41 +151,4 @@ func (p saslProperties) mechanism(ctx context.Context, listener, name string, sc
 	}
 	return nil, fmt.Errorf("mechanism not served: want %s, %s, %s or %s", auth.MechanismPlain, auth.MechanismScramSHA256,
 		auth.MechanismScramSHA512, auth.MechanismOAuthBearer)
-}
-
-// saslFlags declares --sasl-listen and --sasl-enabled-mechanisms.
-type saslFlagValues struct {
-	listen, mechanisms *string
-}
-
-func saslFlags(flags *flag.FlagSet) saslFlagValues {
-	return saslFlagValues{
-		listen:     flags.String("sasl-listen", "", "also serve a SASL_PLAINTEXT listener (named SASL_PLAINTEXT) on HOST:PORT"),
-		mechanisms: flags.String("sasl-enabled-mechanisms", "", "the SASL listener's mechanisms (Kafka's sasl.enabled.mechanisms), e.g. PLAIN,SCRAM-SHA-512"),
-	}
-}
-
-// serveSASLListener starts the --sasl-listen listener on server, if any,
-// and returns what waits for it to stop (after ctx is done).
-func serveSASLListener(ctx context.Context, server *netio.Server, f saslFlagValues, props saslProperties, scram *auth.ScramCredentials) (func() error, error) {
-	if *f.listen == "" {
-		return func() error { return nil }, nil
-	}
-	const name = "SASL_PLAINTEXT"
-	if *f.mechanisms != "" {
-		props["listener.name."+strings.ToLower(name)+".sasl.enabled.mechanisms"] = *f.mechanisms
-	}
-	config, err := props.listenerSASL(ctx, name, scram)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", *f.listen)
-	if err != nil {
-		return nil, fmt.Errorf("serve: --sasl-listen %s: %w", *f.listen, err)
-	}
-	done := make(chan error, 1)
-	go func() {
-		done <- server.ServeListener(ctx, ln, netio.Listener{Name: name, Protocol: auth.SASLPlaintext, SASL: config})
-	}()
-	return func() error { return <-done }, nil
 }
