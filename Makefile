@@ -39,8 +39,9 @@ vet:
 	$(GO) vet ./...
 
 # go test's default 10-minute limit is per package: the e2e package (real
-# Kafka brokers, JVM tools, a 45 s KIP-848 session) runs about 9 minutes on
-# a loaded 2-core machine, so it gets more room; make test stays under 20.
+# Kafka brokers, JVM tools; its top-level tests run two at once, -parallel
+# defaulting to GOMAXPROCS) runs 11-12 minutes on a loaded 2-core machine,
+# so it gets more room; make test stays under 20.
 unit:
 	$(GO) test -race -count=1 -timeout 25m ./...
 

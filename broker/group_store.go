@@ -277,6 +277,12 @@ func (n *Node) openGroups() error {
 	if n.cfg.OffsetsRetention > 0 {
 		cfg.OffsetsRetention = n.cfg.OffsetsRetention
 	}
+	if n.cfg.ConsumerSessionTimeout > 0 {
+		cfg.ConsumerSessionTimeout = n.cfg.ConsumerSessionTimeout
+	}
+	if n.cfg.ConsumerHeartbeatInterval > 0 {
+		cfg.ConsumerHeartbeatInterval = n.cfg.ConsumerHeartbeatInterval
+	}
 	cfg.Partitions = func(topic string, partition int32) bool {
 		_, err := n.LocalPartition(topic, partition)
 		return err == nil

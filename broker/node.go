@@ -40,6 +40,11 @@ type Config struct {
 	// OffsetsRetention is how long the committed offsets of an Empty group
 	// stay (offsets.retention.minutes); 0 means Kafka's default, 7 days.
 	OffsetsRetention time.Duration
+	// ConsumerSessionTimeout and ConsumerHeartbeatInterval are the
+	// consumer groups' (KIP-848) group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms; 0 means Kafka's defaults, 45 s
+	// and 5 s. The interval must stay below the timeout.
+	ConsumerSessionTimeout, ConsumerHeartbeatInterval time.Duration
 	// Transactions are the transaction coordinator's settings; a zero
 	// field takes Kafka's default (DefaultTransactionConfig).
 	Transactions TransactionConfig

@@ -21,6 +21,7 @@ const (
 // stored at the offset it was acknowledged with and no record is stored
 // twice: the server rebuilt the producers' sequence state from its log.
 func TestKgoKillDuringProduce(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

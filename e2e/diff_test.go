@@ -84,6 +84,7 @@ type diffServer struct {
 var diffTools = map[string]func(t *testing.T, targets diffTargets){}
 
 func TestDifferential(t *testing.T) {
+	t.Parallel()
 	libs := kafkaLibs(t)
 	cluster := startKafka(t, 1, nil)
 	mirror := startServer(t)

@@ -181,6 +181,7 @@ type txnTarget struct {
 }
 
 func TestDifferentialTransactions(t *testing.T) {
+	t.Parallel()
 	kafkaLibs(t)
 	cluster := startKafka(t, 1, map[string]string{"transaction.abort.timed.out.transaction.cleanup.interval.ms": txnCleanupInterval})
 	mirror := startServer(t, txnCleanupFlag, txnCleanupInterval)

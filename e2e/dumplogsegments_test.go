@@ -48,6 +48,7 @@ var dumpComplaints = []string{
 // several small segments, with multi-record batches of every codec, stops
 // mirrord cleanly and has DumpLogSegments verify and dump it.
 func TestDumpLogSegmentsWritten(t *testing.T) {
+	t.Parallel()
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), dumpDeadline)
 	defer cancel()
@@ -73,6 +74,7 @@ func TestDumpLogSegmentsWritten(t *testing.T) {
 // cleaner compacted (offset gaps inside and between batches) and has
 // DumpLogSegments verify and dump mirrord's copy.
 func TestDumpLogSegmentsMirroredCompaction(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 1, nil)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), dumpDeadline)

@@ -77,6 +77,7 @@ func killWhenSaved(ctx context.Context, t *testing.T, node *server, name, field 
 // mirrored ones; the topic writable; read_committed never shows the open
 // transaction.
 func TestStopResumesAfterCrash(t *testing.T) {
+	t.Parallel()
 	for _, kill := range []bool{false, true} {
 		name := "no crash"
 		if kill {
@@ -174,6 +175,7 @@ func checkStoppedState(ctx context.Context, t *testing.T, pair *mirrorPair, lme 
 // done), and a restart, end with A equal to B byte for byte, the
 // truncated records kept.
 func TestAlignmentResumesAfterCrash(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	pair := startMirrorPair(ctx, t)

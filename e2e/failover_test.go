@@ -94,6 +94,7 @@ func stoppedPartitions(ctx context.Context, t *testing.T, node *server, name str
 // continuing. read_committed readers of B never see the open
 // transaction's records; the records A committed are all there.
 func TestFailoverWritable(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	pair := startMirrorPair(ctx, t)
@@ -201,6 +202,7 @@ func checkContinuousLog(ctx context.Context, t *testing.T, addr string, tps []to
 // mirrors from B) is refused. Then the primary moves back: stop b-to-a on
 // A, write to A, recover a-to-b on B: both end byte-identical.
 func TestFailback(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name              string
 		aExtra, bAfterPID int // records A writes after B paused; B writes after its stop
@@ -330,6 +332,7 @@ func waitDescribed(ctx context.Context, t *testing.T, node *server, name string,
 // either one side won (MIRRORING) and the other refuses the loop, or both
 // refuse it.
 func TestMirrorsStartedTowardsEachOther(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	pair := startMirrorPair(ctx, t)

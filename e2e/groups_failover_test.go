@@ -101,6 +101,7 @@ func (r *appRun) committedAt(at time.Time) map[int32]int64 {
 // synced offsets are at most the source's last commits and at least its
 // commits of groupSyncInterval+groupSyncRoundSlack before its death.
 func TestInteropGroupFailover(t *testing.T) {
+	t.Parallel()
 	libs := kafkaLibs(t)
 	kcat := findKcat(t)
 	started := time.Now()

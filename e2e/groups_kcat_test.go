@@ -20,6 +20,7 @@ import (
 // same group share the partitions (two each, disjoint), resume at the
 // committed offsets, and commit the new records when they stop (SIGTERM).
 func TestKcatBalancedConsumer(t *testing.T) {
+	t.Parallel()
 	kcat := findKcat(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

@@ -42,6 +42,8 @@ const (
 // B's, and B's stay what its consumers committed (the stopped topic is
 // not synced from A any more).
 func TestGroupOffsetsFailback(t *testing.T) {
+	// Not parallel: beside another test, its --stop right after A's kill
+	// once took more than mirrorCLIWait (20 s) to answer.
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	started := time.Now()
@@ -110,6 +112,7 @@ func TestGroupOffsetsFailback(t *testing.T) {
 // franz-go group consumer) when it commits on A: its offsets on B are
 // never written while ahead is synced around it.
 func TestGroupSyncClampsAndSkipsActive(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
 	a, b := startServer(t), startServer(t)
@@ -151,6 +154,7 @@ func TestGroupSyncClampsAndSkipsActive(t *testing.T) {
 // on B is at least what was read (nothing synced is lost), and the sync
 // goes on by itself. Once the committer stops, B ends with A's offsets.
 func TestGroupSyncSurvivesKill(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	random := rand.New(rand.NewPCG(seed, 0x67726f7570))
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)

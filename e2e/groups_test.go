@@ -80,6 +80,7 @@ func fetchGroupOffsets(ctx context.Context, t *testing.T, addr string) map[int32
 // below the last round's. Then a franz-go group consumer resumes each
 // partition at its committed offset.
 func TestGroupCommitsSurviveKill(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(newSeed(t), 0))
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

@@ -107,6 +107,7 @@ func produceValues(ctx context.Context, t *testing.T, client *kgo.Client, topic 
 // everything again, --delete-offsets drops one partition's offset and
 // --delete the group.
 func TestConsumerGroupsTool(t *testing.T) {
+	t.Parallel()
 	libs := kafkaLibs(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)

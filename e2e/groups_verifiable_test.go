@@ -26,6 +26,12 @@ const (
 	verifiableMembers    = 3
 	verifiableSession    = 6 * time.Second // --session-timeout: Kafka's group.min.session.timeout.ms
 	verifiableHeartbeat  = time.Second     // heartbeat.interval.ms
+	// The consumer protocol's session timeout and heartbeat interval,
+	// mirrord's group.consumer.session.timeout.ms and
+	// group.consumer.heartbeat.interval.ms (serve flags): Kafka's 45 s
+	// would make the test wait 45 s for the kill to be noticed.
+	verifiableConsumerSession   = 10 * time.Second
+	verifiableConsumerHeartbeat = 2 * time.Second
 	// verifiableMoveSlack is the time the survivors may take past the
 	// session timeout to rejoin (a heartbeat learns of the rebalance) and
 	// sync, on a loaded machine.
@@ -206,6 +212,7 @@ func startVerifiableProducer(ctx context.Context, client *kgo.Client) *vcProduce
 // committed offsets, read with OffsetFetch every poll, never go back, and
 // end at the log end offsets.
 func TestVerifiableConsumerMemberKilled(t *testing.T) {
+	t.Parallel()
 	testVerifiableConsumers(t, vcScenario{
 		protocol: "classic",
 		flags:    []string{"--session-timeout", fmt.Sprint(verifiableSession.Milliseconds())},
@@ -219,25 +226,30 @@ func TestVerifiableConsumerMemberKilled(t *testing.T) {
 
 // TestVerifiableConsumerConsumerProtocol: the same with the KIP-848
 // consumer protocol (group.protocol=consumer: the server assigns, the
-// session and heartbeat are the server's, Kafka's defaults 45 s and 5 s),
-// a member killed (SIGKILL): its partitions move once the server's
-// session timeout passes, and nothing is skipped.
+// session and heartbeat are the server's, here verifiableConsumerSession
+// and verifiableConsumerHeartbeat instead of Kafka's 45 s and 5 s), a
+// member killed (SIGKILL): its partitions move once the server's session
+// timeout passes, and nothing is skipped.
 func TestVerifiableConsumerConsumerProtocol(t *testing.T) {
+	t.Parallel()
 	testVerifiableConsumers(t, vcScenario{
 		protocol: "consumer",
-		props:    "max.poll.records=200\n",
+		serve: []string{"--group-consumer-session-timeout-ms", fmt.Sprint(verifiableConsumerSession.Milliseconds()),
+			"--group-consumer-heartbeat-interval-ms", fmt.Sprint(verifiableConsumerHeartbeat.Milliseconds())},
+		props: "max.poll.records=200\n",
 		stop: func(t *testing.T, p *kafkatest.ToolProcess) {
 			p.Kill()
 		},
 		// The session timeout, then two heartbeat intervals: one to learn
 		// of the new target assignment, one to report the partitions taken.
-		moveWithin: 45*time.Second + 2*5*time.Second + verifiableMoveSlack,
+		moveWithin: verifiableConsumerSession + 2*verifiableConsumerHeartbeat + verifiableMoveSlack,
 	})
 }
 
 // vcScenario is a group protocol and how a member goes.
 type vcScenario struct {
 	protocol   string   // --group-protocol
+	serve      []string // mirrord serve flags
 	flags      []string // more VerifiableConsumer flags
 	props      string   // the consumer's properties file
 	stop       func(*testing.T, *kafkatest.ToolProcess)
@@ -246,7 +258,7 @@ type vcScenario struct {
 
 func testVerifiableConsumers(t *testing.T, sc vcScenario) {
 	libs := kafkaLibs(t)
-	s := startServer(t)
+	s := startServer(t, sc.serve...)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	createTopics(ctx, t, s.addr, map[string]int32{verifiableTopic: verifiablePartitions})

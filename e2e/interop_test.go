@@ -23,8 +23,11 @@ import (
 )
 
 const (
-	interopDeadline       = 5 * time.Minute
-	interopRecords        = 3000 // per codec topic, before and again while mirroring
+	// interopDeadline bounds a test: the suite's tests run in parallel,
+	// two at once, sharing a loaded 2-core machine.
+	interopDeadline       = 10 * time.Minute
+	interopProgressWait   = 2 * time.Minute // the producer's, the mirror's, an election's progress; beside another test
+	interopRecords        = 3000            // per codec topic, before and again while mirroring
 	interopCompactKeys    = 40
 	interopCompactRounds  = 400 // bounded wait for Kafka's cleaner, one small produce per poll
 	interopCompactedWait  = 60 * time.Second
@@ -48,6 +51,7 @@ func interopMirrorConfig(t *testing.T, bootstrap string) string {
 // before and during mirroring, and a topic created after the mirror
 // started.
 func TestInteropKafkaSingleBroker(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 1, nil)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
@@ -313,6 +317,7 @@ func recordTimestamps(batches []byte) []int64 {
 // requires the mirror to end equal to Kafka: no loss, no divergence, the
 // new epoch in the mirrored batches.
 func TestInteropKafkaLeaderKilled(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 3, nil)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
@@ -336,7 +341,7 @@ func TestInteropKafkaLeaderKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	var newEpoch int32
-	reason := pollUntil(ctx, mirrorCatchUpWait, func(ctx context.Context) string {
+	reason := pollUntil(ctx, interopProgressWait, func(ctx context.Context) string {
 		var newLeader int32
 		newLeader, newEpoch = partitionLeader(ctx, t, kafka, target)
 		if newLeader == leader || newLeader < 0 || newEpoch <= epoch {
@@ -447,7 +452,7 @@ func (p *kafkaProducer) finish(t *testing.T) {
 // waitAcked waits until Kafka acknowledged offset on tp.
 func (p *kafkaProducer) waitAcked(ctx context.Context, t *testing.T, tp topicPartition, offset int64) {
 	t.Helper()
-	reason := pollUntil(ctx, mirrorCatchUpWait, func(context.Context) string {
+	reason := pollUntil(ctx, interopProgressWait, func(context.Context) string {
 		select {
 		case err := <-p.done:
 			t.Fatalf("producer to Kafka stopped early: %v", err)
@@ -459,7 +464,7 @@ func (p *kafkaProducer) waitAcked(ctx context.Context, t *testing.T, tp topicPar
 		return ""
 	})
 	if reason != "" {
-		t.Fatalf("Kafka does not acknowledge %s offset %d within %v: %s", tp, offset, mirrorCatchUpWait, reason)
+		t.Fatalf("Kafka does not acknowledge %s offset %d within %v: %s", tp, offset, interopProgressWait, reason)
 	}
 }
 
@@ -468,7 +473,7 @@ func (p *kafkaProducer) waitAcked(ctx context.Context, t *testing.T, tp topicPar
 func waitMirrorPast(ctx context.Context, t *testing.T, addr string, tp topicPartition, offset int64) int64 {
 	t.Helper()
 	var end int64
-	reason := pollUntil(ctx, mirrorCatchUpWait, func(ctx context.Context) string {
+	reason := pollUntil(ctx, interopProgressWait, func(ctx context.Context) string {
 		ends, err := endOffsets(ctx, addr, []topicPartition{tp})
 		if err != nil {
 			return err.Error()
@@ -479,7 +484,7 @@ func waitMirrorPast(ctx context.Context, t *testing.T, addr string, tp topicPart
 		return ""
 	})
 	if reason != "" {
-		failWithDescribe(ctx, t, addr, "the mirror does not reach %d within %v: %s", offset, mirrorCatchUpWait, reason)
+		failWithDescribe(ctx, t, addr, "the mirror does not reach %d within %v: %s", offset, interopProgressWait, reason)
 	}
 	return end
 }

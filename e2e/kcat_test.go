@@ -101,6 +101,7 @@ type kcatMetadata struct {
 // broker at its address and the topics with their partitions, each led by
 // this node.
 func TestKcatMetadata(t *testing.T) {
+	t.Parallel()
 	kcat := findKcat(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
@@ -153,6 +154,7 @@ func TestKcatMetadata(t *testing.T) {
 // TestKcatConsume: records that kgo produced, one codec per partition, are
 // what kcat -C prints, key, value, offset and headers.
 func TestKcatConsume(t *testing.T) {
+	t.Parallel()
 	kcat := findKcat(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
@@ -227,6 +229,7 @@ func TestKcatConsume(t *testing.T) {
 // records that kgo reads back with offsets 0, 1, ... and the key, value
 // and header kcat was given.
 func TestKcatProduce(t *testing.T) {
+	t.Parallel()
 	kcat := findKcat(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

@@ -17,6 +17,7 @@ import (
 // values and headers at dense offsets, stored in the topic's codec, with
 // the producer's timestamps or, on the LogAppendTime topic, the node's.
 func TestKgoRecompressed(t *testing.T) {
+	t.Parallel()
 	const recordsPerTopic = 300
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -13,7 +13,7 @@ const (
 	plainRecords         = 10000
 	codecPartitions      = 4
 	survivorRecords      = 100 // produced by one idempotent client on each side of the kill
-	testDeadline         = 150 * time.Second
+	testDeadline         = 5 * time.Minute
 )
 
 var codecs = []struct {
@@ -60,6 +60,7 @@ func newSeed(t *testing.T) uint64 {
 // identical byte for byte after kill -9 and a restart, and after SIGTERM
 // and a restart. Offsets continue where they were.
 func TestKgoCodecsSurviveKill(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

@@ -27,6 +27,15 @@
 //
 // Every loop is bounded in count and every wait has a deadline; nothing
 // sleeps to wait for something.
+//
+// The top-level tests call t.Parallel: most of their time is spent
+// waiting (JVM start-ups, session timeouts, mirrors catching up), and each
+// has its own mirrord processes, Kafka brokers, temporary directories and
+// free loopback ports, and changes no package variable. go test runs
+// -parallel of them at once (GOMAXPROCS by default) after the serial
+// ones. A test that sets the environment (t.Setenv: the JVMs of every
+// test would see it) stays serial, and so does one whose bound proved too
+// tight beside another (its comment says which).
 package e2e
 
 import (

@@ -25,6 +25,7 @@ import (
 // has it. A --stop of a topic the mirror does not hold fails, naming it;
 // after a --stop the topic is the operator's.
 func TestMirrorTopicGuarded(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), mirrorTestDeadline)
 	defer cancel()
 	libs := kafkaLibs(t)

@@ -29,6 +29,7 @@ const (
 // commits, and the open transaction's records never become visible to
 // read_committed.
 func TestKgoTransactions(t *testing.T) {
+	t.Parallel()
 	seed := newSeed(t)
 	s := startServer(t)
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)

@@ -66,6 +66,7 @@ var uleKafkaConfig = map[string]string{
 // in truncated/, and "off" must be FAILED (and stay so) with an error
 // naming the setting and its log untouched.
 func TestInteropUncleanLeaderElection(t *testing.T) {
+	t.Parallel()
 	cluster := startKafkaCluster(t, kafkatest.Options{Brokers: 3, Controllers: 1, Config: uleKafkaConfig})
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
 	defer cancel()

@@ -256,6 +256,12 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 	retry := time.NewTimer(time.Hour)
 	defer retry.Stop()
 	var failures int32 // metadata refreshes failed in a row
+	// The source's metadata is asked for off the owner's goroutine, one
+	// request at a time, and applied on it: an admin request (a failover
+	// above all) must not wait on a source that stopped answering, whose
+	// client holds a request it has written until the request timeout.
+	metadataAnswers := make(chan metadataAnswer, 1)
+	asking := false
 	for {
 		refresh := false
 		select {
@@ -275,9 +281,12 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 			} else {
 				m.tick(ctx, now)
 			}
-		}
-		if refresh && m.halted == nil {
-			err := m.reconcile(ctx)
+		case answer := <-metadataAnswers:
+			asking = false
+			err := answer.err
+			if err == nil && m.halted == nil {
+				err = m.reconcile(ctx, answer.resp)
+			}
 			if ctx.Err() != nil {
 				return
 			}
@@ -291,6 +300,17 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 				failures = 0
 				metadata.Reset(m.config.MetadataRefreshInterval)
 			}
+		}
+		if refresh && m.halted == nil && !asking {
+			asking = true
+			go func() {
+				resp, err := m.client.Request(ctx, kmsg.NewPtrMetadataRequest())
+				answer := metadataAnswer{err: err}
+				if err == nil {
+					answer.resp = resp.(*kmsg.MetadataResponse)
+				}
+				metadataAnswers <- answer // never blocks: one request at a time
+			}()
 		}
 		if m.halted == nil {
 			m.step(ctx, m.inbox.take())
@@ -329,16 +349,16 @@ func (m *mirror) selects(topic string) bool {
 	return false
 }
 
-// reconcile reads the source's metadata, brings local topics and
-// partitions in line with it, and tells the machines what it learned:
-// new partitions, source leader epochs, source topics gone.
-func (m *mirror) reconcile(ctx context.Context) error {
-	req := kmsg.NewPtrMetadataRequest()
-	kresp, err := m.client.Request(ctx, req)
-	if err != nil {
-		return err
-	}
-	resp := kresp.(*kmsg.MetadataResponse)
+// metadataAnswer is the answer to the owner's metadata request.
+type metadataAnswer struct {
+	resp *kmsg.MetadataResponse
+	err  error
+}
+
+// reconcile brings local topics and partitions in line with the source's
+// metadata, and tells the machines what it learned: new partitions,
+// source leader epochs, source topics gone.
+func (m *mirror) reconcile(ctx context.Context, resp *kmsg.MetadataResponse) error {
 	var events []partitionEvent
 	m.mu.Lock()
 	if resp.ClusterID != nil {

@@ -20,6 +20,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/broker/group"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -42,6 +43,7 @@ func runServe(args []string) error {
 	txnConfig := transactionFlags(flags)
 	cleanerConfig := cleanerFlags(flags)
 	authorizerFlags(flags)
+	consumerGroups := consumerGroupFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -50,6 +52,10 @@ func runServe(args []string) error {
 		return err
 	}
 	transactions, err := txnConfig()
+	if err != nil {
+		return err
+	}
+	session, heartbeat, err := consumerGroups()
 	if err != nil {
 		return err
 	}
@@ -66,7 +72,7 @@ func runServe(args []string) error {
 		}
 	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner}
+		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
@@ -141,6 +147,24 @@ func transactionFlags(flags *flag.FlagSet) func() (engine.TransactionConfig, err
 			*s.into = time.Duration(*s.value) * time.Millisecond
 		}
 		return d, nil
+	}
+}
+
+// consumerGroupFlags declares the consumer groups' (KIP-848) session
+// timeout and heartbeat interval, with Kafka's broker config names and
+// defaults, and returns what reads them after parsing.
+func consumerGroupFlags(flags *flag.FlagSet) func() (session, heartbeat time.Duration, err error) {
+	d := group.DefaultConfig()
+	sessionMs := flags.Int64("group-consumer-session-timeout-ms", d.ConsumerSessionTimeout.Milliseconds(), "Kafka's group.consumer.session.timeout.ms")
+	heartbeatMs := flags.Int64("group-consumer-heartbeat-interval-ms", d.ConsumerHeartbeatInterval.Milliseconds(), "Kafka's group.consumer.heartbeat.interval.ms")
+	return func() (time.Duration, time.Duration, error) {
+		switch {
+		case *sessionMs < 1 || *sessionMs > math.MaxInt32:
+			return 0, 0, fmt.Errorf("serve: --group-consumer-session-timeout-ms %d out of range [1, %d]", *sessionMs, math.MaxInt32)
+		case *heartbeatMs < 1 || *heartbeatMs >= *sessionMs:
+			return 0, 0, fmt.Errorf("serve: --group-consumer-heartbeat-interval-ms %d out of range [1, %d): it must be below the session timeout", *heartbeatMs, *sessionMs)
+		}
+		return time.Duration(*sessionMs) * time.Millisecond, time.Duration(*heartbeatMs) * time.Millisecond, nil
 	}
 }
 

@@ -212,3 +212,37 @@ func TestTransactionFlags(t *testing.T) {
 		}
 	}
 }
+
+// The consumer groups' (KIP-848) session timeout and heartbeat interval
+// take Kafka's names as flags, default to Kafka's values, and the
+// interval must stay below the timeout, as Kafka's config validation
+// requires.
+func TestConsumerGroupFlags(t *testing.T) {
+	for _, c := range []struct {
+		args               []string
+		session, heartbeat time.Duration
+		err                string
+	}{
+		{args: nil, session: 45 * time.Second, heartbeat: 5 * time.Second},
+		{args: []string{"--group-consumer-session-timeout-ms", "10000", "--group-consumer-heartbeat-interval-ms", "2000"}, session: 10 * time.Second, heartbeat: 2 * time.Second},
+		{args: []string{"--group-consumer-session-timeout-ms", "0"}, err: "--group-consumer-session-timeout-ms 0 out of range"},
+		{args: []string{"--group-consumer-session-timeout-ms", "3000000000"}, err: "--group-consumer-session-timeout-ms 3000000000 out of range"},
+		{args: []string{"--group-consumer-session-timeout-ms", "4000"}, err: "--group-consumer-heartbeat-interval-ms 5000 out of range [1, 4000)"},
+		{args: []string{"--group-consumer-heartbeat-interval-ms", "0"}, err: "--group-consumer-heartbeat-interval-ms 0 out of range"},
+	} {
+		flags := flag.NewFlagSet("serve", flag.ContinueOnError)
+		read := consumerGroupFlags(flags)
+		if err := flags.Parse(c.args); err != nil {
+			t.Fatal(err)
+		}
+		session, heartbeat, err := read()
+		switch {
+		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
+			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
+		case c.err == "" && err != nil:
+			t.Errorf("%v: %v", c.args, err)
+		case c.err == "" && (session != c.session || heartbeat != c.heartbeat):
+			t.Errorf("%v: session %v, heartbeat %v, want %v, %v", c.args, session, heartbeat, c.session, c.heartbeat)
+		}
+	}
+}
