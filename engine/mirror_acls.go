@@ -81,10 +81,10 @@ func (n *Node) loadACLOwnership(records []mirrorRecord) error {
 		return fmt.Errorf("engine: ACL ownership: %w", err)
 	}
 	for _, file := range files {
-		name, ok := strings.CutPrefix(file, aclOwnersPrefix)
-		if name, ok = strings.CutSuffix(name, aclOwnersSuffix); !ok || name == "" {
+		if !strings.HasPrefix(file, aclOwnersPrefix) || !strings.HasSuffix(file, aclOwnersSuffix) {
 			continue
 		}
+		name := strings.TrimSuffix(strings.TrimPrefix(file, aclOwnersPrefix), aclOwnersSuffix)
 		if !exists[name] {
 			if err := n.cfg.FS.Remove(path.Join(n.cfg.DataDir, file)); err != nil {
 				return fmt.Errorf("engine: ACL ownership: %w", err)
