@@ -60,6 +60,10 @@ type Config struct {
 	// them: DescribeConfigs reports them as STATIC_BROKER_CONFIG, and the
 	// ones that are topic configs' synonyms are the topics' defaults.
 	StaticConfigs map[string]string
+	// MirrorConfigFilesDir is mirror.config.files.dir, read by the
+	// engine: the directory the ssl.*.location files of mirror configs
+	// must lie in; empty: anywhere.
+	MirrorConfigFilesDir string
 	// AutoCreateTopicsDisable turns off the creation of a topic a
 	// Metadata request names (auto.create.topics.enable=false).
 	AutoCreateTopicsDisable bool

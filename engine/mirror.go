@@ -191,7 +191,8 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 	if err != nil {
 		return nil, err
 	}
-	options, err := config.SourceClientOptions()
+	log := n.log.With("mirror", name)
+	options, err := config.SourceClientOptions(n.cfg.MirrorConfigFilesDir, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
@@ -201,7 +202,7 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
 	m := &mirror{node: n, name: name, props: props, config: config, client: client,
-		log: n.log.With("mirror", name), metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1),
+		log: log, metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1),
 		inbox: newInbox(), requests: make(chan ownerRequest), done: make(chan struct{}),
 		names: map[string]bool{}, paused: map[string]bool{}, stopped: map[string]bool{},
 		partitions: map[logstore.TopicPartition]*mirrorPartition{}, fetchers: map[int32]*fetcherRun{}}

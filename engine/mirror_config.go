@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"math"
 	"net"
@@ -12,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mirrord/mirrord/auth"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -26,15 +26,16 @@ import (
 //
 //	key                                     default              range
 //	bootstrap.servers                       (required)           host:port,...
-//	security.protocol                       PLAINTEXT            PLAINTEXT, SSL (SASL_PLAINTEXT, SASL_SSL: not yet)
+//	security.protocol                       PLAINTEXT            PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
 //	ssl.truststore.location                 (system roots)       PEM file of CA certificates
 //	ssl.truststore.type                     PEM                  PEM
 //	ssl.keystore.location                   (no client cert)     PEM file: certificate chain and private key
 //	ssl.keystore.type                       PEM                  PEM
 //	ssl.key.password                        (key not encrypted)  decrypts an ENCRYPTED PRIVATE KEY (PKCS#8)
 //	ssl.endpoint.identification.algorithm   https                https, or empty: no host name check
-//	sasl.mechanism                          PLAIN                PLAIN, SCRAM-SHA-256, SCRAM-SHA-512
-//	sasl.jaas.config                        (none)               kept for SASL, unused yet
+//	sasl.mechanism                          PLAIN                PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER, AWS_MSK_IAM
+//	sasl.jaas.config                        (none)               the login module and its credentials (client_security.go)
+//	sasl.oauthbearer.token.endpoint.url     (none)               OAUTHBEARER: the client credentials token endpoint
 //	fetch.wait.max.ms                       1000                 0 - 2^31-1
 //	fetch.min.bytes                         1                    0 - 2^31-1
 //	fetch.max.bytes                         1048576              1 - 2^31-1, per partition
@@ -53,7 +54,9 @@ import (
 //	mirror.failed.retry.max.attempts        20                   0 - 2^31-1
 //
 // Values are trimmed of surrounding white space, except the secrets
-// (ssl.key.password, sasl.jaas.config), as Kafka's ConfigDef does.
+// (ssl.key.password, sasl.jaas.config), as Kafka's ConfigDef does. The
+// security keys are those of any Kafka client (client_security.go): the
+// CLI's --command-config reads them with the same code.
 
 // MirrorConfig is a parsed mirror config. The zero value is not valid:
 // ParseMirrorConfig makes one.
@@ -95,47 +98,6 @@ type MirrorConfig struct {
 	// mirror truncating to the new leader's log (ULE_RECOVERY), instead of
 	// failing the partition until --recover.
 	SupportUncleanLeaderElection bool
-}
-
-// MirrorSecurity is how the mirror connects to the source: TLS applies to
-// SSL and SASL_SSL, SASL to SASL_PLAINTEXT and SASL_SSL.
-type MirrorSecurity struct {
-	Protocol auth.SecurityProtocol
-	TLS      MirrorTLS
-	SASL     MirrorSASL
-}
-
-// MirrorTLS is the TLS client setup, from PEM files (Kafka's PEM store
-// type; JKS and PKCS12 stores are not read).
-type MirrorTLS struct {
-	// TruststoreLocation: a PEM file of CA certificates; empty: the
-	// system's roots.
-	TruststoreLocation string
-	// KeystoreLocation: a PEM file holding the client certificate chain
-	// and its private key; empty: no client certificate.
-	KeystoreLocation string
-	// KeyPassword decrypts the keystore's private key if it is an
-	// ENCRYPTED PRIVATE KEY (PKCS#8, PBES2); empty if it is not.
-	KeyPassword string
-	// EndpointIdentification: check that the broker's certificate names
-	// the host dialed (ssl.endpoint.identification.algorithm=https).
-	EndpointIdentification bool
-}
-
-// SASLMechanism is sasl.mechanism.
-type SASLMechanism string
-
-const (
-	SASLPlain       SASLMechanism = "PLAIN"
-	SASLScramSHA256 SASLMechanism = "SCRAM-SHA-256"
-	SASLScramSHA512 SASLMechanism = "SCRAM-SHA-512"
-)
-
-// MirrorSASL is the SASL setup. Parsed and kept, not used yet: the SASL
-// protocols are refused.
-type MirrorSASL struct {
-	Mechanism  SASLMechanism
-	JAASConfig string // sasl.jaas.config, Kafka's login module line with the credentials
 }
 
 // NamePatterns is a comma-separated list of Java regular expressions; a
@@ -192,21 +154,10 @@ type mirrorConfigKey struct {
 }
 
 // mirrorConfigKeys: every key, in the order of the table above.
-var mirrorConfigKeys = []mirrorConfigKey{
+var mirrorConfigKeys = append(append([]mirrorConfigKey{
 	{name: "bootstrap.servers", parse: parseBootstrapServers,
 		format: func(c *MirrorConfig) string { return strings.Join(c.BootstrapServers, ",") }},
-	{name: "security.protocol", defaultValue: "PLAINTEXT", parse: parseSecurityProtocol,
-		format: func(c *MirrorConfig) string { return c.Security.Protocol.String() }},
-	mirrorStringKey("ssl.truststore.location", false, func(c *MirrorConfig) *string { return &c.Security.TLS.TruststoreLocation }),
-	mirrorPEMTypeKey("ssl.truststore.type"),
-	mirrorStringKey("ssl.keystore.location", false, func(c *MirrorConfig) *string { return &c.Security.TLS.KeystoreLocation }),
-	mirrorPEMTypeKey("ssl.keystore.type"),
-	mirrorStringKey("ssl.key.password", true, func(c *MirrorConfig) *string { return &c.Security.TLS.KeyPassword }),
-	{name: "ssl.endpoint.identification.algorithm", defaultValue: "https", parse: parseEndpointIdentification,
-		format: formatEndpointIdentification},
-	{name: "sasl.mechanism", defaultValue: "PLAIN", parse: parseSASLMechanism,
-		format: func(c *MirrorConfig) string { return string(c.Security.SASL.Mechanism) }},
-	mirrorStringKey("sasl.jaas.config", true, func(c *MirrorConfig) *string { return &c.Security.SASL.JAASConfig }),
+}, mirrorSecurityKeys()...), []mirrorConfigKey{
 	mirrorMillisKey("fetch.wait.max.ms", "1000", 0, func(c *MirrorConfig) *time.Duration { return &c.FetchWaitMax }),
 	mirrorInt32Key("fetch.min.bytes", "1", 0, func(c *MirrorConfig) *int32 { return &c.FetchMinBytes }),
 	mirrorInt32Key("fetch.max.bytes", "1048576", 1, func(c *MirrorConfig) *int32 { return &c.FetchPartitionMaxBytes }),
@@ -244,7 +195,7 @@ var mirrorConfigKeys = []mirrorConfigKey{
 			return errors.New("want true or false")
 		},
 		format: func(c *MirrorConfig) string { return strconv.FormatBool(c.SupportUncleanLeaderElection) }},
-}
+}...)
 
 // ParseMirrorConfig parses a mirror's properties over the defaults.
 func ParseMirrorConfig(props map[string]string) (MirrorConfig, error) {
@@ -278,11 +229,12 @@ func (c *MirrorConfig) check() error {
 	switch {
 	case len(c.BootstrapServers) == 0:
 		return fmt.Errorf("%w: mirror config bootstrap.servers is required", kerr.InvalidConfig)
-	case c.Security.Protocol.UsesSASL():
-		return fmt.Errorf("%w: mirror config security.protocol=%v: SASL is not supported yet", kerr.InvalidConfig, c.Security.Protocol)
 	case c.Retry.MaxBackoff < c.Retry.InitialBackoff:
 		return fmt.Errorf("%w: mirror config mirror.failed.retry.max.backoff.ms=%d is below mirror.failed.retry.initial.backoff.ms=%d",
 			kerr.InvalidConfig, c.Retry.MaxBackoff.Milliseconds(), c.Retry.InitialBackoff.Milliseconds())
+	}
+	if err := c.Security.check(); err != nil {
+		return fmt.Errorf("%w: mirror config %w", kerr.InvalidConfig, err)
 	}
 	return nil
 }
@@ -301,19 +253,6 @@ func mirrorStringKey(name string, secret bool, field func(*MirrorConfig) *string
 	return mirrorConfigKey{name: name, secret: secret,
 		parse:  func(c *MirrorConfig, value string) error { *field(c) = value; return nil },
 		format: func(c *MirrorConfig) string { return *field(c) }}
-}
-
-// mirrorPEMTypeKey: ssl.truststore.type and ssl.keystore.type, accepted
-// for Kafka client configs that name them, and only as PEM.
-func mirrorPEMTypeKey(name string) mirrorConfigKey {
-	return mirrorConfigKey{name: name, defaultValue: "PEM",
-		parse: func(_ *MirrorConfig, value string) error {
-			if !strings.EqualFold(value, "PEM") {
-				return errors.New("only PEM stores are supported")
-			}
-			return nil
-		},
-		format: func(*MirrorConfig) string { return "PEM" }}
 }
 
 func mirrorInt32Key(name, defaultValue string, lowest int64, field func(*MirrorConfig) *int32) mirrorConfigKey {
@@ -375,44 +314,12 @@ func parseBootstrapServers(c *MirrorConfig, value string) error {
 	return nil
 }
 
-func parseSecurityProtocol(c *MirrorConfig, value string) error {
-	protocol, err := auth.ParseSecurityProtocol(value)
-	if err != nil {
-		return err
-	}
-	c.Security.Protocol = protocol
-	return nil
-}
-
-func parseEndpointIdentification(c *MirrorConfig, value string) error {
-	if value != "" && !strings.EqualFold(value, "https") {
-		return errors.New(`want "https" or empty`)
-	}
-	c.Security.TLS.EndpointIdentification = value != ""
-	return nil
-}
-
-func formatEndpointIdentification(c *MirrorConfig) string {
-	if c.Security.TLS.EndpointIdentification {
-		return "https"
-	}
-	return ""
-}
-
-func parseSASLMechanism(c *MirrorConfig, value string) error {
-	for _, m := range []SASLMechanism{SASLPlain, SASLScramSHA256, SASLScramSHA512} {
-		if strings.EqualFold(value, string(m)) {
-			c.Security.SASL.Mechanism = m
-			return nil
-		}
-	}
-	return fmt.Errorf("want %s, %s or %s", SASLPlain, SASLScramSHA256, SASLScramSHA512)
-}
-
 // SourceClientOptions returns the franz-go client options for the source
-// cluster: seed brokers, TLS from the PEM files (read now), timeouts and
-// fetch sizes, clamped to the ranges kgo accepts. Errors name the key.
-func (c MirrorConfig) SourceClientOptions() ([]kgo.Opt, error) {
+// cluster: seed brokers, TLS from the PEM files (read now, inside
+// filesDir unless it is empty: mirror.config.files.dir), SASL, timeouts
+// and fetch sizes, clamped to the ranges kgo accepts. Errors name the key;
+// log gets what they do not say (why a file cannot be read).
+func (c MirrorConfig) SourceClientOptions(filesDir string, log *slog.Logger) ([]kgo.Opt, error) {
 	metadataMaxAge := min(max(c.MetadataRefreshInterval, 10*time.Millisecond), time.Hour)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.BootstrapServers...),
@@ -427,12 +334,9 @@ func (c MirrorConfig) SourceClientOptions() ([]kgo.Opt, error) {
 		kgo.FetchMaxBytes(c.FetchResponseMaxBytes),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 	}
-	if c.Security.Protocol.UsesTLS() {
-		tlsConfig, err := c.Security.TLS.clientConfig()
-		if err != nil {
-			return nil, err
-		}
-		opts = append(opts, kgo.DialTLSConfig(tlsConfig))
+	security, err := c.Security.ClientOptions(filesDir, c.RequestTimeout, log)
+	if err != nil {
+		return nil, fmt.Errorf("%w: mirror config %w", kerr.InvalidConfig, err)
 	}
-	return opts, nil
+	return append(opts, security...), nil
 }

@@ -29,6 +29,7 @@ var designMirrorDefaults = map[string]string{
 	"ssl.endpoint.identification.algorithm": "https",
 	"sasl.mechanism":                        "PLAIN",
 	"sasl.jaas.config":                      "",
+	"sasl.oauthbearer.token.endpoint.url":   "",
 	"fetch.wait.max.ms":                     "1000",
 	"fetch.min.bytes":                       "1",
 	"fetch.max.bytes":                       "1048576",
@@ -93,7 +94,7 @@ func TestMirrorConfigKeys(t *testing.T) {
 		{"security.protocol", "ssl", "SSL"},
 		{"security.protocol", " PLAINTEXT ", "PLAINTEXT"},
 		{"security.protocol", "TLS", "!"},
-		{"security.protocol", "SASL_SSL", "!"}, // not supported yet
+		{"security.protocol", "SASL_SSL", "!"}, // without sasl.jaas.config
 		{"security.protocol", "SASL_PLAINTEXT", "!"},
 		{"ssl.truststore.location", "/etc/ca.pem", "/etc/ca.pem"},
 		{"ssl.truststore.type", "pem", "PEM"},
@@ -107,6 +108,9 @@ func TestMirrorConfigKeys(t *testing.T) {
 		{"ssl.endpoint.identification.algorithm", "ldaps", "!"},
 		{"sasl.mechanism", "scram-sha-512", "SCRAM-SHA-512"},
 		{"sasl.mechanism", "GSSAPI", "!"},
+		{"sasl.mechanism", "oauthbearer", "OAUTHBEARER"},
+		{"sasl.mechanism", "aws_msk_iam", "AWS_MSK_IAM"},
+		{"sasl.oauthbearer.token.endpoint.url", "http://127.0.0.1:1/token", "http://127.0.0.1:1/token"},
 		{"sasl.jaas.config", `org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";`,
 			`org.apache.kafka.common.security.plain.PlainLoginModule required username="u" password="p";`},
 		{"fetch.wait.max.ms", "0", "0"},
@@ -171,7 +175,7 @@ func TestMirrorConfigKeys(t *testing.T) {
 			t.Errorf("%s=%q: reads back %q, want %q", c.key, c.value, config.Properties()[c.key], c.want)
 		}
 	}
-	freeText := map[string]bool{"ssl.truststore.location": true, "ssl.keystore.location": true, "ssl.key.password": true, "sasl.jaas.config": true}
+	freeText := map[string]bool{"ssl.truststore.location": true, "ssl.keystore.location": true, "ssl.key.password": true, "sasl.jaas.config": true, "sasl.oauthbearer.token.endpoint.url": true}
 	for key := range designMirrorDefaults {
 		if !good[key] || !bad[key] && !freeText[key] {
 			t.Errorf("key %s: a good row %t, a bad row %t", key, good[key], bad[key])
@@ -187,7 +191,7 @@ func TestMirrorConfigErrors(t *testing.T) {
 		{map[string]string{}, "bootstrap.servers is required"},
 		{map[string]string{"bootstrap.servers": " , "}, "bootstrap.servers is required"},
 		{map[string]string{"bootstrap.servers": "a:1", "fetch.max.wait.ms": "5"}, `"fetch.max.wait.ms" is unknown`},
-		{map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_SSL"}, "security.protocol=SASL_SSL: SASL is not supported yet"},
+		{map[string]string{"bootstrap.servers": "a:1", "security.protocol": "SASL_SSL"}, "sasl.jaas.config is required with security.protocol=SASL_SSL"},
 		{map[string]string{"bootstrap.servers": "a:1", "mirror.failed.retry.max.backoff.ms": "50"},
 			"mirror.failed.retry.max.backoff.ms=50 is below mirror.failed.retry.initial.backoff.ms=100"},
 	} {
@@ -254,7 +258,7 @@ func TestMirrorConfigClientOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := c.SourceClientOptions()
+	opts, err := c.SourceClientOptions("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,8 +5,10 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-
-	"github.com/twmb/franz-go/pkg/kerr"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 
 	"github.com/mirrord/mirrord/auth"
 )
@@ -18,21 +20,29 @@ import (
 // aes-256-cbc` writes and Kafka reads) and
 // ssl.endpoint.identification.algorithm.
 
-// clientConfig reads the PEM files. Errors wrap kerr.InvalidConfig and name
-// the key.
-func (t MirrorTLS) clientConfig() (*tls.Config, error) {
+// clientConfig reads the PEM files, inside filesDir unless it is empty
+// (readConfigFile). Errors name the key.
+func (t MirrorTLS) clientConfig(filesDir string, log *slog.Logger) (*tls.Config, error) {
 	config := &tls.Config{MinVersion: tls.VersionTLS12}
 	if t.TruststoreLocation != "" {
-		roots, err := auth.ReadTruststore(t.TruststoreLocation)
+		data, err := readConfigFile(filesDir, "ssl.truststore.location", t.TruststoreLocation, log)
 		if err != nil {
-			return nil, mirrorTLSError("ssl.truststore.location", t.TruststoreLocation, err)
+			return nil, err
+		}
+		roots, err := auth.ParseTruststore(data)
+		if err != nil {
+			return nil, configFileContentError(filesDir, "ssl.truststore.location", "a PEM truststore", err, log)
 		}
 		config.RootCAs = roots
 	}
 	if t.KeystoreLocation != "" {
-		certificate, err := auth.ReadKeystore(t.KeystoreLocation, t.KeyPassword)
+		data, err := readConfigFile(filesDir, "ssl.keystore.location", t.KeystoreLocation, log)
 		if err != nil {
-			return nil, mirrorTLSError("ssl.keystore.location", t.KeystoreLocation, err)
+			return nil, err
+		}
+		certificate, err := auth.ParseKeystore(data, t.KeyPassword)
+		if err != nil {
+			return nil, configFileContentError(filesDir, "ssl.keystore.location", "a PEM keystore", err, log)
 		}
 		config.Certificates = []tls.Certificate{certificate}
 	}
@@ -44,8 +54,90 @@ func (t MirrorTLS) clientConfig() (*tls.Config, error) {
 	return config, nil
 }
 
-func mirrorTLSError(key, value string, err error) error {
-	return fmt.Errorf("%w: mirror config %s=%q: %w", kerr.InvalidConfig, key, value, err)
+// configFileMax bounds a PEM file read.
+const configFileMax = 4 << 20
+
+// readConfigFile reads the file a config key names. With a files
+// directory (mirror.config.files.dir) the path, relative to it or
+// absolute, must lie inside it: checked lexically first (no ".."), then
+// opened through an os.Root, which refuses a symbolic link that leads out.
+// The error names the key and says the file cannot be read, never why
+// (no such file, a directory, no permission, outside by a link); log gets
+// why.
+func readConfigFile(filesDir, key, path string, log *slog.Logger) ([]byte, error) {
+	data, err := readConfigFileIn(filesDir, path)
+	if errors.Is(err, errOutsideFilesDir) {
+		return nil, fmt.Errorf("%s: the path is not inside the node's mirror.config.files.dir", key)
+	}
+	if err != nil {
+		logger(log).Warn("cannot read a file a client config names", "key", key, "path", path, "error", err)
+		return nil, fmt.Errorf("%s: the file cannot be read", key)
+	}
+	return data, nil
+}
+
+var errOutsideFilesDir = errors.New("outside the files directory")
+
+func readConfigFileIn(filesDir, path string) ([]byte, error) {
+	if filesDir == "" {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		return readConfigFileFrom(f)
+	}
+	dir, err := filepath.Abs(filesDir)
+	if err != nil {
+		return nil, err
+	}
+	name := path
+	if filepath.IsAbs(path) {
+		if name, err = filepath.Rel(dir, filepath.Clean(path)); err != nil {
+			return nil, errOutsideFilesDir
+		}
+	}
+	if !filepath.IsLocal(name) {
+		return nil, errOutsideFilesDir
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return readConfigFileFrom(f)
+}
+
+func readConfigFileFrom(f *os.File) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(f, configFileMax+1))
+	if err == nil && len(data) > configFileMax {
+		err = fmt.Errorf("longer than %d bytes", configFileMax)
+	}
+	return data, err
+}
+
+// configFileContentError is the error for a file that was read but is not
+// what the key wants. Inside the node's files directory the file is the
+// operator's and the reason is shown; without one it may be any file of
+// the node's host, and the error says only that it is not what.
+func configFileContentError(filesDir, key, what string, err error, log *slog.Logger) error {
+	if filesDir != "" {
+		return fmt.Errorf("%s: %w", key, err)
+	}
+	logger(log).Warn("a file a client config names is not "+what, "key", key, "error", err)
+	return fmt.Errorf("%s: the file cannot be read as %s", key, what)
+}
+
+func logger(log *slog.Logger) *slog.Logger {
+	if log == nil {
+		return slog.Default()
+	}
+	return log
 }
 
 // verifyChainOnly verifies the peer's chain against roots (nil: the

@@ -192,7 +192,7 @@ func TestMirrorConfigTLS(t *testing.T) {
 		{"untrusted", MirrorTLS{otherCA.write("ca.pem", otherCA.caPEM()), keystore, "secret", false}, []string{"127.0.0.1"}, true},
 		{"no client certificate", MirrorTLS{TruststoreLocation: truststore, EndpointIdentification: true}, []string{"127.0.0.1"}, true},
 	} {
-		config, err := c.tls.clientConfig()
+		config, err := c.tls.clientConfig("", nil)
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}
@@ -211,24 +211,46 @@ func TestMirrorConfigTLSFiles(t *testing.T) {
 	clientKey, _ := x509.ParsePKCS8PrivateKey(pemBytes(t, testKeyPEM))
 	certificate := pki.issue(clientKey.(*ecdsa.PrivateKey).Public(), "mirrord")
 	truststore := pki.write("ca.pem", pki.caPEM())
+	os.Mkdir(filepath.Join(pki.dir, "subdir"), 0o755)
+	outside := newTestPKI(t).write("ca.pem", pki.caPEM())
+	os.Symlink(outside, filepath.Join(pki.dir, "link.pem"))
+	unreadable := "cannot be read"
 	for _, c := range []struct {
-		name string
-		tls  MirrorTLS
-		want string
+		name     string
+		filesDir string // mirror.config.files.dir; "" for anywhere
+		tls      MirrorTLS
+		want     string
 	}{
-		{"missing truststore", MirrorTLS{TruststoreLocation: pki.dir + "/none.pem"}, "ssl.truststore.location"},
-		{"empty truststore", MirrorTLS{TruststoreLocation: pki.write("empty.pem")}, "no PEM certificate"},
-		{"no key", MirrorTLS{KeystoreLocation: pki.write("cert.pem", certificate)}, "want a PEM certificate chain and a private key"},
-		{"no password", MirrorTLS{KeystoreLocation: pki.write("enc.pem", certificate, []byte(testKeyAES128PEM))}, "ssl.key.password is not set"},
-		{"wrong password", MirrorTLS{KeystoreLocation: pki.write("enc.pem", certificate, []byte(testKeyAES128PEM)), KeyPassword: "x"}, "does not decrypt"},
-		{"plain key", MirrorTLS{TruststoreLocation: truststore, KeystoreLocation: pki.write("plain.pem", certificate, []byte(testKeyPEM))}, ""},
+		// Inside the node's files directory, the file is the
+		// operator's: the reason is shown.
+		{"missing truststore", pki.dir, MirrorTLS{TruststoreLocation: "none.pem"}, "ssl.truststore.location: the file cannot be read"},
+		{"truststore a directory", pki.dir, MirrorTLS{TruststoreLocation: "subdir"}, "ssl.truststore.location: the file cannot be read"},
+		{"empty truststore", pki.dir, MirrorTLS{TruststoreLocation: pki.write("empty.pem")}, "no PEM certificate"},
+		{"no key", pki.dir, MirrorTLS{KeystoreLocation: pki.write("cert.pem", certificate)}, "want a PEM certificate chain and a private key"},
+		{"no password", pki.dir, MirrorTLS{KeystoreLocation: pki.write("enc.pem", certificate, []byte(testKeyAES128PEM))}, "ssl.key.password is not set"},
+		{"wrong password", pki.dir, MirrorTLS{KeystoreLocation: pki.write("enc.pem", certificate, []byte(testKeyAES128PEM)), KeyPassword: "x"}, "does not decrypt"},
+		{"plain key", pki.dir, MirrorTLS{TruststoreLocation: "ca.pem", KeystoreLocation: pki.write("plain.pem", certificate, []byte(testKeyPEM))}, ""},
+		{"dot dot", pki.dir, MirrorTLS{TruststoreLocation: "../ca.pem"}, "ssl.truststore.location: the path is not inside the node's mirror.config.files.dir"},
+		{"absolute outside", pki.dir, MirrorTLS{TruststoreLocation: outside}, "ssl.truststore.location: the path is not inside"},
+		{"symlink out", pki.dir, MirrorTLS{TruststoreLocation: "link.pem"}, "ssl.truststore.location: the file cannot be read"},
+		{"clean path inside", pki.dir, MirrorTLS{TruststoreLocation: "subdir/../ca.pem"}, ""},
+		// Anywhere: the file may be any of the host's, and every
+		// failure reads the same.
+		{"anywhere: missing", "", MirrorTLS{TruststoreLocation: pki.dir + "/none.pem"}, unreadable},
+		{"anywhere: a directory", "", MirrorTLS{TruststoreLocation: pki.dir}, unreadable},
+		{"anywhere: not PEM", "", MirrorTLS{TruststoreLocation: pki.write("empty.pem")}, "ssl.truststore.location: the file cannot be read as a PEM truststore"},
+		{"anywhere: wrong password", "", MirrorTLS{KeystoreLocation: pki.write("enc.pem", certificate, []byte(testKeyAES128PEM)), KeyPassword: "x"},
+			"ssl.keystore.location: the file cannot be read as a PEM keystore"},
+		{"anywhere: symlink out", "", MirrorTLS{TruststoreLocation: filepath.Join(pki.dir, "link.pem")}, ""},
 	} {
-		_, err := c.tls.clientConfig()
+		_, err := c.tls.clientConfig(c.filesDir, nil)
 		switch {
 		case c.want == "" && err != nil:
 			t.Errorf("%s: %v", c.name, err)
-		case c.want != "" && (!errors.Is(err, kerr.InvalidConfig) || !strings.Contains(err.Error(), c.want)):
-			t.Errorf("%s: %v, want INVALID_CONFIG with %q", c.name, err, c.want)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		case err != nil && (strings.Contains(err.Error(), "no such file") || strings.Contains(err.Error(), "directory") && !strings.Contains(err.Error(), "files.dir")):
+			t.Errorf("%s: %v tells why the file cannot be read", c.name, err)
 		}
 	}
 	c, err := ParseMirrorConfig(map[string]string{"bootstrap.servers": "127.0.0.1:1", "security.protocol": "SSL",
@@ -236,7 +258,7 @@ func TestMirrorConfigTLSFiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, err := c.SourceClientOptions()
+	opts, err := c.SourceClientOptions("", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +268,7 @@ func TestMirrorConfigTLSFiles(t *testing.T) {
 	}
 	client.Close()
 	c.Security.TLS.TruststoreLocation = pki.dir + "/none.pem"
-	if _, err := c.SourceClientOptions(); !errors.Is(err, kerr.InvalidConfig) {
+	if _, err := c.SourceClientOptions("", nil); !errors.Is(err, kerr.InvalidConfig) {
 		t.Fatalf("missing truststore: %v", err)
 	}
 }

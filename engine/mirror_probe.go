@@ -54,7 +54,11 @@ func (m *mirror) probeSource(ctx context.Context) error {
 		backoff *= 2
 	}
 	if err != nil {
-		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %s", kerr.InvalidConfig, m.name, bootstrap, m.diagnoseSource(ctx, err))
+		if public := publicSourceError(err); public != errSourceUnreachable.Error() {
+			return fmt.Errorf("%w: mirror %s: the source cluster at %s refused: %s", kerr.InvalidConfig, m.name, bootstrap, public)
+		}
+		m.log.Warn("cannot reach the source cluster", "source", bootstrap, "diagnosis", m.diagnoseSource(ctx, err), "error", err)
+		return fmt.Errorf("%w: mirror %s: cannot reach the source cluster at %s: %w", kerr.InvalidConfig, m.name, bootstrap, errSourceUnreachable)
 	}
 	// Mirroring keys topics by ID and truncates on DivergingEpoch: the
 	// source must answer Metadata v10+ (topic IDs, Kafka 2.8) and, for
@@ -65,7 +69,28 @@ func (m *mirror) probeSource(ctx context.Context) error {
 	return nil
 }
 
-// diagnoseSource says why the client's request failed with err: it dials
+// errSourceUnreachable is what a client is told of a source that does not
+// answer, whatever the reason: a refused connection, a timeout, a name
+// that does not resolve, a failed TLS handshake or a listener that is not
+// Kafka's. Telling them apart would let any client of the node map the
+// ports of hosts the node reaches; the node's log has the diagnosis.
+var errSourceUnreachable = errors.New("no Kafka answer (refused, timed out, or not a Kafka listener of this security.protocol: the node's log says which)")
+
+// publicSourceError is the text a client sees of a failed request to the
+// source: a Kafka error code's text (the source answered, for example
+// SASL_AUTHENTICATION_FAILED), else errSourceUnreachable's.
+func publicSourceError(err error) string {
+	var kafkaErr *kerr.Error
+	if errors.As(err, &kafkaErr) {
+		return kafkaErr.Error()
+	}
+	if errors.Is(err, errNoToken) || errors.Is(err, errAWSCredentials) {
+		return err.Error()
+	}
+	return errSourceUnreachable.Error()
+}
+
+// diagnoseSource says, for the node's log, why the client's request failed with err: it dials
 // the first bootstrap server itself and, for SSL and SASL_SSL, shakes
 // hands, so that a refused connection, a timeout, a name that does not
 // resolve and a TLS failure are named as such (the client's own error is
@@ -91,7 +116,7 @@ func (m *mirror) diagnoseSource(ctx context.Context, clientErr error) string {
 		}
 		return clientErr.Error()
 	}
-	config, err := m.config.Security.TLS.clientConfig()
+	config, err := m.config.Security.TLS.clientConfig(m.node.cfg.MirrorConfigFilesDir, m.log)
 	if err != nil {
 		return err.Error()
 	}

@@ -91,7 +91,7 @@ type sourceHealth struct {
 
 type sourceFailure struct {
 	since, last time.Time // the first failure of the current run, and the latest
-	err         string    // the latest error
+	err         string    // the latest error, as clients may see it (publicSourceError)
 }
 
 // observe records a request's outcome on path: nil is an answer.
@@ -110,7 +110,7 @@ func (h *sourceHealth) observe(path string, err error) {
 	if !ok {
 		f.since = now
 	}
-	f.last, f.err = now, path+": "+err.Error()
+	f.last, f.err = now, path+": "+publicSourceError(err) // the detail is in the log of the path's owner
 	h.failing[path] = f
 }
 
@@ -210,6 +210,9 @@ func (m *mirror) probeRound(ctx context.Context) {
 				return
 			}
 			m.health.observe(probePath(leader), answered)
+			if answered != nil {
+				m.log.Debug("the source high watermark probe failed", "source_broker", leader, "error", answered)
+			}
 			if err != nil {
 				m.log.Debug("cannot read the source high watermark", "source_broker", leader, "error", err)
 			}

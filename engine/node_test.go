@@ -14,12 +14,19 @@ import (
 // startNode serves a Node over dir on a loopback port until the test ends.
 func startNode(t *testing.T, dir string) (*Node, string) {
 	t.Helper()
+	return startNodeConfig(t, NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig()})
+}
+
+// startNodeConfig is startNode with a config (its Host and Port are set).
+func startNodeConfig(t *testing.T, cfg NodeConfig) (*Node, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port)})
+	cfg.Host, cfg.Port = addr.IP.String(), int32(addr.Port)
+	node, err := OpenNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

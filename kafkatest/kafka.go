@@ -96,6 +96,9 @@ type Options struct {
 	// and returns the address its PLAINTEXT listener advertises instead:
 	// a proxy in front of it, which must forward to Node.Addr by then.
 	Advertise func(n *Node) string
+	// SASLSSL, when set, adds a SASL_SSL listener to every broker
+	// (Node.SASLSSLAddr) and creates its SCRAM users (secure.go).
+	SASLSSL *SASLSSL
 }
 
 // Cluster is a KRaft cluster on loopback: combined controller+broker
@@ -112,6 +115,7 @@ type Cluster struct {
 type Node struct {
 	ID             int32
 	Addr           string // the PLAINTEXT listener, host:port; "" for a dedicated controller
+	SASLSSLAddr    string // the SASL_SSL listener (Options.SASLSSL); "" without one
 	controllerAddr string // the CONTROLLER listener; "" for a broker beside dedicated controllers
 	dir            string
 	logPath        string
@@ -151,6 +155,12 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var secureAddrs []string
+	if c.options.SASLSSL != nil {
+		if secureAddrs, err = freeAddresses(brokers); err != nil {
+			return err
+		}
+	}
 	newNode := func(id int, addr, controllerAddr string) (*Node, error) {
 		dir := filepath.Join(c.options.Dir, run, fmt.Sprintf("node-%d", id))
 		return &Node{ID: int32(id), Addr: addr, controllerAddr: controllerAddr, dir: dir, logPath: filepath.Join(dir, "kafka.log")}, os.MkdirAll(dir, 0o755)
@@ -163,6 +173,9 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 		n, err := newNode(i+1, addrs[2*i], controllerAddr)
 		if err != nil {
 			return err
+		}
+		if secureAddrs != nil {
+			n.SASLSSLAddr = secureAddrs[i]
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -183,7 +196,11 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 		if err := os.WriteFile(n.configPath(), []byte(c.properties(n)), 0o644); err != nil {
 			return err
 		}
-		if _, err := c.tool(ctx, "kafka.tools.StorageTool", "format", "-t", c.clusterID, "-c", n.configPath()); err != nil {
+		format := []string{"format", "-t", c.clusterID, "-c", n.configPath()}
+		if c.options.SASLSSL != nil {
+			format = append(format, c.options.SASLSSL.formatArgs()...)
+		}
+		if _, err := c.tool(ctx, "kafka.tools.StorageTool", format...); err != nil {
 			return fmt.Errorf("kafkatest: format node %d: %w", n.ID, err)
 		}
 	}
@@ -258,6 +275,9 @@ func (c *Cluster) properties(n *Node) string {
 	case n.controllerAddr == "": // a broker beside dedicated controllers
 		props["process.roles"] = "broker"
 		props["listeners"] = "PLAINTEXT://" + n.Addr
+	}
+	if c.options.SASLSSL != nil && n.SASLSSLAddr != "" {
+		c.options.SASLSSL.addProperties(props, n.SASLSSLAddr)
 	}
 	for k, v := range c.options.Config {
 		props[k] = v
@@ -358,6 +378,18 @@ func (c *Cluster) advertised(n *Node) string {
 		return n.Addr
 	}
 	return c.options.Advertise(n)
+}
+
+// SASLSSLBootstrap is every broker's SASL_SSL address, comma-separated
+// ("" without Options.SASLSSL).
+func (c *Cluster) SASLSSLBootstrap() string {
+	var addrs []string
+	for _, n := range c.Nodes {
+		if n.SASLSSLAddr != "" {
+			addrs = append(addrs, n.SASLSSLAddr)
+		}
+	}
+	return strings.Join(addrs, ",")
 }
 
 // Bootstrap is every broker's address, comma-separated.

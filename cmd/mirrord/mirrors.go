@@ -22,6 +22,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -29,7 +30,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
-const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]
+const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--command-config FILE] ACTION [options]
+
+  --command-config FILE   Java properties of this tool's own connection to the node, as
+                          Kafka's tools take them: security.protocol, ssl.*, sasl.*
+                          (the security keys of a mirror config)
 
 actions:
   --create    --mirror NAME --mirror-config FILE    create a mirror; FILE is Java properties
@@ -92,14 +97,15 @@ func oneLine(s string) string {
 
 // mirrorsOptions are the parsed flags.
 type mirrorsOptions struct {
-	bootstrap    string
-	action       string // "create", "start", ...
-	mirror       string
-	mirrorConfig string
-	topics       string
-	exclude      string
-	json, failed bool
-	dryRun       bool // --stop --dry-run: report what a stop would leave behind
+	bootstrap     string
+	commandConfig string // --command-config: the connection's security properties
+	action        string // "create", "start", ...
+	mirror        string
+	mirrorConfig  string
+	topics        string
+	exclude       string
+	json, failed  bool
+	dryRun        bool // --stop --dry-run: report what a stop would leave behind
 }
 
 // mirrorsActions lists, per action, the options it requires and those it
@@ -122,6 +128,7 @@ func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
 	flags.SetOutput(io.Discard)
 	flags.Usage = func() {}
 	flags.StringVar(&opts.bootstrap, "bootstrap-server", "", "HOST:PORT[,HOST:PORT...] of the mirrord node")
+	flags.StringVar(&opts.commandConfig, "command-config", "", "security properties of the connection to the node")
 	flags.StringVar(&opts.mirror, "mirror", "", "mirror name")
 	flags.StringVar(&opts.mirrorConfig, "mirror-config", "", "mirror config file (Java properties)")
 	flags.StringVar(&opts.topics, "topics", "", "topic names and patterns, comma-separated")
@@ -169,7 +176,7 @@ func checkMirrorsOptions(opts mirrorsOptions, given map[string]bool) error {
 	}
 	var extra []string
 	for name := range given {
-		if _, isAction := mirrorsActions[name]; !isAction && name != "bootstrap-server" &&
+		if _, isAction := mirrorsActions[name]; !isAction && name != "bootstrap-server" && name != "command-config" &&
 			!slices.Contains(rules.required, name) && !slices.Contains(rules.optional, name) {
 			extra = append(extra, "--"+name)
 		}
@@ -196,7 +203,11 @@ func optionValue(opts mirrorsOptions, name string) string {
 
 // runMirrorsAction connects and performs opts.action.
 func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
-	client, err := dialMirrors(ctx, opts.bootstrap)
+	security, err := commandConfigOptions(opts.commandConfig)
+	if err != nil {
+		return err
+	}
+	client, err := dialMirrors(ctx, opts.bootstrap, security...)
 	if err != nil {
 		return err
 	}
@@ -219,6 +230,33 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 	return changeMirrorTopics(ctx, client, opts, out)
 }
 
+// commandConfigOptions reads --command-config (none: PLAINTEXT) with the
+// mirror config's parser of the security keys, and returns the client
+// options. The files it names are read from anywhere: the tool runs as
+// its user.
+func commandConfigOptions(path string) ([]kgo.Opt, error) {
+	if path == "" {
+		return nil, nil
+	}
+	text, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config: %w", err)
+	}
+	props, err := parseProperties(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	security, err := engine.ParseClientSecurity(props)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	opts, err := security.ClientOptions("", mirrorsTimeout, nil)
+	if err != nil {
+		return nil, fmt.Errorf("--command-config %s: %w", path, err)
+	}
+	return opts, nil
+}
+
 // mirrorsClient sends mirror admin requests to one node.
 type mirrorsClient struct {
 	*kgo.Client
@@ -228,15 +266,15 @@ type mirrorsClient struct {
 
 // dialMirrors connects to the node and checks that it serves the mirror
 // admin RPCs.
-func dialMirrors(ctx context.Context, bootstrap string) (*mirrorsClient, error) {
+func dialMirrors(ctx context.Context, bootstrap string, security ...kgo.Opt) (*mirrorsClient, error) {
 	var seeds []string
 	for _, seed := range strings.Split(bootstrap, ",") {
 		if seed = strings.TrimSpace(seed); seed != "" {
 			seeds = append(seeds, seed)
 		}
 	}
-	client, err := kgo.NewClient(kgo.SeedBrokers(seeds...), kgo.MaxVersions(netio.MirrorClientVersions()),
-		kgo.ClientID("mirrord-mirrors"), kgo.RequestRetries(2), kgo.DialTimeout(10*time.Second))
+	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(netio.MirrorClientVersions()),
+		kgo.ClientID("mirrord-mirrors"), kgo.RequestRetries(2), kgo.DialTimeout(10 * time.Second)}, security...)...)
 	if err != nil {
 		return nil, fmt.Errorf("--bootstrap-server %q: %w", bootstrap, err)
 	}

@@ -7,9 +7,17 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"path/filepath"
@@ -487,4 +495,85 @@ func TestMirrorsUnreachable(t *testing.T) {
 	if err == nil || !strings.HasPrefix(err.Error(), "mirrors: "+addr+": ") || strings.Contains(err.Error(), "\n") {
 		t.Errorf("unreachable: %v", err)
 	}
+}
+
+// TestMirrorsCommandConfig: --command-config gives the tool's own
+// connection Kafka's security properties, read by the mirror config's
+// parser: over SSL with the node's CA in ssl.truststore.location the tool
+// lists the mirrors, without it the handshake fails; a bad file is
+// refused naming the key, never showing the secret.
+func TestMirrorsCommandConfig(t *testing.T) {
+	dir := t.TempDir()
+	serverTLS, caPEM := testServerTLS(t)
+	truststore := filepath.Join(dir, "ca.pem")
+	if err := os.WriteFile(truststore, caPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := &cliAdmin{configs: map[string]map[string]string{}, listing: []netio.MirrorListing{{Name: "east", SourceBootstrap: "a:1"}}}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		done <- netio.NewServer(netio.Config{Backend: cliBackend{admin: admin}}).Serve(ctx, tls.NewListener(ln, serverTLS))
+	}()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("serve: %v", err)
+		}
+	})
+	addr := ln.Addr().String()
+	write := func(text string) string {
+		path := filepath.Join(t.TempDir(), "client.properties")
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	const jaas = `sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username="admin" password="admin-secret";` + "\n"
+	for _, c := range []struct {
+		name, config, want string // want "" for success
+	}{
+		{"ssl", write("security.protocol=SSL\nssl.truststore.location=" + truststore + "\n"), ""},
+		{"ssl without the CA", write("security.protocol=SSL\n"), addr},
+		{"wrong login module", write("security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n" + jaas),
+			"sasl.mechanism=PLAIN wants login module org.apache.kafka.common.security.plain.PlainLoginModule"},
+		{"unknown key", write("security.protocol=SSL\n" + jaas + "bootstrap.servers=x:1\n"), `client config "bootstrap.servers" is not a security config`},
+		{"missing file", filepath.Join(t.TempDir(), "none.properties"), "--command-config: open "},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		var out bytes.Buffer
+		err := mirrorsCommand(ctx, []string{"--bootstrap-server", addr, "--command-config", c.config, "--list"}, &out)
+		cancel()
+		switch {
+		case c.want == "" && (err != nil || !strings.Contains(out.String(), "east")):
+			t.Errorf("%s: %v, output %q", c.name, err, out.String())
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "admin-secret")):
+			t.Errorf("%s: %v, want %q and no secret", c.name, err, c.want)
+		}
+	}
+}
+
+// testServerTLS is a server TLS config for 127.0.0.1 and its CA's PEM.
+func testServerTLS(t *testing.T) (*tls.Config, []byte) {
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	caTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, caKey.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, _ := x509.ParseCertificate(caDER)
+	key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	template := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "mirrord"}, IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, template, ca, key.Public(), caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}},
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 }

@@ -24,6 +24,9 @@ import (
 type serveFile struct {
 	props                      map[string]string // the broker configs
 	listen, advertise, dataDir string            // "" when the file has none
+	// mirrorConfigFilesDir is mirror.config.files.dir: the directory the
+	// ssl.*.location files of mirror configs must lie in; "" anywhere.
+	mirrorConfigFilesDir string
 }
 
 // readServeConfig reads a server.properties and overlays the flags set on
@@ -55,6 +58,10 @@ func readServeConfig(path string, flags *flag.FlagSet) (serveFile, error) {
 			f.dataDir = strings.TrimSpace(dirs)
 			delete(props, key)
 		}
+	}
+	if dir, ok := props["mirror.config.files.dir"]; ok {
+		f.mirrorConfigFilesDir = strings.TrimSpace(dir)
+		delete(props, "mirror.config.files.dir")
 	}
 	names := engine.ServerPropertyNames()
 	flags.Visit(func(fl *flag.Flag) {

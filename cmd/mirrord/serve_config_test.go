@@ -17,10 +17,11 @@ func TestServeConfig(t *testing.T) {
 		args       []string
 		want       map[string]string // props after the flags
 		listen     string
+		filesDir   string // mirror.config.files.dir
 		err        string
 	}{
-		{name: "file only", file: "listeners=PLAINTEXT://127.0.0.1:9999\nlog.dirs=/d\nlog.retention.hours=1\nmessage.max.bytes=5000\n",
-			want: map[string]string{"log.retention.hours": "1", "message.max.bytes": "5000"}, listen: "127.0.0.1:9999"},
+		{name: "file only", file: "listeners=PLAINTEXT://127.0.0.1:9999\nlog.dirs=/d\nlog.retention.hours=1\nmessage.max.bytes=5000\nmirror.config.files.dir=/etc/mirrord/pem\n",
+			want: map[string]string{"log.retention.hours": "1", "message.max.bytes": "5000"}, listen: "127.0.0.1:9999", filesDir: "/etc/mirrord/pem"},
 		{name: "a flag wins", file: "message.max.bytes=5000\ntransaction.max.timeout.ms=1000\n", args: []string{"--message-max-bytes", "7000"},
 			want: map[string]string{"message.max.bytes": "7000", "transaction.max.timeout.ms": "1000"}},
 		{name: "two listeners", file: "listeners=PLAINTEXT://a:1,SSL://a:2\n", err: "one PLAINTEXT listener"},
@@ -46,7 +47,7 @@ func TestServeConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got.props) != len(tc.want) || got.listen != tc.listen {
+			if len(got.props) != len(tc.want) || got.listen != tc.listen || got.mirrorConfigFilesDir != tc.filesDir {
 				t.Fatalf("%+v, want props %v listening on %q", got, tc.want, tc.listen)
 			}
 			for k, v := range tc.want {
