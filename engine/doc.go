@@ -31,7 +31,12 @@
 // (mirror_statelog.go), an internal log replayed at open, whose unreadable
 // batches are quarantined rather than stopping the node.
 //
-// Not built yet: consumer group offset sync; topic config and ACL sync.
+// Each mirror also syncs its source's consumer group offsets, transactional
+// IDs and topic configs (mirror_groups.go, mirror_txns.go,
+// mirror_configs.go) and, on a node with an authorizer, its ACLs
+// (mirror_acls.go: the ACLs a mirror owns persist in
+// acls-mirror-<name>.json; ClusterMirror, operator and other mirrors'
+// ACLs are never deleted).
 //
 // Concurrency: each mirror's controller goroutine owns its partitions'
 // machines; fetchers post to it (an inbox) and admin calls hand it work

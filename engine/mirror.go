@@ -65,6 +65,8 @@ type mirror struct {
 	txnSync syncStatus
 	// cfgSync is the topic config sync's last round (mirror_configs.go).
 	cfgSync syncStatus
+	// aclSync is the ACL sync's last round (mirror_acls.go).
+	aclSync syncStatus
 
 	refresh  chan struct{} // capacity 1: a pending refresh request
 	inbox    *inbox        // events for the owner
@@ -251,6 +253,12 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 		m.syncGroupsLoop(ctx)
 	}()
 	defer func() { <-groups }()
+	acls := make(chan struct{})
+	go func() {
+		defer close(acls)
+		m.syncACLsLoop(ctx)
+	}()
+	defer func() { <-acls }()
 	m.step(ctx, restored)
 	metadata := time.NewTimer(0)
 	defer metadata.Stop()

@@ -91,7 +91,10 @@ func (a *mirrorAdmin) DeleteMirror(_ context.Context, name string) error {
 	}
 	m.stop()
 	delete(n.mirrors, name)
-	return n.cfg.FS.Remove(path.Join(n.cfg.DataDir, mirrorFilePrefix+name+mirrorFileSuffix))
+	if err := n.cfg.FS.Remove(path.Join(n.cfg.DataDir, mirrorFilePrefix+name+mirrorFileSuffix)); err != nil {
+		return err
+	}
+	return n.dropACLOwners(name)
 }
 
 func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
@@ -280,6 +283,8 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 	d := netio.MirrorDescription{Name: m.name, SourceBootstrap: m.props["bootstrap.servers"], SourceClusterID: m.sourceClusterID}
 	d.SourceUnreachableSince, d.SourceError = m.health.status()
 	d.GroupSync = groupSyncDescription(m.groupSync.get())
+	acls := m.aclSync.get()
+	d.ACLSync = &netio.MirrorACLSync{At: acls.At, Duration: acls.Duration, Synced: acls.Synced, FailedRounds: acls.Errors, Error: acls.Err}
 	now, staleAfter := time.Now(), m.config.staleAfter()
 	for tp, mp := range m.partitions {
 		record, errText := mp.status()
@@ -454,6 +459,9 @@ func (n *Node) markPersistedMirrors() error {
 func (n *Node) loadMirrors() error {
 	records, err := n.readMirrorRecords()
 	if err != nil {
+		return err
+	}
+	if err := n.loadACLOwnership(records); err != nil {
 		return err
 	}
 	for _, record := range records {

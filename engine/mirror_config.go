@@ -45,6 +45,8 @@ import (
 //	topics.exclude                          __.*                 patterns
 //	groups.include                          .*                   patterns
 //	groups.exclude                          (none)               patterns
+//	acls.include                            .*                   patterns of ACL resource names (ACL sync, mirror_acls.go)
+//	mirror.acls.sync.interval.ms            60000                1 - 2^31-1
 //	mirror.metadata.refresh.interval.ms     60000                1 - 2^31-1
 //	mirror.replication.throttled.rate       9223372036854775807  1 - 2^63-1 bytes/s (the default: unthrottled)
 //	mirror.failed.retry.initial.backoff.ms  100                  1 - 2^31-1
@@ -71,6 +73,12 @@ type MirrorConfig struct {
 	TopicsExclude          NamePatterns
 	GroupsInclude          NamePatterns
 	GroupsExclude          NamePatterns
+	// ACLsInclude are the resource names whose source ACLs the ACL sync
+	// copies (acls.include; mirror_acls.go).
+	ACLsInclude NamePatterns
+	// ACLsSyncInterval is mirror.acls.sync.interval.ms: how often the
+	// source's ACLs are synced (whole milliseconds, > 0).
+	ACLsSyncInterval time.Duration
 	// TopicPropertiesExclude are the topic configs the config sync does
 	// not copy (topic.properties.exclude).
 	TopicPropertiesExclude NamePatterns
@@ -164,6 +172,8 @@ var mirrorConfigKeys = append(append([]mirrorConfigKey{
 	mirrorPatternsKey("topic.properties.exclude", `follower\.replication\.throttled\.replicas,leader\.replication\.throttled\.replicas,`+
 		`message\.timestamp\..*,unclean\.leader\.election\.enable,min\.insync\.replicas,mirror\..*`,
 		func(c *MirrorConfig) *NamePatterns { return &c.TopicPropertiesExclude }),
+	mirrorPatternsKey("acls.include", ".*", func(c *MirrorConfig) *NamePatterns { return &c.ACLsInclude }),
+	mirrorMillisKey("mirror.acls.sync.interval.ms", "60000", 1, func(c *MirrorConfig) *time.Duration { return &c.ACLsSyncInterval }),
 	mirrorMillisKey("mirror.group.offsets.sync.interval.ms", "5000", 1, func(c *MirrorConfig) *time.Duration { return &c.GroupOffsetsSyncInterval }),
 	mirrorMillisKey("mirror.metadata.refresh.interval.ms", "60000", 1, func(c *MirrorConfig) *time.Duration { return &c.MetadataRefreshInterval }),
 	{name: "mirror.replication.throttled.rate", defaultValue: strconv.FormatInt(math.MaxInt64, 10),

@@ -48,6 +48,8 @@ var designMirrorDefaults = map[string]string{
 	"mirror.failed.retry.max.attempts":       "20",
 	"mirror.support.unclean.leader.election": "false",
 	"mirror.group.offsets.sync.interval.ms":  "5000",
+	"acls.include":                           ".*",
+	"mirror.acls.sync.interval.ms":           "60000",
 }
 
 func minimalMirrorProps() map[string]string {
@@ -146,6 +148,11 @@ func TestMirrorConfigKeys(t *testing.T) {
 		{"mirror.failed.retry.max.attempts", "", "!"},
 		{"mirror.group.offsets.sync.interval.ms", "250", "250"},
 		{"mirror.group.offsets.sync.interval.ms", "0", "!"},
+		{"acls.include", " orders , app-.* ,", "orders,app-.*"},
+		{"acls.include", "", ""}, // no ACL synced
+		{"acls.include", "a(", "!"},
+		{"mirror.acls.sync.interval.ms", "1000", "1000"},
+		{"mirror.acls.sync.interval.ms", "0", "!"},
 		{"mirror.support.unclean.leader.election", "TRUE", "true"},
 		{"mirror.support.unclean.leader.election", "false", "false"},
 		{"mirror.support.unclean.leader.election", "yes", "!"},

@@ -181,6 +181,8 @@ type MirrorReport struct {
 	TransactionSync SyncStatus
 	// ConfigSync is the topic config sync's last round.
 	ConfigSync SyncStatus
+	// ACLSync is the ACL sync's last round (mirror_acls.go).
+	ACLSync SyncStatus
 }
 
 // MirrorPartitionReport is one mirrored partition's state, lag and
@@ -235,6 +237,7 @@ func (m *mirror) report() MirrorReport {
 	r.GroupSync = m.groupSync.get()
 	r.TransactionSync = m.txnSync.get()
 	r.ConfigSync = m.cfgSync.get()
+	r.ACLSync = m.aclSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
 		record, _ := mp.status()
@@ -275,6 +278,7 @@ type mirrorCollector struct {
 	groupSyncErrors, groupOffsetLag                *prometheus.Desc
 	txnSyncIDs, txnSyncErrors                      *prometheus.Desc
 	configSyncTopics, configSyncErrors             *prometheus.Desc
+	aclSyncACLs, aclSyncErrors, aclSyncAt          *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
 
@@ -320,6 +324,13 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 			"Mirror topics whose configs are the source topic's dynamic configs (minus topic.properties.exclude) after the last sync round.", []string{"mirror"}, nil),
 		configSyncErrors: prometheus.NewDesc("mirrord_mirror_config_sync_errors_total",
 			"Topic config sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		aclSyncACLs: prometheus.NewDesc("mirrord_mirror_acl_sync_acls",
+			"Source ACLs matching acls.include (ClusterMirror ones aside) that this node holds after the last ACL sync round.", []string{"mirror"}, nil),
+		aclSyncErrors: prometheus.NewDesc("mirrord_mirror_acl_sync_errors_total",
+			"ACL sync rounds that failed in part or whole since the mirror started (a node without an authorizer counts none: "+
+				"describe says the sync is off).", []string{"mirror"}, nil),
+		aclSyncAt: prometheus.NewDesc("mirrord_mirror_acl_sync_timestamp_seconds",
+			"When the last ACL sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
 		groupOffsetLag: prometheus.NewDesc("mirrord_mirror_group_offset_lag",
 			"Per synced group, the source's committed offsets minus the synced ones, summed over its mirrored partitions: "+
 				"what a consumer of the group would read twice after a failover now.", []string{"mirror", "group"}, nil),
@@ -353,6 +364,9 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.txnSyncErrors
 	ch <- c.configSyncTopics
 	ch <- c.configSyncErrors
+	ch <- c.aclSyncACLs
+	ch <- c.aclSyncErrors
+	ch <- c.aclSyncAt
 	ch <- c.groupOffsetLag
 	ch <- c.states
 	ch <- c.highWatermarkAge
@@ -392,6 +406,11 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.txnSyncErrors, prometheus.CounterValue, float64(m.TransactionSync.Errors), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncTopics, prometheus.GaugeValue, float64(m.ConfigSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncErrors, prometheus.CounterValue, float64(m.ConfigSync.Errors), m.Name)
+		ch <- prometheus.MustNewConstMetric(c.aclSyncACLs, prometheus.GaugeValue, float64(m.ACLSync.Synced), m.Name)
+		ch <- prometheus.MustNewConstMetric(c.aclSyncErrors, prometheus.CounterValue, float64(m.ACLSync.Errors), m.Name)
+		if !m.ACLSync.At.IsZero() {
+			ch <- prometheus.MustNewConstMetric(c.aclSyncAt, prometheus.GaugeValue, float64(m.ACLSync.At.UnixMilli())/1000, m.Name)
+		}
 		for group, lag := range g.Lag {
 			ch <- prometheus.MustNewConstMetric(c.groupOffsetLag, prometheus.GaugeValue, float64(lag), m.Name, group)
 		}

@@ -25,10 +25,11 @@ import (
 // SyncStatus is the outcome of a mirror's last round of a sync that
 // copies whole items (transactional IDs, topic configs).
 type SyncStatus struct {
-	At     time.Time // when the last round ended (zero: none yet)
-	Synced int       // items held as the source has them after the round
-	Err    string    // the round's failure, if any
-	Errors int64     // rounds failed since the mirror started
+	At       time.Time     // when the last round ended (zero: none yet)
+	Duration time.Duration // how long it took
+	Synced   int           // items held as the source has them after the round
+	Err      string        // the round's failure, if any
+	Errors   int64         // rounds failed since the mirror started
 }
 
 // syncStatus holds a sync's status for reports and metrics.
@@ -46,11 +47,12 @@ func (s *syncStatus) get() SyncStatus {
 // runRound runs one round of the sync named what and records its
 // outcome.
 func (s *syncStatus) runRound(ctx context.Context, m *mirror, what string, round func(context.Context) (int, error)) {
+	started := time.Now()
 	synced, err := round(ctx)
 	if ctx.Err() != nil {
 		return
 	}
-	status := SyncStatus{At: time.Now(), Synced: synced}
+	status := SyncStatus{At: time.Now(), Duration: time.Since(started), Synced: synced}
 	if err != nil {
 		status.Err = err.Error()
 		m.log.Warn(what+" failed", "error", err)

@@ -27,6 +27,8 @@ type Node struct {
 	// after.
 	mirrorsMu sync.Mutex
 	mirrors   map[string]*mirror // bounded by the mirrors an operator created
+	// acls is which ACLs each mirror owns (mirror_acls.go).
+	acls aclOwnership
 }
 
 // OpenNode opens the Kafka node of the data directory, replays

@@ -43,7 +43,8 @@ package mirrorwire
 //     clients read the same answer): a mirror carries
 //     SourceUnreachableSinceMillis (tag 0), SourceError (tag 1) and
 //     GroupSync (tag 2: the consumer group offset sync's last round;
-//     absent from a server that has none); a partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
+//     absent from a server that has none), ACLSync (tag 3: the ACL
+//     sync's, likewise); a partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
 //     and LagLowerBound (tag 2). A partition whose SourceOffset is older
 //     than the mirror's staleness bound answers Lag -1 (an older client
 //     shows it unknown rather than too small) and LagLowerBound.
@@ -532,6 +533,9 @@ type DescribeClusterMirrorsMirror struct {
 	// GroupSync (tag 2, mirrord's) is the mirror's consumer group offset
 	// sync (KIP-1279), its last round; nil (absent) when not told.
 	GroupSync *DescribeClusterMirrorsGroupSync
+	// ACLSync (tag 3, mirrord's) is the mirror's ACL sync, its last
+	// round; nil (absent) when not told.
+	ACLSync *DescribeClusterMirrorsACLSync
 }
 
 // Default sets AuthorizedOperations to "not requested" and the source
@@ -635,7 +639,7 @@ func appendDescribedMirror(dst []byte, m *DescribeClusterMirrorsMirror) []byte {
 		dst = appendArray(dst, t.Partitions, appendDescribedPartition)
 		return appendNoTags(dst)
 	})
-	dst = kbin.AppendUvarint(dst, countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil, m.GroupSync != nil))
+	dst = kbin.AppendUvarint(dst, countTrue(m.SourceUnreachableSinceMillis >= 0, m.SourceError != nil, m.GroupSync != nil, m.ACLSync != nil))
 	if m.SourceUnreachableSinceMillis >= 0 {
 		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendInt64(dst, m.SourceUnreachableSinceMillis) })
 	}
@@ -644,6 +648,9 @@ func appendDescribedMirror(dst []byte, m *DescribeClusterMirrorsMirror) []byte {
 	}
 	if m.GroupSync != nil {
 		dst = appendTag(dst, 2, m.GroupSync.appendTo)
+	}
+	if m.ACLSync != nil {
+		dst = appendTag(dst, 3, m.ACLSync.appendTo)
 	}
 	return dst
 }
@@ -707,6 +714,8 @@ func readDescribedMirror(d *reader) DescribeClusterMirrorsMirror {
 			m.SourceError = v.nullableString()
 		case 2:
 			m.GroupSync = readGroupSync(v)
+		case 3:
+			m.ACLSync = readACLSync(v)
 		default:
 			return false
 		}

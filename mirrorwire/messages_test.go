@@ -79,9 +79,11 @@ func mirrorSamples() []mirrorMessage {
 				SourceUnreachableSinceMillis: 1_780_000_000_000, SourceError: strPtr("fetch from broker 1: connection refused"),
 				GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: 1_780_000_000_500, DurationMillis: 12, GroupsSynced: 2, GroupsSkipped: 1,
 					FailedRounds: 3, ErrorMessage: strPtr("fetch the offsets of group c: NOT_COORDINATOR"),
-					Groups: []DescribeClusterMirrorsGroupSyncGroup{{GroupID: "app", OffsetLag: 500}, {GroupID: "b"}, {GroupID: "live", OffsetLag: -1, Skipped: true}}}},
+					Groups: []DescribeClusterMirrorsGroupSyncGroup{{GroupID: "app", OffsetLag: 500}, {GroupID: "b"}, {GroupID: "live", OffsetLag: -1, Skipped: true}}},
+				ACLSync: &DescribeClusterMirrorsACLSync{LastSyncMillis: 1_780_000_000_700, DurationMillis: 9, ACLsSynced: 40, FailedRounds: 2,
+					ErrorMessage: strPtr("describe the source's ACLs: SECURITY_DISABLED")}},
 			{MirrorName: "new", AuthorizedOperations: AuthorizedOperationsUnknown, SourceUnreachableSinceMillis: -1,
-				GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: -1}},
+				GroupSync: &DescribeClusterMirrorsGroupSync{LastSyncMillis: -1}, ACLSync: &DescribeClusterMirrorsACLSync{LastSyncMillis: -1}},
 			{MirrorName: "gone", ErrorCode: kerr.ResourceNotFound.Code, ErrorMessage: strPtr("no mirror gone"), SourceUnreachableSinceMillis: -1},
 		}, LastMirrorEpochs: []DescribeClusterMirrorsEpochTopic{
 			{TopicID: [16]byte{1, 2}, Partitions: []DescribeClusterMirrorsEpochPartition{{PartitionIndex: 0, LastMirrorEpoch: 4, LastMirrorOffset: 100}, {5, 3, -1, -1}}},

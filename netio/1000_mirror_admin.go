@@ -37,7 +37,8 @@ package netio
 //     the lower bound in LagLowerBound; an unreachable source, the time
 //     and the error in SourceUnreachableSinceMillis and SourceError; the
 //     group offset sync's last round, when the engine reports one, in
-//     GroupSync (LastSyncMillis -1 before the first round).
+//     GroupSync (LastSyncMillis -1 before the first round), the ACL
+//     sync's likewise in ACLSync.
 
 import (
 	"context"
@@ -323,6 +324,13 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 	}
 	if d.GroupSync != nil {
 		m.GroupSync = describedGroupSync(d.GroupSync)
+	}
+	if s := d.ACLSync; s != nil {
+		m.ACLSync = &mirrorwire.DescribeClusterMirrorsACLSync{LastSyncMillis: -1, ACLsSynced: clampInt32(s.Synced),
+			FailedRounds: s.FailedRounds, ErrorMessage: nonEmpty(s.Error)}
+		if !s.At.IsZero() {
+			m.ACLSync.LastSyncMillis, m.ACLSync.DurationMillis = max(s.At.UnixMilli(), 0), max(s.Duration.Milliseconds(), 0)
+		}
 	}
 	for _, status := range d.Partitions {
 		if n := len(m.Topics); n == 0 || m.Topics[n-1].TopicName != status.Topic {

@@ -122,6 +122,23 @@ type MirrorDescription struct {
 	// GroupSync is the consumer group offset sync's last round, nil when
 	// the mirror reports none.
 	GroupSync *MirrorGroupSync
+	// ACLSync is the ACL sync's last round, nil when the mirror reports
+	// none.
+	ACLSync *MirrorACLSync
+}
+
+// MirrorACLSync is the last round of a mirror's ACL sync (KIP-1279).
+type MirrorACLSync struct {
+	// At is when the last round ended, zero before the first (or while
+	// the sync is off: Error says why); Duration is how long it took.
+	At       time.Time
+	Duration time.Duration
+	// Synced counts the source ACLs selected that this node holds.
+	Synced int
+	// FailedRounds counts the rounds that failed since the mirror
+	// started; Error is the last round's failure, "" when it succeeded.
+	FailedRounds int64
+	Error        string
 }
 
 // MirrorGroupSync is the last round of a mirror's consumer group offset

@@ -550,6 +550,8 @@ type describedMirror struct {
 	SourceError            string `json:"sourceError,omitempty"`
 	// GroupSync is the consumer group offset sync's last round.
 	GroupSync *describedGroupSync `json:"groupSync,omitempty"`
+	// ACLSync is the ACL sync's last round.
+	ACLSync *describedACLSync `json:"aclSync,omitempty"`
 }
 
 // describeOutput is the --describe --json document: the mirrors, and the
@@ -580,7 +582,7 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 			return fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
 		}
 		mirror := describedMirror{Mirror: m.MirrorName, SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID),
-			GroupSync: groupSyncOf(m.GroupSync, now)}
+			GroupSync: groupSyncOf(m.GroupSync, now), ACLSync: aclSyncOf(m.ACLSync, now)}
 		if m.SourceUnreachableSinceMillis >= 0 {
 			mirror.SourceUnreachableSince = time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)
 			mirror.SourceError = stringOrEmpty(m.SourceError)
@@ -602,7 +604,10 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 	if err := printDescribeTable(out, described.Partitions); err != nil {
 		return err
 	}
-	return printGroupSyncs(out, described.Mirrors, now)
+	if err := printGroupSyncs(out, described.Mirrors, now); err != nil {
+		return err
+	}
+	return printACLSyncs(out, described.Mirrors, now)
 }
 
 func stringOrEmpty(s *string) string {

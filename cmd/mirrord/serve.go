@@ -291,6 +291,7 @@ func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.Mirror
 			fmt.Fprintf(tw, "%s\n", unreachableText(m.SourceUnreachableSince.UnixMilli(), m.SourceError, time.Now()))
 		}
 		fmt.Fprintf(tw, "%s\n", groupSyncStatusLine(m.GroupSync, time.Now()))
+		fmt.Fprintf(tw, "%s\n", aclSyncLine(m.ACLSync.At, m.ACLSync.Duration, m.ACLSync.Synced, m.ACLSync.Errors, m.ACLSync.Err, time.Now()))
 		if len(m.Partitions) == 0 {
 			continue
 		}
