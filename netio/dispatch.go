@@ -60,6 +60,7 @@ func init() {
 		42: {0, 2, serveDeleteGroups},
 		44: {0, 1, serveIncrementalAlterConfigs},
 		47: {0, 0, serveOffsetDelete},
+		48: {0, 1, serveDescribeClientQuotas},
 		50: {0, 0, serveDescribeUserScramCredentials},
 		51: {0, 0, serveAlterUserScramCredentials},
 		60: {0, 2, serveDescribeCluster},
