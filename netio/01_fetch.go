@@ -25,8 +25,15 @@ package netio
 //     empty list, never null); read_uncommitted answers null.
 //   - A partition in error answers -1 for every offset and no records.
 //   - Every fetcher is served as a consumer (up to the high watermark or
-//     last stable offset): ReplicaID and ReplicaState are not looked at,
-//     as no Kafka broker replicates from this node.
+//     last stable offset), as no Kafka broker replicates from this node.
+//     But a follower's fetch (ReplicaID, or ReplicaState.ID from v15, of
+//     0 or more) is authorized as Kafka's KafkaApis.handleFetchRequest
+//     does: CLUSTER_ACTION on the cluster instead of READ on each topic,
+//     and without it every partition is TOPIC_AUTHORIZATION_FAILED.
+//   - Authorization is decided for every partition of every request, a
+//     session's quiet ones included (Kafka authorizes each partition of
+//     the fetch context), so a removed ACL takes effect on the next fetch;
+//     a quiet partition costs one lock-free decision per run of its topic.
 //
 // Long poll: the response goes at once when it holds MinBytes of records,
 // when a partition is in error or diverged, or when MaxWait (capped at
@@ -76,6 +83,9 @@ type fetchReply struct {
 	holes         []fetchHole         // filled by appendFetchResponse
 	changed       []<-chan struct{}   // the last read pass's Changed channels
 	isolation     Isolation
+	// follower: the fetch names a replica; followerAllowed: the client
+	// may CLUSTER_ACTION, which replaces the topic checks.
+	follower, followerAllowed bool
 }
 
 func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
@@ -86,6 +96,10 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 	}
 	sessions := c.server.sessions
 	f := &fetchReply{server: c.server, conn: c, version: req.Version, isolation: isolation}
+	if replica := fetchReplicaID(req); replica >= 0 {
+		f.follower = true
+		f.followerAllowed = c.authorizeCluster(opClusterAction)
+	}
 	use := sessions.begin(c, req, f)
 	if f.errorCode == 0 {
 		if err := f.fetch(ctx, req, isolation); err != nil {
@@ -107,6 +121,15 @@ func fetchIsolation(level int8) (Isolation, error) {
 		return ReadCommitted, nil
 	}
 	return 0, fmt.Errorf("%w: fetch isolation level %d", ErrFrame, level)
+}
+
+// fetchReplicaID is the replica a fetch names: -1 (or below) for a
+// consumer.
+func fetchReplicaID(req *kmsg.FetchRequest) int32 {
+	if req.Version >= 15 {
+		return req.ReplicaState.ID
+	}
+	return req.ReplicaID
 }
 
 // addRequestPartitions makes the request's partitions the ones to fetch.
@@ -162,10 +185,11 @@ func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, 
 	f.nodeEndpoints = f.nodeEndpoints[:0]
 	remaining := int64(maxBytes)
 	minOneBatch := true
+	var lastDecision topicDecision
 	for i := range f.partitions {
 		p := &f.partitions[i]
 		if p.quiet {
-			if !isClosed(p.changed) {
+			if !isClosed(p.changed) && f.mayStillRead(p, &lastDecision) {
 				p.resetResponse()
 				p.omit = true // unchanged: an incremental response leaves it out
 				f.changed = append(f.changed, p.changed)
@@ -191,10 +215,37 @@ func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, 
 	return bytes, respondNow
 }
 
+// topicDecision is the last authorization decision of a read pass, kept
+// for the next partition of the same topic.
+type topicDecision struct {
+	topic   string
+	allowed bool
+}
+
+// mayStillRead reports whether the client may still read a quiet
+// session partition: the decision readPartition would take, without
+// counting a denial (readPartition, reading it again, counts it).
+func (f *fetchReply) mayStillRead(p *fetchPartition, last *topicDecision) bool {
+	if f.follower {
+		return f.followerAllowed
+	}
+	if f.server.cfg.Authorizer == nil {
+		return true
+	}
+	if last.topic != p.quietTopic || last.topic == "" {
+		*last = topicDecision{topic: p.quietTopic, allowed: p.quietTopic != "" && f.conn.authorizeQuietly(opRead, resourceTopic, p.quietTopic)}
+	}
+	return last.allowed
+}
+
 // readPartition answers one partition and returns its Changed channel
 // (nil when there is no such partition).
 func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBytes int32, minOneBatch bool) <-chan struct{} {
 	p.resetResponse()
+	if f.follower && !f.followerAllowed {
+		p.errorCode = kerr.TopicAuthorizationFailed.Code
+		return nil
+	}
 	backend := f.server.backend
 	if f.version >= 13 && p.topic == "" {
 		t, ok := backend.TopicByID(p.topicID)
@@ -204,7 +255,7 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 		}
 		p.topic = t.Name
 	}
-	if !f.conn.authorize(opRead, resourceTopic, p.topic) {
+	if !f.follower && !f.conn.authorize(opRead, resourceTopic, p.topic) {
 		p.errorCode = kerr.TopicAuthorizationFailed.Code
 		return nil
 	}

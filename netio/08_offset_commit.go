@@ -6,6 +6,12 @@ package netio
 // UNKNOWN_TOPIC_OR_PARTITION for partitions the node does not have. No
 // answer (the coordinator closed) is COORDINATOR_NOT_AVAILABLE for every
 // partition of the request.
+//
+// With an authorizer, as Kafka's KafkaApis.handleOffsetCommitRequest: READ
+// on the group (else GROUP_AUTHORIZATION_FAILED for every partition), then
+// READ on each topic: the partitions of a denied topic are
+// TOPIC_AUTHORIZATION_FAILED, answered first, and the coordinator sees only
+// the others (not at all when none is left).
 
 import (
 	"context"
@@ -17,7 +23,22 @@ import (
 func serveOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.OffsetCommitRequest)
 	resp, err := unlessDenied(c.authorize(opRead, resourceGroup, req.Group), kerr.GroupAuthorizationFailed, func() (*kmsg.OffsetCommitResponse, error) {
-		return c.server.backend.Groups().OffsetCommit(ctx, req)
+		allowed, denied := splitTopicsByAuthorized(c, opRead, req.Topics, func(rt kmsg.OffsetCommitRequestTopic) string { return rt.Topic })
+		answer := req.ResponseKind().(*kmsg.OffsetCommitResponse)
+		for _, rt := range denied {
+			answer.Topics = append(answer.Topics, offsetCommitAnswer(rt, kerr.TopicAuthorizationFailed.Code))
+		}
+		if len(allowed) == 0 {
+			return answer, nil
+		}
+		asked := *req
+		asked.Topics = allowed
+		committed, err := c.server.backend.Groups().OffsetCommit(ctx, &asked)
+		if err != nil {
+			return nil, err
+		}
+		committed.Topics = append(answer.Topics, committed.Topics...)
+		return committed, nil
 	})
 	if err == nil {
 		return resp, nil
@@ -25,14 +46,19 @@ func serveOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	resp = req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for _, rt := range req.Topics {
-		st := kmsg.NewOffsetCommitResponseTopic()
-		st.Topic = rt.Topic
-		for _, rp := range rt.Partitions {
-			sp := kmsg.NewOffsetCommitResponseTopicPartition()
-			sp.Partition, sp.ErrorCode = rp.Partition, code
-			st.Partitions = append(st.Partitions, sp)
-		}
-		resp.Topics = append(resp.Topics, st)
+		resp.Topics = append(resp.Topics, offsetCommitAnswer(rt, code))
 	}
 	return resp, nil
+}
+
+// offsetCommitAnswer answers every partition of rt with code.
+func offsetCommitAnswer(rt kmsg.OffsetCommitRequestTopic, code int16) kmsg.OffsetCommitResponseTopic {
+	st := kmsg.NewOffsetCommitResponseTopic()
+	st.Topic = rt.Topic
+	for _, rp := range rt.Partitions {
+		sp := kmsg.NewOffsetCommitResponseTopicPartition()
+		sp.Partition, sp.ErrorCode = rp.Partition, code
+		st.Partitions = append(st.Partitions, sp)
+	}
+	return st
 }

@@ -10,6 +10,12 @@ package netio
 // named by the mirror) is checked as KIP-1279 says: ALTER to create, delete
 // or change a mirror's topics, DESCRIBE to list (others left out) or
 // describe it (CLUSTER_MIRROR_AUTHORIZATION_FAILED, code 142, otherwise).
+// A LastMirrorEpochLookup reads a topic's data, not a mirror's (it names
+// no mirror, and the answer is the topic's last mirrored epoch and
+// offset, as OffsetForLeaderEpoch's is its leader's): it needs DESCRIBE on
+// the topic its ID names, else each of its partitions is
+// TOPIC_AUTHORIZATION_FAILED (an unknown ID is answered as the engine
+// answers it, as Kafka answers UNKNOWN_TOPIC_ID before authorizing).
 //
 // Each handler checks what the request alone can get wrong, calls
 // MirrorAdmin and turns its errors into codes with their messages
@@ -395,14 +401,28 @@ func lookUpLastMirrorEpochs(ctx context.Context, c *conn, req *mirrorwire.Descri
 		return refuse(kerr.InvalidRequest, "LastMirrorEpochLookups without the asking cluster's ClusterId.")
 	}
 	lookups := make([]TopicPartitions, 0, len(req.LastMirrorEpochLookups))
+	var denied []TopicPartitions
 	for _, lookup := range req.LastMirrorEpochLookups {
-		lookups = append(lookups, TopicPartitions{TopicID: lookup.TopicID, Partitions: lookup.Partitions})
+		asked := TopicPartitions{TopicID: lookup.TopicID, Partitions: lookup.Partitions}
+		if t, ok := c.server.backend.TopicByID(lookup.TopicID); ok && !c.authorize(opDescribe, resourceTopic, t.Name) {
+			denied = append(denied, asked)
+			continue
+		}
+		lookups = append(lookups, asked)
 	}
-	epochs, err := mirrorAdmin(c).LastMirrorEpochs(ctx, *req.ClusterID, lookups)
-	if err != nil {
-		return err
+	var epochs []LastMirrorEpoch
+	if len(lookups) > 0 {
+		var err error
+		if epochs, err = mirrorAdmin(c).LastMirrorEpochs(ctx, *req.ClusterID, lookups); err != nil {
+			return err
+		}
 	}
-	topics := make(map[TopicID]int, len(lookups)) // index in resp.LastMirrorEpochs
+	for _, lookup := range denied {
+		for _, partition := range lookup.Partitions {
+			epochs = append(epochs, LastMirrorEpoch{TopicID: lookup.TopicID, Partition: partition, Err: kerr.TopicAuthorizationFailed, Epoch: -1, Offset: -1})
+		}
+	}
+	topics := make(map[TopicID]int, len(req.LastMirrorEpochLookups)) // index in resp.LastMirrorEpochs
 	for _, epoch := range epochs {
 		i, ok := topics[epoch.TopicID]
 		if !ok {

@@ -14,6 +14,12 @@ package netio
 //   - v5+ answers the partition count, replication factor and effective
 //     configs (with their sources) of a created or validated topic, and an
 //     empty config list with -1 counts for a refused one; v7 the topic ID.
+//   - with an authorizer, CREATE on the cluster or on the topic (else
+//     TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", as Kafka's
+//     ControllerApis.createTopics); the configs of a topic the client may
+//     not DESCRIBE_CONFIGS are left out, TOPIC_AUTHORIZATION_FAILED in
+//     the config error code (tag 0), as Kafka's
+//     ReplicationControlManager.createTopics answers.
 // What the engine refuses (names, collisions, existing topics, configs it
 // cannot honour) comes back as its kerr error.
 
@@ -48,7 +54,7 @@ func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 		if count[rt.Topic] > 1 {
 			err = fmt.Errorf("%w: create topics request contains duplicate topic %s", kerr.InvalidRequest, rt.Topic)
 		} else if !c.authorizeQuietly(opCreate, resourceCluster, clusterResourceName) && !c.authorize(opCreate, resourceTopic, rt.Topic) {
-			err = kerr.TopicAuthorizationFailed
+			err = refuse(kerr.TopicAuthorizationFailed, "Authorization failed.")
 		} else {
 			t, err = createTopic(ctx, c, rt, req.ValidateOnly)
 		}
@@ -60,6 +66,10 @@ func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 		} else {
 			st.TopicID, st.NumPartitions, st.ReplicationFactor = t.ID, t.Partitions, 1
 			st.Configs = make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(t.Configs))
+			if !c.authorizeQuietly(opDescribeConfigs, resourceTopic, rt.Topic) {
+				st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				t.Configs = nil
+			}
 			for _, cfg := range t.Configs {
 				rc := kmsg.NewCreateTopicsResponseTopicConfig()
 				rc.Name, rc.Value, rc.Source = cfg.Name, &cfg.Value, int8(cfg.Source)

@@ -6,6 +6,10 @@ package netio
 // DUPLICATE_RESOURCE, each with Kafka's message. Each credential is its
 // mechanism (1 SCRAM-SHA-256, 2 SCRAM-SHA-512) and iterations, never a
 // key or salt. The store is Config.ScramCredentials.
+//
+// With an authorizer, DESCRIBE on the cluster, as Kafka's
+// KafkaApis.handleDescribeUserScramCredentialsRequest; without it the
+// top-level error is CLUSTER_AUTHORIZATION_FAILED and no user is listed.
 
 import (
 	"context"
@@ -31,6 +35,10 @@ func scramMechanismName(wire int8) string {
 func serveDescribeUserScramCredentials(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
+	if !c.authorizeCluster(opDescribe) {
+		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
+		return resp, nil
+	}
 	store := c.server.cfg.ScramCredentials
 	if store == nil {
 		resp.ErrorCode = kerr.UnsupportedVersion.Code

@@ -9,10 +9,16 @@ package netio
 // [4096, 16384] UNACCEPTABLE_CREDENTIAL; deleting a credential that does
 // not exist RESOURCE_NOT_FOUND; each with Kafka's message. The changes
 // are durable before the answer (auth.ScramCredentials).
+//
+// With an authorizer, ALTER on the cluster, as Kafka's
+// ControllerApis.handleAlterUserScramCredentials; without it every user
+// named is CLUSTER_AUTHORIZATION_FAILED, once each, in name order (Kafka's
+// AlterUserScramCredentialsRequest.getErrorResponse), and nothing changes.
 
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -37,6 +43,22 @@ var scramAlterErrors = []struct {
 func serveAlterUserScramCredentials(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.AlterUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.AlterUserSCRAMCredentialsResponse)
+	if !c.authorizeCluster(opAlter) {
+		users := make([]string, 0, len(req.Deletions)+len(req.Upsertions))
+		for _, d := range req.Deletions {
+			users = append(users, d.Name)
+		}
+		for _, u := range req.Upsertions {
+			users = append(users, u.Name)
+		}
+		slices.Sort(users)
+		for _, user := range slices.Compact(users) {
+			result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
+			result.User, result.ErrorCode, result.ErrorMessage = user, kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
+			resp.Results = append(resp.Results, result)
+		}
+		return resp, nil
+	}
 	var alterations []auth.ScramAlteration
 	for _, d := range req.Deletions {
 		alterations = append(alterations, auth.ScramAlteration{User: d.Name, Mechanism: scramMechanismName(d.Mechanism), Delete: true})

@@ -247,3 +247,27 @@ func (c *conn) coordinatorDenied(coordinatorType int8, key string) *kerr.Error {
 	}
 	return nil
 }
+
+// splitTopicsByAuthorized splits a request's topics by whether the
+// connection may perform op on each, keeping their order, as Kafka's
+// AuthHelper.partitionSeqByAuthorized: one decision per distinct name.
+func splitTopicsByAuthorized[T any](c *conn, op kmsg.ACLOperation, topics []T, name func(T) string) (allowed, denied []T) {
+	if c.server.cfg.Authorizer == nil {
+		return topics, nil
+	}
+	decided := make(map[string]bool, len(topics)) // bounded by the request
+	for _, topic := range topics {
+		n := name(topic)
+		ok, seen := decided[n]
+		if !seen {
+			ok = c.authorize(op, resourceTopic, n)
+			decided[n] = ok
+		}
+		if ok {
+			allowed = append(allowed, topic)
+		} else {
+			denied = append(denied, topic)
+		}
+	}
+	return allowed, denied
+}

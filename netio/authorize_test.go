@@ -147,8 +147,9 @@ func authorizationMatrix() map[int16]authorizationCase {
 		13: {func() kmsg.Request { r := kmsg.NewPtrLeaveGroupRequest(); r.Group = "g"; return v(r, 0) }, kerr.GroupAuthorizationFailed, nil},
 		14: {func() kmsg.Request { r := kmsg.NewPtrSyncGroupRequest(); r.Group = "g"; return v(r, 3) }, kerr.GroupAuthorizationFailed, nil},
 		15: {func() kmsg.Request { r := kmsg.NewPtrDescribeGroupsRequest(); r.Groups = []string{"g"}; return v(r, 5) }, kerr.GroupAuthorizationFailed, nil},
-		16: {func() kmsg.Request { return v(kmsg.NewPtrListGroupsRequest(), 4) }, nil, nil},  // filters: no group is described
-		18: {func() kmsg.Request { return v(kmsg.NewPtrApiVersionsRequest(), 3) }, nil, nil}, // Kafka checks nothing
+		16: {func() kmsg.Request { return v(kmsg.NewPtrListGroupsRequest(), 4) }, nil, nil},    // filters: no group is described
+		17: {func() kmsg.Request { return v(kmsg.NewPtrSASLHandshakeRequest(), 1) }, nil, nil}, // authentication, not authorization
+		18: {func() kmsg.Request { return v(kmsg.NewPtrApiVersionsRequest(), 3) }, nil, nil},   // Kafka checks nothing
 		19: {func() kmsg.Request {
 			r := kmsg.NewPtrCreateTopicsRequest()
 			rt := kmsg.NewCreateTopicsRequestTopic()
@@ -222,6 +223,7 @@ func authorizationMatrix() map[int16]authorizationCase {
 			r.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: 4, ResourceName: ""}}
 			return v(r, 2)
 		}, kerr.ClusterAuthorizationFailed, nil},
+		36: {func() kmsg.Request { return v(kmsg.NewPtrSASLAuthenticateRequest(), 2) }, nil, nil}, // authentication, not authorization
 		37: {func() kmsg.Request {
 			r := kmsg.NewPtrCreatePartitionsRequest()
 			r.Topics, r.TimeoutMillis = []kmsg.CreatePartitionsRequestTopic{{Topic: "t", Count: 2}}, 1000
@@ -235,6 +237,12 @@ func authorizationMatrix() map[int16]authorizationCase {
 		}, kerr.TopicAuthorizationFailed, nil},
 		47: {func() kmsg.Request { r := kmsg.NewPtrOffsetDeleteRequest(); r.Group = "g"; return v(r, 0) }, kerr.GroupAuthorizationFailed, nil},
 		48: {func() kmsg.Request { return v(kmsg.NewPtrDescribeClientQuotasRequest(), 1) }, kerr.ClusterAuthorizationFailed, nil},
+		50: {func() kmsg.Request { return v(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), 0) }, kerr.ClusterAuthorizationFailed, nil},
+		51: {func() kmsg.Request {
+			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
+			r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "carol", Mechanism: 2}}
+			return v(r, 0)
+		}, kerr.ClusterAuthorizationFailed, nil},
 		60: {func() kmsg.Request {
 			r := kmsg.NewPtrDescribeClusterRequest()
 			r.IncludeClusterAuthorizedOperations = true

@@ -60,6 +60,9 @@ type fetchPartition struct {
 	// nothing it would answer has changed since it was last read (its
 	// changed channel is still open); the response leaves it out.
 	quiet bool
+	// quietTopic is a session partition's topic name as last read (its
+	// topic is "" from v13 until resolved), to authorize it while quiet.
+	quietTopic string
 	// changed is the partition's Changed channel as of its last read.
 	changed <-chan struct{}
 

@@ -126,6 +126,9 @@ type sessionPartition struct {
 	// would answer the same, so incremental fetches skip it. This is what
 	// keeps a session of 10,000 mostly idle partitions cheap to serve.
 	quiet <-chan struct{}
+	// name is the topic's name as last read: from v13 the key has only
+	// its ID, and a quiet partition is authorized by name.
+	name string
 }
 
 // fetchSessionUse is how begin served a request, for finish.
@@ -228,7 +231,7 @@ func (s *fetchSessions) open(c *conn, f *fetchReply) int32 {
 		}
 		sp.fetchOffset, sp.currentLeaderEpoch, sp.lastFetchedEpoch, sp.partitionMaxBytes = p.fetchOffset, p.currentLeaderEpoch, p.lastFetchedEpoch, p.partitionMaxBytes
 		sp.remember(p)
-		sp.quiet = f.quietAfter(p)
+		sp.quiet, sp.name = f.quietAfter(p), p.topic
 		sp.sentRecords = p.records.Length > 0
 	}
 	session.moveSentToEnd()
@@ -292,7 +295,7 @@ func (f *fetchReply) addSessionPartitions(session *fetchSession) {
 			topic: sp.key.topic, topicID: sp.key.topicID, partition: sp.key.partition,
 			fetchOffset: sp.fetchOffset, currentLeaderEpoch: sp.currentLeaderEpoch,
 			lastFetchedEpoch: sp.lastFetchedEpoch, partitionMaxBytes: sp.partitionMaxBytes,
-			quiet: sp.quiet != nil && !isClosed(sp.quiet), changed: sp.quiet,
+			quiet: sp.quiet != nil && !isClosed(sp.quiet), changed: sp.quiet, quietTopic: sp.name,
 		})
 	}
 }
@@ -336,7 +339,7 @@ func (session *fetchSession) filter(f *fetchReply) {
 			continue // not read, and omitted: nothing changed since it was
 		}
 		p.omit = !sp.remember(p)
-		sp.quiet = f.quietAfter(p)
+		sp.quiet, sp.name = f.quietAfter(p), p.topic
 		sp.sentRecords = sp.sentRecords || p.records.Length > 0
 	}
 	session.moveSentToEnd()
