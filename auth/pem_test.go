@@ -5,35 +5,8 @@ import (
 	"encoding/pem"
 	"strings"
 	"testing"
-)
 
-// A P-256 key, plain and encrypted with password "secret" by OpenSSL 3:
-//
-//	openssl pkcs8 -topk8 -v2 aes-256-cbc -v2prf hmacWithSHA256 -iter 2048 -passout pass:secret
-//	openssl pkcs8 -topk8 -v2 aes-128-cbc -v2prf hmacWithSHA1 -iter 1000 -passout pass:secret
-const (
-	testKeyPEM = `-----BEGIN PRIVATE KEY-----
-MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQgaeCYOjBgS8N1I+m4
-HINT026FJU35evM5JBHhp1fmbF+hRANCAAS51r8XjwO/NQ9rr+HGi1axyy15FAUL
-LvBzHQH4rzRy4oNcmOWpwVHY2a9RiLdOIWRudjXjugltE4BaylFzxcd8
------END PRIVATE KEY-----
-`
-	testKeyAES256PEM = `-----BEGIN ENCRYPTED PRIVATE KEY-----
-MIHsMFcGCSqGSIb3DQEFDTBKMCkGCSqGSIb3DQEFDDAcBAj7WzeOoh23PwICCAAw
-DAYIKoZIhvcNAgkFADAdBglghkgBZQMEASoEEJC2DO4d4LTy35p1T/IPOMEEgZAP
-/Yv3XiyYDH9uBD0NzAL+lSIon7p6TV0efPpO1JP2pZwYcIPVCqUlIEOnHOo/a4Uz
-vmGcQXzWm1E7zCizxnrFmudlmY+kwUpBZHAbDnxBZpCwFfO0MJYLlvjd1sbf2dsf
-NcYq+dvZ5udPeFlPnGp7qDJGqBx/iZIXm6p/8Q/JCvGrtNtzRHEYOpWi9aMqnJA=
------END ENCRYPTED PRIVATE KEY-----
-`
-	testKeyAES128PEM = `-----BEGIN ENCRYPTED PRIVATE KEY-----
-MIHeMEkGCSqGSIb3DQEFDTA8MBsGCSqGSIb3DQEFDDAOBAiUka5U/u6JCQICA+gw
-HQYJYIZIAWUDBAECBBDrqawFE8pvw0GJ/b3z26w5BIGQvJazoTSWEaODBWyC2CqW
-Ul8upFIPEYaOSj/Nk8DZKYGAepMphSmIJ1Q/C1NuB5wR1WB9IIjUMljVxa5B4qwa
-nPE9pv7ZLtUqXRMx1YUiOREiC+aPAJcUmiZla1AKA1XUC4mpOJaqrTU8PTaDu4zI
-UtL2+7BHvz1NSiwYlXhQW7GhqApr8d/8WxiBnASkBQHo
------END ENCRYPTED PRIVATE KEY-----
-`
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 func pemBytes(t *testing.T, text string) []byte {
@@ -46,8 +19,8 @@ func pemBytes(t *testing.T, text string) []byte {
 }
 
 func TestMirrorConfigDecryptPKCS8(t *testing.T) {
-	want := pemBytes(t, testKeyPEM)
-	for _, encrypted := range []string{testKeyAES256PEM, testKeyAES128PEM} {
+	want := pemBytes(t, mirrordtest.KeyPEM)
+	for _, encrypted := range []string{mirrordtest.KeyAES256PEM, mirrordtest.KeyAES128PEM} {
 		got, err := decryptPKCS8(pemBytes(t, encrypted), "secret")
 		if err != nil || !bytes.Equal(got, want) {
 			t.Fatalf("decrypted %x, %v", got, err)
