@@ -11,8 +11,8 @@ package auth
 // librdkafka depends on it, sending its own nonce before the server's
 // whole one. A stricter server (github.com/xdg-go/scram's, which demands
 // equality) refuses every librdkafka client, so the conversation is
-// written here over the standard library's HMAC and hashes; the key
-// derivation and the tests' client stay xdg-go's.
+// written here over the standard library's HMAC and hashes; the tests
+// judge it with xdg-go's client and with librdkafka's message form.
 //
 // Channel binding (the -PLUS mechanisms) is not offered, as Kafka offers
 // none. An unknown user, a bad proof or a malformed message fail with

@@ -1,6 +1,8 @@
 package mirrordtest
 
 import (
+	"bytes"
+	"crypto"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -35,6 +37,7 @@ type PKI struct {
 // (as kcat takes them) and together (a PEM keystore).
 type KeyPair struct {
 	Cert, Key, Keystore string
+	CertPEM             []byte // the certificate, as Cert holds it
 	TLS                 tls.Certificate
 }
 
@@ -56,7 +59,7 @@ func NewPKI(t testing.TB, commonName string) *PKI {
 	if p.ca, err = x509.ParseCertificate(der); err != nil {
 		t.Fatal(err)
 	}
-	p.Truststore = p.write("ca.pem", pemBlock("CERTIFICATE", der))
+	p.Truststore = p.Write("ca.pem", pemBlock("CERTIFICATE", der))
 	return p
 }
 
@@ -76,6 +79,13 @@ func (p *PKI) Issue(name string, subject pkix.Name, hosts ...string) KeyPair {
 	if err != nil {
 		p.t.Fatal(err)
 	}
+	return p.IssueFor(name, subject, key, hosts...)
+}
+
+// IssueFor is Issue for a key of the caller's (KeyPEM's, say, whose
+// encrypted forms make an encrypted keystore).
+func (p *PKI) IssueFor(name string, subject pkix.Name, key crypto.Signer, hosts ...string) KeyPair {
+	p.t.Helper()
 	p.serial++
 	template := &x509.Certificate{SerialNumber: big.NewInt(p.serial), Subject: subject,
 		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
@@ -101,17 +111,22 @@ func (p *PKI) Issue(name string, subject pkix.Name, hosts ...string) KeyPair {
 	if err != nil {
 		p.t.Fatal(err)
 	}
-	return KeyPair{Cert: p.write(name+".crt", certPEM), Key: p.write(name+".key", keyPEM),
-		Keystore: p.write(name+".pem", append(append([]byte{}, certPEM...), keyPEM...)), TLS: pair}
+	return KeyPair{Cert: p.Write(name+".crt", certPEM), Key: p.Write(name+".key", keyPEM),
+		Keystore: p.Write(name+".pem", certPEM, keyPEM), CertPEM: certPEM, TLS: pair}
 }
+
+// Dir is the directory of the CA's files.
+func (p *PKI) Dir() string { return p.dir }
 
 func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
 
-func (p *PKI) write(name string, data []byte) string {
+// Write writes parts, one after the other, to the file name in Dir and
+// returns its path.
+func (p *PKI) Write(name string, parts ...[]byte) string {
 	path := filepath.Join(p.dir, name)
-	if err := os.WriteFile(path, data, 0o600); err != nil {
+	if err := os.WriteFile(path, bytes.Join(parts, nil), 0o600); err != nil {
 		p.t.Fatal(err)
 	}
 	return path
