@@ -7,6 +7,9 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -27,7 +30,8 @@ super.users=User:admin
 // adds ACLs with kafka-acls (WRITE on the topic; READ on the topic and
 // on her group) and lists them; alice's console producer then writes and
 // her console consumer reads in her group; once the admin removes the
-// WRITE ACL her producer is refused again.
+// WRITE ACL her producer is refused again, as Kafka refuses it: the
+// idempotent one at InitProducerId, a plain one at Produce.
 func TestKafkaACLsWithKafkaTools(t *testing.T) {
 	t.Parallel()
 	libs := kafkaLibs(t)
@@ -121,4 +125,92 @@ func TestKafkaACLsWithKafkaTools(t *testing.T) {
 	if end, ok := ends.Lookup("orders", 0); err != nil || !ok || end.Err != nil || end.Offset != 1 {
 		t.Errorf("orders after the refused writes: end offset %+v (%v), want 1 (the one allowed record)", end, err)
 	}
+}
+
+// TestMirrorAdminAuthorized: with the authorizer on, `mirrord mirrors`
+// without credentials on the PLAINTEXT listener (User:ANONYMOUS) is
+// refused --create, --stop and --delete with a one-line error naming
+// CLUSTER_MIRROR_AUTHORIZATION_FAILED, and the mirror is as it was; the
+// same commands with --command-config (the admin, SCRAM-SHA-512 over
+// SASL_SSL) succeed. The source is another mirrord.
+func TestMirrorAdminAuthorized(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), mirrorTestDeadline)
+	defer cancel()
+	source := startServer(t)
+	node := startSecureNode(t, secureAuthorizer)
+	scramAdmin := kafkatest.ScramUser{Mechanism: "SCRAM-SHA-512", Name: secureAdmin.Name, Password: "admin-Scram-secret"}
+	node.addScramUsers(ctx, t, scramAdmin)
+	admin := node.clientConfig(t, "admin.properties", scramAdmin)
+	const topic = "audit"
+	createTopics(ctx, t, source.addr, map[string]int32{topic: 1})
+	mirrorConfig := writeMirrorConfig(t, source.addr)
+	const refusal = "CLUSTER_MIRROR_AUTHORIZATION_FAILED"
+
+	refused := func(args ...string) {
+		t.Helper()
+		result := runMirrors(ctx, t, node.addr, args...)
+		result.wantOneLineError(t, refusal)
+		t.Logf("anonymous %s: exit %d: %s", args[0], result.exit, strings.TrimSpace(result.stderr))
+	}
+	refused("--create", "--mirror", "m", "--mirror-config", mirrorConfig)
+	runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--create", "--mirror", "m", "--mirror-config", mirrorConfig)
+	runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--start", "--mirror", "m", "--topics", topic)
+
+	if reason := pollUntil(ctx, mirrorProgressWait, func(ctx context.Context) string {
+		if state := mirroredStates(ctx, t, node, admin)[topic]; state != "MIRRORING" {
+			return fmt.Sprintf("%s is %q", topic, state)
+		}
+		return ""
+	}); reason != "" {
+		t.Fatalf("after the admin's --start: %s within %v, want MIRRORING", reason, mirrorProgressWait)
+	}
+	refused("--stop", "--mirror", "m", "--topics", topic)
+	if state := mirroredStates(ctx, t, node, admin)[topic]; state != "MIRRORING" {
+		t.Fatalf("after a refused --stop: %s is %q, want MIRRORING", topic, state)
+	}
+	if out := runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--stop", "--mirror", "m", "--topics", topic); !strings.Contains(out, topic) {
+		t.Errorf("--stop as the admin: the output does not name %s:\n%s", topic, out)
+	}
+	if states := mirroredStates(ctx, t, node, admin); states[topic] != "STOPPED" {
+		t.Fatalf("after the admin's --stop: %s is %q, want STOPPED", topic, states[topic])
+	}
+
+	refused("--delete", "--mirror", "m")
+	if out := runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--list"); !slices.Equal(listedMirrors(out), []string{"m"}) {
+		t.Fatalf("--list after a refused --delete: want mirror m, got:\n%s", out)
+	}
+	runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--delete", "--mirror", "m")
+	if out := runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--list"); len(listedMirrors(out)) != 0 {
+		t.Errorf("--list after the admin's --delete: want no mirror, got:\n%s", out)
+	}
+}
+
+// listedMirrors is the MIRROR column of --list.
+func listedMirrors(out string) []string {
+	var names []string
+	for i, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if fields := strings.Fields(line); i > 0 && len(fields) > 0 {
+			names = append(names, fields[0])
+		}
+	}
+	return names
+}
+
+// mirroredStates is the state of each partition 0 of mirror m, by topic,
+// as the admin's --describe --json shows it.
+func mirroredStates(ctx context.Context, t *testing.T, node *secureNode, admin string) map[string]string {
+	t.Helper()
+	out := runMirrorsOK(ctx, t, node.saslSSL, "--command-config", admin, "--describe", "--mirror", "m", "--json")
+	var described describeJSON
+	if err := json.Unmarshal([]byte(out), &described); err != nil {
+		t.Fatalf("--describe --json: %v\n%s", err, out)
+	}
+	states := map[string]string{}
+	for _, row := range described.Partitions {
+		if row.Partition == 0 {
+			states[row.Topic] = row.State
+		}
+	}
+	return states
 }
