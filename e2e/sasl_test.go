@@ -140,19 +140,19 @@ func TestSASLScramWithKafkaTools(t *testing.T) {
 		t.Fatalf("kafka-topics --create as alice: %v\n%s", err, out)
 	}
 	out, err = kafkatest.RunTool(ctx, libs, []byte("one\ntwo\n"), "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "sasl-orders", "--producer.config", alice)
+		"--bootstrap-server", addr, "--topic", "sasl-orders", "--command-config", alice)
 	if err != nil {
 		t.Fatalf("kafka-console-producer as alice: %v\n%s", err, out)
 	}
 	out, err = kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-		"--bootstrap-server", addr, "--topic", "sasl-orders", "--consumer.config", alice,
+		"--bootstrap-server", addr, "--topic", "sasl-orders", "--command-config", alice,
 		"--from-beginning", "--max-messages", "2", "--timeout-ms", consoleConsumeWait)
 	if err != nil || !strings.Contains(string(out), "one\ntwo\n") {
 		t.Fatalf("kafka-console-consumer as alice: %v\n%s", err, out)
 	}
 	// kafka-console-producer logs the failed send and exits 0.
 	stdout, stderr, _ := kafkatest.RunToolOutputs(ctx, libs, []byte("refused\n"), "org.apache.kafka.tools.ConsoleProducer",
-		"--bootstrap-server", addr, "--topic", "sasl-orders", "--producer.config", wrong, "--producer-property", "delivery.timeout.ms=30000")
+		"--bootstrap-server", addr, "--topic", "sasl-orders", "--command-config", wrong, "--producer-property", "delivery.timeout.ms=30000")
 	refused := string(stdout) + string(stderr)
 	if !strings.Contains(refused, "SaslAuthenticationException") ||
 		!strings.Contains(refused, "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-512") {
