@@ -15,7 +15,10 @@
 //   - the stored batches, fetched raw, are well formed (CRC-32C), keep the
 //     producer's codec, and are identical byte for byte after kill -9 and a
 //     restart, and after a clean stop (SIGTERM) and a restart;
-//   - kcat lists metadata (-L), consumes (-C) and produces (-P).
+//   - kcat lists metadata (-L), consumes (-C) and produces (-P);
+//   - security (sasl_test.go, acl_tools_test.go, tls_test.go): Kafka's
+//     tools and kcat over SASL_SSL and SSL listeners, kafka-acls against
+//     the authorizer, the mirror admin CLI refused without credentials.
 //
 // The server's log goes to a file that is printed when a test fails. Under
 // -race the server is built with the race detector too, and a race report
