@@ -16,6 +16,11 @@
 //   - mirrord-from-kafka, mm2, kafka-replication, serve-kafka,
 //     serve-mirrord: with real Kafka 4.4 brokers and MirrorMaker 2 from the
 //     Maven jars (kafka_test.go, kafkatest);
+//   - serve-kafka-tls, serve-mirrord-tls: the same consumer reading the
+//     same data from the same broker and the same mirrord over their SSL
+//     listeners (one test CA, client certificates required), in the same
+//     repeat as the plaintext read; the report's TLS table gives TLS over
+//     plaintext, MB/s and CPU-s/GB, for each server (report_tls_test.go);
 //   - lag: record acknowledged at the source to visible on the mirror, at
 //     half of mirrord's measured throughput (lag_test.go);
 //   - cleaner-mirrord, cleaner-kafka: one segment of keyed records

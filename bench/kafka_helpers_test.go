@@ -27,11 +27,16 @@ import (
 
 // startKafkaCluster starts a KRaft cluster of brokers nodes in dir.
 func startKafkaCluster(ctx context.Context, libs, dir string, brokers int) (*kafkatest.Cluster, error) {
+	return startKafka(ctx, kafkatest.Options{Libs: libs, Dir: dir, Brokers: brokers})
+}
+
+// startKafka starts the cluster of opts, within kafkaStartWait.
+func startKafka(ctx context.Context, opts kafkatest.Options) (*kafkatest.Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, kafkaStartWait)
 	defer cancel()
-	cluster, err := kafkatest.Start(ctx, kafkatest.Options{Libs: libs, Dir: dir, Brokers: brokers})
+	cluster, err := kafkatest.Start(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("start Kafka %s (%d nodes): %w", kafkatest.Version, brokers, err)
+		return nil, fmt.Errorf("start Kafka %s (%d nodes): %w", kafkatest.Version, opts.Brokers, err)
 	}
 	return cluster, nil
 }
@@ -295,15 +300,16 @@ func kafkaLogSizes(ctx context.Context, broker *kgo.Broker, topic string, partit
 }
 
 // consumeSample reads the topic from the start with a kgo consumer
-// (consumeAll) from the server at addr and measures it: CPU of the server
-// and of this process, PeakRSS of the server.
-func consumeSample(tb testing.TB, addr string, data kafkaTopicData, serverPid int) (Sample, error) {
+// (consumeAll, opts added to its client's) from the server at addr and
+// measures it: CPU of the server and of this process, PeakRSS of the
+// server.
+func consumeSample(tb testing.TB, addr string, data kafkaTopicData, serverPid int, opts ...kgo.Opt) (Sample, error) {
 	serverStart, err := processCPUOf(serverPid)
 	if err != nil {
 		return Sample{}, err
 	}
 	selfStart, started := processCPU(), time.Now()
-	consumeAll(tb, addr, data.topic, int32(len(data.endOffsets)), data.records)
+	consumeAll(tb, addr, data.topic, int32(len(data.endOffsets)), data.records, opts...)
 	wall, self := time.Since(started), processCPU()-selfStart
 	sample, err := sampleOf(data, wall, serverStart, serverPid)
 	sample.CPU += self
@@ -468,11 +474,11 @@ func checkKafkaMeasurements(t *testing.T, mode benchMode, measurements []Measure
 		}
 		rows[key] = m
 	}
-	if want := 5 * len(kafkaVariants(mode)); len(measurements) != want {
+	if want := 7 * len(kafkaVariants(mode)); len(measurements) != want {
 		t.Errorf("%d rows, want %d", len(measurements), want)
 	}
 	for _, v := range kafkaVariants(mode) {
-		for _, scenario := range []string{"mirrord-from-kafka", "mm2", "kafka-replication", "serve-kafka", "serve-mirrord"} {
+		for _, scenario := range []string{"mirrord-from-kafka", "mm2", "kafka-replication", "serve-kafka", "serve-kafka-tls", "serve-mirrord", "serve-mirrord-tls"} {
 			m, ok := rows[[2]string{scenario, v.String()}]
 			switch {
 			case !ok:

@@ -31,6 +31,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/kafkatest"
+	"github.com/mirrord/mirrord/mirrordtest"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -105,6 +106,11 @@ type kafkaTopicData struct {
 //     group) reading the topic from the source broker; CPU broker + this
 //     process. "serve-mirrord": the same from the mirrord of that repeat,
 //     right after it caught up.
+//   - "serve-kafka-tls", "serve-mirrord-tls": the same consumer over the
+//     SSL listener of the same broker and the same mirrord (one test CA,
+//     client certificates required: sslCerts), right before or after the
+//     plaintext read, the order alternating by repeat. The broker is read
+//     once over each listener before the first repeat, not counted (JIT).
 //
 // Each repeat starts a fresh mirrord, MirrorMaker 2 and target cluster.
 // Without Java or the Kafka jars the error wraps kafkatest.ErrNotInstalled
@@ -121,7 +127,8 @@ func kafkaScenarios(tb testing.TB, mode benchMode) ([]Measurement, error) {
 		return nil, err
 	}
 	ctx := context.Background()
-	source, err := startKafkaCluster(ctx, libs, filepath.Join(tb.TempDir(), "source"), 1)
+	certs := newSSLCerts(tb)
+	source, err := startKafka(ctx, kafkatest.Options{Libs: libs, Dir: filepath.Join(tb.TempDir(), "source"), Brokers: 1, SSL: certs.kafkaSSL()})
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +142,7 @@ func kafkaScenarios(tb testing.TB, mode benchMode) ([]Measurement, error) {
 	}
 	var measurements []Measurement
 	for i, v := range variants {
-		fromSource, err := sourceScenarios(tb, libs, source, v, data[i], mode.Repeats)
+		fromSource, err := sourceScenarios(tb, libs, source, certs, v, data[i], mode.Repeats)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", v, err)
 		}
@@ -151,8 +158,9 @@ func kafkaScenarios(tb testing.TB, mode benchMode) ([]Measurement, error) {
 }
 
 // sourceScenarios runs the scenarios that read the filled source broker:
-// mirrord-from-kafka, mm2, serve-kafka and serve-mirrord, in that order.
-func sourceScenarios(tb testing.TB, libs string, source *kafkatest.Cluster, v kafkaVariant, data kafkaTopicData, repeats int) ([]Measurement, error) {
+// mirrord-from-kafka, mm2, serve-kafka, serve-kafka-tls, serve-mirrord and
+// serve-mirrord-tls, in that order.
+func sourceScenarios(tb testing.TB, libs string, source *kafkatest.Cluster, certs sslCerts, v kafkaVariant, data kafkaTopicData, repeats int) ([]Measurement, error) {
 	broker := source.Nodes[0]
 	mirrored := Measurement{Scenario: "mirrord-from-kafka", Variant: v.String(),
 		Note: "mirrord serve mirroring from a 1-node Kafka " + kafkatest.Version + ": StartMirrorTopics to caught up; CPU mirrord + broker"}
@@ -161,22 +169,34 @@ func sourceScenarios(tb testing.TB, libs string, source *kafkatest.Cluster, v ka
 		Note: "kgo consumer from offset 0, no group, from the Kafka broker; CPU broker + consumer"}
 	serveMirrord := Measurement{Scenario: "serve-mirrord", Variant: v.String(),
 		Note: "kgo consumer from offset 0, no group, from the mirrord that mirrored the topic; CPU mirrord + consumer"}
-	for range repeats {
-		mirrorSample, serveSample, err := mirrordFromKafkaOnce(tb, source, data)
+	const tlsNote = " over its SSL listener (client certificate required), beside the plaintext read of the same repeat"
+	serveKafkaTLS := Measurement{Scenario: scenarioServeKafkaTLS, Variant: v.String(), Note: serveKafka.Note + tlsNote}
+	serveMirrordTLS := Measurement{Scenario: scenarioServeMirrordTLS, Variant: v.String(), Note: serveMirrord.Note + tlsNote}
+	// One read over each of the broker's listeners first, not counted: its
+	// JVM compiles the fetch and TLS paths on first use (a cold broker's
+	// first TLS read ran at 84 MB/s here, the third at 219).
+	if _, err := servePair(tb, broker.Addr, broker.SSLAddr, certs, data, broker.Pid(), false); err != nil {
+		return nil, fmt.Errorf("serve-kafka warm-up: %w", err)
+	}
+	for i := range repeats {
+		tlsFirst := i%2 == 1
+		mirrorSample, served, err := mirrordFromKafkaOnce(tb, source, certs, data, tlsFirst)
 		if err != nil {
 			return nil, fmt.Errorf("mirrord-from-kafka: %w", err)
 		}
 		mirrored.Samples = append(mirrored.Samples, mirrorSample)
-		serveMirrord.Samples = append(serveMirrord.Samples, serveSample)
-		served, err := consumeSample(tb, broker.Addr, data, broker.Pid())
-		if err != nil {
+		serveMirrord.Samples = append(serveMirrord.Samples, served[0])
+		serveMirrordTLS.Samples = append(serveMirrordTLS.Samples, served[1])
+		if served, err = servePair(tb, broker.Addr, broker.SSLAddr, certs, data, broker.Pid(), tlsFirst); err != nil {
 			return nil, fmt.Errorf("serve-kafka: %w", err)
 		}
-		serveKafka.Samples = append(serveKafka.Samples, served)
+		serveKafka.Samples = append(serveKafka.Samples, served[0])
+		serveKafkaTLS.Samples = append(serveKafkaTLS.Samples, served[1])
 	}
+	serving := []Measurement{serveKafka, serveKafkaTLS, serveMirrord, serveMirrordTLS}
 	if err := kafkatest.MirrorMakerInstalled(libs); err != nil {
 		mm2.Note = fmt.Sprintf("not measured: %v", err)
-		return []Measurement{mirrored, mm2, serveKafka, serveMirrord}, nil
+		return append([]Measurement{mirrored, mm2}, serving...), nil
 	}
 	var startups []string
 	for range repeats {
@@ -189,16 +209,42 @@ func sourceScenarios(tb testing.TB, libs string, source *kafkatest.Cluster, v ka
 	}
 	mm2.Note = fmt.Sprintf("MirrorMaker 2 %s (dedicated mode, tasks.max=%d) to a fresh 1-node Kafka: first record on the target to caught up;"+
 		" CPU MM2 + both brokers over that time; its start to the first record (not counted): %s", kafkatest.MirrorMakerVersion, mm2Tasks, strings.Join(startups, ", "))
-	return []Measurement{mirrored, mm2, serveKafka, serveMirrord}, nil
+	return append([]Measurement{mirrored, mm2}, serving...), nil
 }
 
-// mirrordFromKafkaOnce starts a mirrord on a fresh data directory, mirrors
-// the topic from source until caught up, then reads it back with a
-// consumer; it returns both samples.
-func mirrordFromKafkaOnce(tb testing.TB, source *kafkatest.Cluster, data kafkaTopicData) (mirror, serve Sample, err error) {
+// servePair reads data from one server over its PLAINTEXT listener and
+// over its SSL one (consumeSample), the TLS read first when tlsFirst; it
+// returns the plaintext sample and the TLS one.
+func servePair(tb testing.TB, plainAddr, sslAddr string, certs sslCerts, data kafkaTopicData, serverPid int, tlsFirst bool) (samples [2]Sample, err error) {
+	order := []int{0, 1}
+	if tlsFirst {
+		order = []int{1, 0}
+	}
+	for _, i := range order {
+		if i == 0 {
+			samples[i], err = consumeSample(tb, plainAddr, data, serverPid)
+		} else {
+			samples[i], err = consumeSample(tb, sslAddr, data, serverPid, kgo.DialTLSConfig(certs.client))
+		}
+		if err != nil {
+			return samples, fmt.Errorf("over %s: %w", []string{"PLAINTEXT", "SSL"}[i], err)
+		}
+	}
+	return samples, nil
+}
+
+// mirrordFromKafkaOnce starts a mirrord with an SSL listener on a fresh
+// data directory, mirrors the topic from source until caught up, then
+// reads it back with a consumer over both listeners (servePair); it
+// returns the mirroring sample and the two serving ones.
+func mirrordFromKafkaOnce(tb testing.TB, source *kafkatest.Cluster, certs sslCerts, data kafkaTopicData, tlsFirst bool) (mirror Sample, serve [2]Sample, err error) {
 	broker := source.Nodes[0]
 	dir := filepath.Join(tb.TempDir(), "mirrord")
-	process := startMirrord(tb, dir)
+	sslAddr, err := mirrordtest.FreeAddress()
+	if err != nil {
+		return mirror, serve, err
+	}
+	process := startMirrord(tb, dir, certs.serveArgs(sslAddr)...)
 	defer os.RemoveAll(dir) // as many bytes as the source
 	defer process.kill()
 	client := process.client()
@@ -224,7 +270,7 @@ func mirrordFromKafkaOnce(tb testing.TB, source *kafkatest.Cluster, data kafkaTo
 	if mirror, err = sampleOf(data, caughtUp.Sub(started), cpuStart, pids...); err != nil {
 		return mirror, serve, err
 	}
-	if serve, err = consumeSample(tb, process.addr, data, process.proc.Pid()); err != nil {
+	if serve, err = servePair(tb, process.addr, sslAddr, certs, data, process.proc.Pid(), tlsFirst); err != nil {
 		return mirror, serve, err
 	}
 	process.stop()

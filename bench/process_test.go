@@ -59,12 +59,13 @@ type mirrordProcess struct {
 	proc *mirrordtest.Server
 }
 
-// startMirrord starts `mirrord serve` on dataDir and waits until it
-// answers ApiVersions. The child is killed when the test ends (and by
-// the kernel if this process dies first).
-func startMirrord(tb testing.TB, dataDir string) *mirrordProcess {
+// startMirrord starts `mirrord serve` on dataDir, args added to its
+// command line, and waits until it answers ApiVersions. The child is
+// killed when the test ends (and by the kernel if this process dies
+// first).
+func startMirrord(tb testing.TB, dataDir string, args ...string) *mirrordProcess {
 	tb.Helper()
-	p := &mirrordProcess{tb: tb, proc: &mirrordtest.Server{Binary: mirrordBinary(tb), DataDir: dataDir, LogPath: dataDir + ".log"}}
+	p := &mirrordProcess{tb: tb, proc: &mirrordtest.Server{Binary: mirrordBinary(tb), DataDir: dataDir, LogPath: dataDir + ".log", Args: args}}
 	tb.Cleanup(p.checkLog)
 	tb.Cleanup(p.kill) // runs first (cleanups are last in, first out)
 	if err := p.proc.Start(); err != nil {

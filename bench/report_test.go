@@ -86,6 +86,10 @@ type row struct {
 	// mirrord's: how many times cheaper mirrord is. Nil on mirrord rows.
 	TimesMirrord    *float64 `json:"timesMirrord"`
 	CPUTimesMirrord *float64 `json:"cpuTimesMirrord"`
+	// TimesPlaintext and CPUTimesPlaintext: a TLS row's MB/s and CPU-s/GB
+	// over its plaintext row's (report_tls_test.go); nil on other rows.
+	TimesPlaintext    *float64 `json:"timesPlaintext,omitempty"`
+	CPUTimesPlaintext *float64 `json:"cpuTimesPlaintext,omitempty"`
 }
 
 // measured reports whether the row has a sample to take figures from.
@@ -157,6 +161,7 @@ func aggregateAll(measurements []Measurement) []row {
 		r.TimesMirrord = ratioOf(r.MegabytesPerSecond.Median, mirrord.MegabytesPerSecond.Median)
 		r.CPUTimesMirrord = ratioOf(r.CPUSecondsPerGigabyte.Median, mirrord.CPUSecondsPerGigabyte.Median)
 	}
+	withPlaintextRatios(rows)
 	return rows
 }
 
@@ -224,6 +229,7 @@ func evaluateGoals(rows []row, lags []LagResult, scales []ScaleResult) []goal {
 		withCopyFloor(cpuGoal(rows, scenarioCopier, "the kgo copier", 5), rows, scenarioCopier),
 		lagGoal(lags),
 		serveGoal(rows),
+		serveTLSGoal(rows),
 		idleCPUGoal(scales),
 		idleRSSGoal(scales),
 	}
@@ -606,6 +612,7 @@ func renderMarkdown(r Report, rows []row, goals []goal) []byte {
 	fmt.Fprintf(&b, "%s; started %s.\n\n", r.Machine, r.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
 	fmt.Fprintf(&b, "![throughput, CPU and lag](%s.png)\n\n", r.Mode)
 	writeThroughputTable(&b, rows)
+	writeTLSTable(&b, rows)
 	writeLagTable(&b, r.Lags)
 	writeScaleTable(&b, r.Scales)
 	commits := aggregateCommits(r.Commits)

@@ -120,13 +120,53 @@ func TestAggregateRatios(t *testing.T) {
 
 func reportPointer(v float64) *float64 { return &v }
 
+// TestPlaintextRatios: a -tls row over the plaintext row of its scenario
+// and variant, in the JSON rows and in the Markdown's TLS table.
+func TestPlaintextRatios(t *testing.T) {
+	plain := testMeasurement("serve-mirrord", "1 partition", 1000, 0.5)
+	secure := testMeasurement("serve-mirrord-tls", "1 partition", 400, 2)
+	tests := []struct {
+		name         string
+		measurements []Measurement
+		index        int
+		times, cpu   *float64
+		table        string // a line of the Markdown; "" for no TLS table
+	}{
+		{"TLS over plaintext", []Measurement{plain, secure}, 1, reportPointer(0.4), reportPointer(4),
+			"| serve-mirrord | 1 partition | 1000 | 400 | 0.40x | 0.50 | 2.00 | 4.00x |"},
+		{"the plaintext row has none", []Measurement{plain, secure}, 0, nil, nil, "| serve-mirrord | 1 partition |"},
+		{"no plaintext row of the variant", []Measurement{testMeasurement("serve-mirrord", "64 partitions", 1000, 0.5), secure}, 1, nil, nil, ""},
+		{"no plaintext scenario", []Measurement{testMeasurement("serve-kafka", "1 partition", 1000, 0.5), secure}, 1, nil, nil, ""},
+		{"a TLS row without samples", []Measurement{plain, {Scenario: "serve-mirrord-tls", Variant: "1 partition"}}, 1, nil, nil, ""},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			rows := aggregateAll(test.measurements)
+			r := rows[test.index]
+			for _, c := range []struct {
+				name      string
+				got, want *float64
+			}{{"x plaintext", r.TimesPlaintext, test.times}, {"CPU x plaintext", r.CPUTimesPlaintext, test.cpu}} {
+				if (c.got == nil) != (c.want == nil) || (c.got != nil && !reportNear(*c.got, *c.want)) {
+					t.Errorf("%s = %s, want %s", c.name, formatRatio(c.got), formatRatio(c.want))
+				}
+			}
+			markdown := string(renderMarkdown(Report{Mode: "test", Measurements: test.measurements}, rows, nil))
+			if hasTable := strings.Contains(markdown, "## TLS"); hasTable != (test.table != "") || !strings.Contains(markdown, test.table) {
+				t.Errorf("TLS table %v, want line %q in:\n%s", hasTable, test.table, markdown)
+			}
+		})
+	}
+}
+
 func TestGoals(t *testing.T) {
 	const (
 		throughput = "mirror throughput"
 		mm2        = "mirrord CPU/GB <= 1/20"
 		copier     = "mirrord CPU/GB <= 1/5"
 		lag        = "lag p99"
-		serve      = "serving throughput"
+		serve      = "serving throughput from"
+		serveTLS   = "serving throughput over TLS"
 		idleCPU    = "10,000 idle partitions: CPU"
 		idleRSS    = "10,000 idle partitions: RSS"
 	)
@@ -153,6 +193,9 @@ func TestGoals(t *testing.T) {
 		{"serve met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 1200, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalMet, 1.2},
 		{"serve not met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalNotMet, 0.9},
 		{"serve needs the same variant", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "b", 1000, 1)}, nil, nil, goalNotMeasured, 0},
+		{"serve over TLS met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 800, 1), testMeasurement("serve-kafka-tls", "a", 500, 1), testMeasurement("serve-mirrord", "a", 400, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalMet, 1.6},
+		{"serve over TLS not met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka-tls", "a", 500, 1)}, nil, nil, goalNotMet, 0.9},
+		{"serve over TLS needs both TLS rows", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka", "a", 500, 1)}, nil, nil, goalNotMeasured, 0},
 		{"idle CPU met", idleCPU, nil, nil, []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.01}}, goalMet, 0.01},
 		{"idle CPU not met", idleCPU, nil, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}, {Partitions: 10000, CPUPerSecond: 0.05}}, goalNotMet, 0.05},
 		{"idle CPU needs 10000 partitions", idleCPU, nil, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}}, goalNotMeasured, 0},

@@ -23,7 +23,7 @@ type Sample struct {
 // Measurement is one row of the report: a scenario in one configuration,
 // measured Repeats times.
 type Measurement struct {
-	Scenario string // "limit", "mirrord", "kgo-copier", "mirrord-from-kafka", "mm2", "kafka-replication", "serve-mirrord", "serve-kafka"
+	Scenario string // "limit", "mirrord", "kgo-copier", "mirrord-from-kafka", "mm2", "kafka-replication", "serve-mirrord", "serve-kafka", "serve-mirrord-tls", "serve-kafka-tls"
 	Variant  string // "1 partition, lz4", "64 partitions, none", ...
 	Samples  []Sample
 	Note     string // what the row measures, where it matters

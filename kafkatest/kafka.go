@@ -99,6 +99,9 @@ type Options struct {
 	// SASLSSL, when set, adds a SASL_SSL listener to every broker
 	// (Node.SASLSSLAddr) and creates its SCRAM users (secure.go).
 	SASLSSL *SASLSSL
+	// SSL, when set, adds an SSL listener to every broker (Node.SSLAddr;
+	// secure.go).
+	SSL *SSL
 }
 
 // Cluster is a KRaft cluster on loopback: combined controller+broker
@@ -116,6 +119,7 @@ type Node struct {
 	ID             int32
 	Addr           string // the PLAINTEXT listener, host:port; "" for a dedicated controller
 	SASLSSLAddr    string // the SASL_SSL listener (Options.SASLSSL); "" without one
+	SSLAddr        string // the SSL listener (Options.SSL); "" without one
 	controllerAddr string // the CONTROLLER listener; "" for a broker beside dedicated controllers
 	dir            string
 	logPath        string
@@ -155,9 +159,14 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var secureAddrs []string
+	var secureAddrs, sslAddrs []string
 	if c.options.SASLSSL != nil {
 		if secureAddrs, err = freeAddresses(brokers); err != nil {
+			return err
+		}
+	}
+	if c.options.SSL != nil {
+		if sslAddrs, err = freeAddresses(brokers); err != nil {
 			return err
 		}
 	}
@@ -176,6 +185,9 @@ func (c *Cluster) tryStart(ctx context.Context) error {
 		}
 		if secureAddrs != nil {
 			n.SASLSSLAddr = secureAddrs[i]
+		}
+		if sslAddrs != nil {
+			n.SSLAddr = sslAddrs[i]
 		}
 		c.Nodes = append(c.Nodes, n)
 	}
@@ -278,6 +290,9 @@ func (c *Cluster) properties(n *Node) string {
 	}
 	if c.options.SASLSSL != nil && n.SASLSSLAddr != "" {
 		c.options.SASLSSL.addProperties(props, n.SASLSSLAddr)
+	}
+	if c.options.SSL != nil && n.SSLAddr != "" {
+		c.options.SSL.addProperties(props, n.SSLAddr)
 	}
 	for k, v := range c.options.Config {
 		props[k] = v

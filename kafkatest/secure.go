@@ -129,3 +129,30 @@ func (s *SASLSSL) addProperties(props map[string]string, addr string) {
 func (u ScramUser) JAASConfig() string {
 	return fmt.Sprintf(`org.apache.kafka.common.security.scram.ScramLoginModule required username="%s" password="%s";`, u.Name, u.Password)
 }
+
+// SSL configures an SSL listener beside each broker's PLAINTEXT one
+// (Options.SSL): TLS alone, no SASL; the principal is the client
+// certificate's subject, or ANONYMOUS without one.
+type SSL struct {
+	// KeystoreLocation is the brokers' PEM keystore (certificate chain
+	// and unencrypted PKCS#8 key, for 127.0.0.1); TruststoreLocation the
+	// PEM CA certificates client certificates must chain to, "" for none.
+	KeystoreLocation, TruststoreLocation string
+	ClientAuth                           string // ssl.client.auth: required, requested or none ("": none)
+}
+
+// addProperties adds the SSL listener at addr to a broker's properties.
+func (s *SSL) addProperties(props map[string]string, addr string) {
+	props["listeners"] += ",SSL://" + addr
+	props["advertised.listeners"] += ",SSL://" + addr
+	props["listener.security.protocol.map"] += ",SSL:SSL"
+	props["listener.name.ssl.ssl.keystore.type"] = "PEM"
+	props["listener.name.ssl.ssl.keystore.location"] = s.KeystoreLocation
+	if s.TruststoreLocation != "" {
+		props["listener.name.ssl.ssl.truststore.type"] = "PEM"
+		props["listener.name.ssl.ssl.truststore.location"] = s.TruststoreLocation
+	}
+	if s.ClientAuth != "" {
+		props["listener.name.ssl.ssl.client.auth"] = s.ClientAuth
+	}
+}
