@@ -164,7 +164,7 @@ func serveCreateClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kre
 	resp := req.ResponseKind().(*mirrorwire.CreateClusterMirrorResponse)
 	config, err := mirrorConfig(req.Configs)
 	if err == nil && !c.authorize(opAlter, resourceClusterMirror, req.MirrorName) {
-		err = clusterMirrorAuthorizationFailed
+		err = ErrClusterMirrorAuthorizationFailed
 	}
 	if err == nil {
 		err = mirrorAdmin(c).CreateMirror(ctx, req.MirrorName, config)
@@ -192,7 +192,7 @@ func mirrorConfig(configs []mirrorwire.CreateClusterMirrorConfig) (map[string]st
 func serveDeleteClusterMirror(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*mirrorwire.DeleteClusterMirrorRequest)
 	resp := req.ResponseKind().(*mirrorwire.DeleteClusterMirrorResponse)
-	err := error(clusterMirrorAuthorizationFailed)
+	err := error(ErrClusterMirrorAuthorizationFailed)
 	if c.authorize(opAlter, resourceClusterMirror, req.MirrorName) {
 		err = mirrorAdmin(c).DeleteMirror(ctx, req.MirrorName)
 	}
@@ -208,7 +208,7 @@ func serveMirrorTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 		resp.ErrorHead = mirrorErrorAnswer(c, refuse(kerr.InvalidRequest, "No topic named and no include pattern."))
 		return resp, nil
 	}
-	results, err := unlessDenied(c.authorize(opAlter, resourceClusterMirror, req.MirrorName), clusterMirrorAuthorizationFailed,
+	results, err := unlessDenied(c.authorize(opAlter, resourceClusterMirror, req.MirrorName), ErrClusterMirrorAuthorizationFailed,
 		func() ([]TopicResult, error) {
 			return mirrorAdmin(c).SetTopicsDesiredState(ctx, req.MirrorName, req.Change, selection)
 		})
@@ -302,7 +302,7 @@ func describeMirrors(ctx context.Context, c *conn, req *mirrorwire.DescribeClust
 	}
 	for i := range descriptions {
 		if !c.authorize(opDescribe, resourceClusterMirror, descriptions[i].Name) {
-			descriptions[i] = MirrorDescription{Name: descriptions[i].Name, Err: clusterMirrorAuthorizationFailed}
+			descriptions[i] = MirrorDescription{Name: descriptions[i].Name, Err: ErrClusterMirrorAuthorizationFailed}
 		}
 		m := describedMirror(c, &descriptions[i])
 		if req.IncludeAuthorizedOperations && m.ErrorCode == 0 {

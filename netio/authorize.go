@@ -48,9 +48,9 @@ const (
 	opIdempotentWrite = kmsg.ACLOperationIdempotentWrite
 )
 
-// clusterMirrorAuthorizationFailed is KIP-1279's
+// ErrClusterMirrorAuthorizationFailed is KIP-1279's
 // CLUSTER_MIRROR_AUTHORIZATION_FAILED, which kerr does not know yet.
-var clusterMirrorAuthorizationFailed = &kerr.Error{Message: "CLUSTER_MIRROR_AUTHORIZATION_FAILED", Code: 142,
+var ErrClusterMirrorAuthorizationFailed = &kerr.Error{Message: "CLUSTER_MIRROR_AUTHORIZATION_FAILED", Code: 142,
 	Description: "Cluster mirror authorization failed."}
 
 // authorizationMetrics are the server's denial counters.

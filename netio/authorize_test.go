@@ -19,7 +19,7 @@ import (
 var authorizationCodes = map[int16]bool{
 	kerr.TopicAuthorizationFailed.Code: true, kerr.GroupAuthorizationFailed.Code: true,
 	kerr.ClusterAuthorizationFailed.Code: true, kerr.TransactionalIDAuthorizationFailed.Code: true,
-	clusterMirrorAuthorizationFailed.Code: true,
+	ErrClusterMirrorAuthorizationFailed.Code: true,
 }
 
 // errorCodes collects every ErrorCode field of a response.
@@ -275,13 +275,13 @@ func authorizationMatrix() map[int16]authorizationCase {
 		}, kerr.TopicAuthorizationFailed, nil},
 		mirrorwire.CreateClusterMirrorKey: {func() kmsg.Request {
 			return &mirrorwire.CreateClusterMirrorRequest{MirrorName: "m2", Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: str("127.0.0.1:1")}}}
-		}, clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.DeleteClusterMirrorKey: {func() kmsg.Request { return &mirrorwire.DeleteClusterMirrorRequest{MirrorName: "m"} }, clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.StartMirrorTopicsKey:   {mirrorTopics(mirrorwire.StartMirroring), clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.StopMirrorTopicsKey:    {mirrorTopics(mirrorwire.StopMirroring), clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.PauseMirrorTopicsKey:   {mirrorTopics(mirrorwire.PauseMirroring), clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.ResumeMirrorTopicsKey:  {mirrorTopics(mirrorwire.ResumeMirroring), clusterMirrorAuthorizationFailed, nil},
-		mirrorwire.RecoverMirrorTopicsKey: {mirrorTopics(mirrorwire.RecoverMirroring), clusterMirrorAuthorizationFailed, nil},
+		}, ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.DeleteClusterMirrorKey: {func() kmsg.Request { return &mirrorwire.DeleteClusterMirrorRequest{MirrorName: "m"} }, ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.StartMirrorTopicsKey:   {mirrorTopics(mirrorwire.StartMirroring), ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.StopMirrorTopicsKey:    {mirrorTopics(mirrorwire.StopMirroring), ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.PauseMirrorTopicsKey:   {mirrorTopics(mirrorwire.PauseMirroring), ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.ResumeMirrorTopicsKey:  {mirrorTopics(mirrorwire.ResumeMirroring), ErrClusterMirrorAuthorizationFailed, nil},
+		mirrorwire.RecoverMirrorTopicsKey: {mirrorTopics(mirrorwire.RecoverMirroring), ErrClusterMirrorAuthorizationFailed, nil},
 		mirrorwire.ListClusterMirrorsKey: {func() kmsg.Request { return &mirrorwire.ListClusterMirrorsRequest{} }, nil, func(t *testing.T, denied kmsg.Response) {
 			if mirrors := denied.(*mirrorwire.ListClusterMirrorsResponse).Mirrors; len(mirrors) != 0 {
 				t.Errorf("denied client lists %d mirrors, want none", len(mirrors))
@@ -289,7 +289,7 @@ func authorizationMatrix() map[int16]authorizationCase {
 		}},
 		mirrorwire.DescribeClusterMirrorsKey: {func() kmsg.Request {
 			return &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{"m"}, IncludeAuthorizedOperations: true}
-		}, clusterMirrorAuthorizationFailed, nil},
+		}, ErrClusterMirrorAuthorizationFailed, nil},
 	}
 }
 
@@ -355,11 +355,11 @@ func TestAnonymousMirrorAdminRefused(t *testing.T) {
 	}
 	r := startAuthorizedServer(t, authorizer, auth.Anonymous)
 	stop := r.do(mirrorTopics(mirrorwire.StopMirroring)()).(*mirrorwire.MirrorTopicsResponse)
-	if stop.ErrorCode != clusterMirrorAuthorizationFailed.Code {
+	if stop.ErrorCode != ErrClusterMirrorAuthorizationFailed.Code {
 		t.Fatalf("anonymous StopMirrorTopics: %s, want CLUSTER_MIRROR_AUTHORIZATION_FAILED", errName(stop.ErrorCode))
 	}
 	del := r.do(&mirrorwire.DeleteClusterMirrorRequest{MirrorName: "m"}).(*mirrorwire.DeleteClusterMirrorResponse)
-	if del.ErrorCode != clusterMirrorAuthorizationFailed.Code {
+	if del.ErrorCode != ErrClusterMirrorAuthorizationFailed.Code {
 		t.Fatalf("anonymous DeleteClusterMirror: %s, want CLUSTER_MIRROR_AUTHORIZATION_FAILED", errName(del.ErrorCode))
 	}
 	// With ALTER on the mirror granted to ANONYMOUS, the same connection may.

@@ -189,7 +189,9 @@ type conn struct {
 func (c *conn) serve(ctx context.Context) {
 	log := c.server.log.With("remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name)
 	if err := c.handshake(ctx); err != nil {
-		if ctx.Err() == nil {
+		// A client that connects and closes before the handshake (a port
+		// check, a client giving up a bootstrap address) is not news.
+		if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 			log.Info("closing connection", "reason", err)
 		}
 		return

@@ -314,6 +314,8 @@ func kafkaError(code int16, message *string) error {
 	name := fmt.Sprintf("error code %d", code)
 	if kafkaErr, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && kafkaErr.Code == code {
 		name = kafkaErr.Message
+	} else if code == netio.ErrClusterMirrorAuthorizationFailed.Code { // KIP-1279's, unknown to kerr
+		name = netio.ErrClusterMirrorAuthorizationFailed.Message
 	}
 	switch {
 	case message == nil || *message == "":
