@@ -1,10 +1,9 @@
 package netio
 
-// DescribeAcls, versions 0-3. Needs DESCRIBE on the cluster (else
+// DescribeAcls, versions 1-3 (v0 removed in Kafka 4.0). Needs DESCRIBE on the cluster (else
 // CLUSTER_AUTHORIZATION_FAILED); without an authorizer, SECURITY_DISABLED.
 // An UNKNOWN field in the filter is INVALID_REQUEST. The bindings are
-// grouped by resource pattern, in the authorizer's order (v0 carries no
-// pattern type: its filter is LITERAL, kmsg's default).
+// grouped by resource pattern, in the authorizer's order.
 
 import (
 	"context"

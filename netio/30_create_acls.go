@@ -1,6 +1,6 @@
 package netio
 
-// CreateAcls, versions 0-3. Needs ALTER on the cluster (else
+// CreateAcls, versions 1-3 (v0 removed in Kafka 4.0). Needs ALTER on the cluster (else
 // CLUSTER_AUTHORIZATION_FAILED in every result); without an authorizer,
 // SECURITY_DISABLED. A creation Kafka refuses (an ANY or UNKNOWN field, an
 // empty name, a CLUSTER name other than kafka-cluster, a principal not

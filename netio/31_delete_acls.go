@@ -1,6 +1,6 @@
 package netio
 
-// DeleteAcls, versions 0-3. Needs ALTER on the cluster (else
+// DeleteAcls, versions 1-3 (v0 removed in Kafka 4.0). Needs ALTER on the cluster (else
 // CLUSTER_AUTHORIZATION_FAILED in every result); without an authorizer,
 // SECURITY_DISABLED. A filter with an UNKNOWN field is INVALID_REQUEST in
 // its result; every binding the others match is removed (durably, before

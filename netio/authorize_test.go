@@ -236,6 +236,7 @@ func authorizationMatrix() map[int16]authorizationCase {
 			return v(r, 1)
 		}, kerr.TopicAuthorizationFailed, nil},
 		47: {func() kmsg.Request { r := kmsg.NewPtrOffsetDeleteRequest(); r.Group = "g"; return v(r, 0) }, kerr.GroupAuthorizationFailed, nil},
+		48: {func() kmsg.Request { return v(kmsg.NewPtrDescribeClientQuotasRequest(), 1) }, kerr.ClusterAuthorizationFailed, nil},
 		50: {func() kmsg.Request { return v(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), 0) }, kerr.ClusterAuthorizationFailed, nil},
 		51: {func() kmsg.Request {
 			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()

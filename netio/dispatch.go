@@ -50,9 +50,9 @@ func init() {
 		25: {0, 4, serveAddOffsetsToTxn},
 		26: {0, 5, serveEndTxn},
 		28: {0, 5, serveTxnOffsetCommit},
-		29: {0, 3, serveDescribeACLs},
-		30: {0, 3, serveCreateACLs},
-		31: {0, 3, serveDeleteACLs},
+		29: {1, 3, serveDescribeACLs},    // v0 removed in Kafka 4.0 (KIP-896)
+		30: {1, 3, serveCreateACLs},      // v0 removed in Kafka 4.0 (KIP-896)
+		31: {1, 3, serveDeleteACLs},      // v0 removed in Kafka 4.0 (KIP-896)
 		32: {1, 4, serveDescribeConfigs}, // v0 removed in Kafka 4.0 (KIP-896)
 		33: {0, 2, serveAlterConfigs},
 		36: {0, 2, serveSASLAuthenticate},
@@ -60,6 +60,7 @@ func init() {
 		42: {0, 2, serveDeleteGroups},
 		44: {0, 1, serveIncrementalAlterConfigs},
 		47: {0, 0, serveOffsetDelete},
+		48: {0, 1, serveDescribeClientQuotas},
 		50: {0, 0, serveDescribeUserScramCredentials},
 		51: {0, 0, serveAlterUserScramCredentials},
 		60: {0, 2, serveDescribeCluster},

@@ -183,7 +183,7 @@ type conn struct {
 	principal  auth.Principal
 	clientHost string
 	sasl       saslSession // a SASL listener's authentication
-	requestKey int16 // the API key being served, for the denial metrics
+	requestKey int16       // the API key being served, for the denial metrics
 }
 
 func (c *conn) serve(ctx context.Context) {
