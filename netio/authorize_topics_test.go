@@ -405,7 +405,7 @@ func TestCreateTopicsConfigsNeedDescribeConfigs(t *testing.T) {
 	if len(topics) != 3 {
 		t.Fatalf("%d topics answered", len(topics))
 	}
-	if got := topics[0]; got.ErrorCode != 0 || got.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(got.Configs) != 0 || got.NumPartitions != 1 {
+	if got := topics[0]; got.ErrorCode != 0 || got.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(got.Configs) != 0 || got.NumPartitions != -1 || got.ReplicationFactor != -1 {
 		t.Errorf("new (no DESCRIBE_CONFIGS): %+v", got)
 	}
 	if got := topics[1]; got.ErrorCode != 0 || got.ConfigErrorCode != 0 {
