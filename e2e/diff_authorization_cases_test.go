@@ -213,7 +213,7 @@ func authzRequests() []authzCase {
 	}
 	describeTopicPartitions := func(diffServer) kmsg.Request {
 		r := kmsg.NewPtrDescribeTopicPartitionsRequest()
-		r.Topics, r.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: authzTopicT}, {Topic: authzTopicU}}, 100
+		r.Topics, r.ResponsePartitionLimit = []kmsg.DescribeTopicPartitionsRequestTopic{{Topic: authzTopicU}, {Topic: "authz-missing"}, {Topic: authzTopicT}}, 100
 		return r
 	}
 	describeACLs := func(diffServer) kmsg.Request {
@@ -221,7 +221,11 @@ func authzRequests() []authzCase {
 		r.ResourceType, r.ResourcePatternType, r.Operation, r.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
 		return r
 	}
-	describeScram := func(diffServer) kmsg.Request { return kmsg.NewPtrDescribeUserSCRAMCredentialsRequest() }
+	describeScram := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrDescribeUserSCRAMCredentialsRequest()
+		r.Users = []kmsg.DescribeUserSCRAMCredentialsRequestUser{} // every user, as kafka-configs --describe --entity-type users asks
+		return r
+	}
 	alterScram := func(diffServer) kmsg.Request {
 		r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
 		r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "nobody", Mechanism: 2}, {Name: "carol", Mechanism: 2}}
