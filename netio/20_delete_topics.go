@@ -37,8 +37,11 @@ func serveDeleteTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	targets := resolveDeleteTargets(c.server.backend, req)
 	for i := range targets {
+		authorizeDeleteTarget(c, &targets[i])
+	}
+	markNameIDCollisions(targets) // only among authorized targets: a denied one tells nothing of its ID
+	for i := range targets {
 		target := &targets[i]
-		authorizeDeleteTarget(c, target)
 		if target.err == nil {
 			target.err = c.server.backend.DeleteTopic(ctx, target.topic.Name)
 		}
@@ -82,7 +85,9 @@ func authorizeDeleteTarget(c *conn, target *deleteTarget) {
 }
 
 // resolveDeleteTargets turns the request's entries into targets, with the
-// request's own mistakes marked. Duplicates are answered once.
+// request's own mistakes marked (but for a name and an ID of the same
+// topic: markNameIDCollisions, once authorized). Duplicates are answered
+// once.
 func resolveDeleteTargets(backend Backend, req *kmsg.DeleteTopicsRequest) []deleteTarget {
 	var targets []deleteTarget
 	if req.Version < deleteTopicsByIDVersion {
@@ -121,7 +126,6 @@ func resolveDeleteTargets(backend Backend, req *kmsg.DeleteTopicsRequest) []dele
 		}
 		out = append(out, checkDeleteTarget(backend, target, names, ids))
 	}
-	markNameIDCollisions(out)
 	return out
 }
 
