@@ -161,10 +161,10 @@ var authzPermissionMessage = regexp.MustCompile(`^Request .* needs ([A-Z_]+) per
 //     answers (normaliseResponse does not know these APIs);
 //   - the order of ConsumerGroupHeartbeat's assigned topics (by topic ID,
 //     random, in both), sorted by their partitions once the IDs are equal;
-//   - ConsumerGroupHeartbeat's member epoch, when positive: Kafka's
-//     group epoch depends on what the earlier cases did to the group
-//     (carol's OffsetCommit made it a classic group, which the heartbeat
-//     converts), not on authorization;
+//   - ConsumerGroupHeartbeat's member epoch, when positive: Kafka
+//     answered 2 where mirrord answers 1, its group epoch depending on
+//     what the earlier cases did to the group (not verified further: not
+//     an authorization answer);
 //   - the free text of Kafka's "Request ... needs X permission." (the
 //     operation is kept);
 //   - known difference: the order of Produce's, ListOffsets' and
