@@ -162,7 +162,9 @@ func answerProduceError(c *conn, sp *kmsg.ProduceResponseTopicPartition, err err
 // silentProduceErrors are the Produce refusals Kafka 4.4 answers with a
 // null error message: it sends one only for records its LogValidator
 // refused record by record (ReplicaManager's hasCustomErrorMessage), and
-// for the few refusals the Backend words itself (an *Error).
+// for the few refusals the Backend words itself (an *Error). A topic
+// denied WRITE is KafkaApis.handleProduceRequest's
+// new PartitionResponse(TOPIC_AUTHORIZATION_FAILED): no message either.
 var silentProduceErrors = map[int16]bool{}
 
 func init() {
@@ -170,7 +172,8 @@ func init() {
 		kerr.MessageTooLarge, kerr.RecordListTooLarge, kerr.InvalidRequiredAcks, kerr.InvalidTimestamp,
 		kerr.UnsupportedCompressionType, kerr.OutOfOrderSequenceNumber, kerr.DuplicateSequenceNumber,
 		kerr.InvalidProducerEpoch, kerr.InvalidProducerIDMapping, kerr.TransactionalIDAuthorizationFailed,
-		kerr.InvalidTxnState, kerr.TransactionAbortable, kerr.ConcurrentTransactions, kerr.KafkaStorageError, kerr.NotLeaderForPartition} {
+		kerr.InvalidTxnState, kerr.TransactionAbortable, kerr.ConcurrentTransactions, kerr.KafkaStorageError, kerr.NotLeaderForPartition,
+		kerr.TopicAuthorizationFailed} {
 		silentProduceErrors[e.Code] = true
 	}
 }

@@ -238,12 +238,18 @@ func (f *fetchReply) mayStillRead(p *fetchPartition, last *topicDecision) bool {
 	return last.allowed
 }
 
+// deniedAbortedTransactions is a denied partition's aborted transactions:
+// an empty array, not null, as KafkaApis.handleFetchRequest answers it
+// with FetchResponse.partitionResponse, whose PartitionData keeps the
+// schema's default (an empty list).
+var deniedAbortedTransactions = []AbortedTransaction{}
+
 // readPartition answers one partition and returns its Changed channel
 // (nil when there is no such partition).
 func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBytes int32, minOneBatch bool) <-chan struct{} {
 	p.resetResponse()
 	if f.follower && !f.followerAllowed {
-		p.errorCode = kerr.TopicAuthorizationFailed.Code
+		p.errorCode, p.abortedTransactions = kerr.TopicAuthorizationFailed.Code, deniedAbortedTransactions
 		return nil
 	}
 	backend := f.server.backend
@@ -256,7 +262,7 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 		p.topic = t.Name
 	}
 	if !f.follower && !f.conn.authorize(opRead, resourceTopic, p.topic) {
-		p.errorCode = kerr.TopicAuthorizationFailed.Code
+		p.errorCode, p.abortedTransactions = kerr.TopicAuthorizationFailed.Code, deniedAbortedTransactions
 		return nil
 	}
 	partition, err := backend.Partition(p.topic, p.partition)

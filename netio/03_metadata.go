@@ -100,8 +100,9 @@ func metadataDenied(c *conn, rt kmsg.MetadataRequestTopic, t TopicInfo, lookupEr
 		return nil
 	}
 	mt := kmsg.NewMetadataResponseTopic()
+	// The authorized operations keep their default, -2147483648: Kafka's
+	// metadataResponseTopic sets none for a denied topic.
 	mt.Topic, mt.TopicID, mt.ErrorCode = rt.Topic, rt.TopicID, kerr.TopicAuthorizationFailed.Code
-	mt.AuthorizedOperations = 0
 	return &mt
 }
 

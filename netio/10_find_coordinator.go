@@ -2,9 +2,10 @@ package netio
 
 // FindCoordinator, versions 0-6. This node is every coordinator: the group
 // coordinator (type 0) and the transaction coordinator (type 1) of every
-// key. v4+ asks for a batch of keys (KIP-699) and gets one answer per key;
-// v0-3 ask for one key and get one answer, with an error message ("NONE"
-// on success, Kafka's Errors.message()). Share coordinators (type 2,
+// key. v4+ asks for a batch of keys (KIP-699) and gets one answer per key,
+// each with the error message "" (Kafka sets none there); v0-3 ask for
+// one key and get one answer, with an error message ("NONE" on success,
+// Kafka's Errors.message()). Share coordinators (type 2,
 // KIP-932) are not served: INVALID_REQUEST, as a Kafka broker without a
 // share coordinator answers (and as any broker answers below v6). Any
 // other type is INVALID_REQUEST for every key (CoordinatorType.forId
@@ -23,6 +24,11 @@ const (
 
 	findCoordinatorBatchVersion = 4
 )
+
+// noCoordinatorMessage is every v4+ key's error message, failed or not:
+// KafkaApis.handleFindCoordinatorRequestV4AndAbove sets no message, so
+// the Coordinator keeps its default, "".
+var noCoordinatorMessage = ""
 
 func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
 	req := kreq.(*kmsg.FindCoordinatorRequest)
@@ -51,7 +57,9 @@ func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 	}
 	if req.Version >= findCoordinatorBatchVersion {
 		for _, key := range req.CoordinatorKeys {
-			resp.Coordinators = append(resp.Coordinators, answer(key))
+			sc := answer(key)
+			sc.ErrorMessage = &noCoordinatorMessage
+			resp.Coordinators = append(resp.Coordinators, sc)
 		}
 		return resp, nil
 	}

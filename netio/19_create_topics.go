@@ -17,7 +17,8 @@ package netio
 //   - with an authorizer, CREATE on the cluster or on the topic (else
 //     TOPIC_AUTHORIZATION_FAILED, "Authorization failed.", as Kafka's
 //     ControllerApis.createTopics); the configs of a topic the client may
-//     not DESCRIBE_CONFIGS are left out, TOPIC_AUTHORIZATION_FAILED in
+//     not DESCRIBE_CONFIGS are left out, and its partition count and
+//     replication factor are -1, TOPIC_AUTHORIZATION_FAILED in
 //     the config error code (tag 0), as Kafka's
 //     ReplicationControlManager.createTopics answers.
 // What the engine refuses (names, collisions, existing topics, configs it
@@ -68,6 +69,7 @@ func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 			st.Configs = make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(t.Configs))
 			if !c.authorizeQuietly(opDescribeConfigs, resourceTopic, rt.Topic) {
 				st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
+				st.NumPartitions, st.ReplicationFactor = -1, -1
 				t.Configs = nil
 			}
 			for _, cfg := range t.Configs {

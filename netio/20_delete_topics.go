@@ -13,9 +13,12 @@ package netio
 
 import (
 	"context"
+	"errors"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/acl"
 )
 
 const deleteTopicsByIDVersion = 6
@@ -34,10 +37,11 @@ func serveDeleteTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	resp := req.ResponseKind().(*kmsg.DeleteTopicsResponse)
 	targets := resolveDeleteTargets(c.server.backend, req)
 	for i := range targets {
+		authorizeDeleteTarget(c, &targets[i])
+	}
+	markNameIDCollisions(targets) // only among authorized targets: a denied one tells nothing of its ID
+	for i := range targets {
 		target := &targets[i]
-		if target.err == nil && !c.authorize(opDelete, resourceTopic, target.topic.Name) {
-			target.err = kerr.TopicAuthorizationFailed
-		}
 		if target.err == nil {
 			target.err = c.server.backend.DeleteTopic(ctx, target.topic.Name)
 		}
@@ -46,8 +50,44 @@ func serveDeleteTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	return resp, nil
 }
 
+// authorizeDeleteTarget refuses a target the client may not delete, as
+// ControllerApis.deleteTopics does: DELETE on the cluster allows every
+// topic; otherwise a name the client may not DESCRIBE is
+// TOPIC_AUTHORIZATION_FAILED whether or not it exists, and one it may
+// describe but not DELETE too, both answered with the zero topic ID. A
+// topic named by ID that the client may not DELETE keeps the request's ID
+// and is answered by name only when the client may DESCRIBE it. The
+// message is Kafka's Errors.TOPIC_AUTHORIZATION_FAILED.message().
+func authorizeDeleteTarget(c *conn, target *deleteTarget) {
+	byName := target.name != nil && target.id == (TopicID{})
+	if !byName && target.err != nil || byName && target.err != nil && !errors.Is(target.err, kerr.UnknownTopicOrPartition) {
+		return // a mistake of the request, or an unknown ID: never authorized
+	}
+	if c.authorizeQuietly(opDelete, resourceCluster, acl.ClusterName) {
+		return
+	}
+	name := target.topic.Name
+	if byName {
+		name = *target.name
+	}
+	describable := c.authorize(opDescribe, resourceTopic, name)
+	if byName && describable && target.err != nil {
+		return // UNKNOWN_TOPIC_OR_PARTITION, told only to who may describe it
+	}
+	if describable && c.authorize(opDelete, resourceTopic, name) {
+		return
+	}
+	target.err = refuse(kerr.TopicAuthorizationFailed, "Topic authorization failed.")
+	target.topic = TopicInfo{}
+	if !byName && describable {
+		target.name = &name
+	}
+}
+
 // resolveDeleteTargets turns the request's entries into targets, with the
-// request's own mistakes marked. Duplicates are answered once.
+// request's own mistakes marked (but for a name and an ID of the same
+// topic: markNameIDCollisions, once authorized). Duplicates are answered
+// once.
 func resolveDeleteTargets(backend Backend, req *kmsg.DeleteTopicsRequest) []deleteTarget {
 	var targets []deleteTarget
 	if req.Version < deleteTopicsByIDVersion {
@@ -86,7 +126,6 @@ func resolveDeleteTargets(backend Backend, req *kmsg.DeleteTopicsRequest) []dele
 		}
 		out = append(out, checkDeleteTarget(backend, target, names, ids))
 	}
-	markNameIDCollisions(out)
 	return out
 }
 

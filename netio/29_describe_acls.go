@@ -27,7 +27,7 @@ func serveDescribeACLs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Re
 	case a == nil:
 		return fail(kerr.SecurityDisabled, "No Authorizer is configured.")
 	case !c.authorizeCluster(opDescribe):
-		return fail(kerr.ClusterAuthorizationFailed, "")
+		return fail(kerr.ClusterAuthorizationFailed, c.clusterDeniedMessage(opDescribe))
 	}
 	filter := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}

@@ -15,6 +15,7 @@ package netio
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -66,6 +67,9 @@ func serveCreatePartitions(ctx context.Context, c *conn, _ RequestHeader, kreq k
 			st.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
 			message := err.Error()
 			st.ErrorMessage = &message
+		}
+		if errors.Is(err, kerr.TopicAuthorizationFailed) { // ControllerApis.createPartitions sets the code alone
+			st.ErrorMessage = nil
 		}
 		resp.Topics = append(resp.Topics, st)
 	}

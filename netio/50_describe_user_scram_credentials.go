@@ -36,7 +36,9 @@ func serveDescribeUserScramCredentials(_ context.Context, c *conn, _ RequestHead
 	req := kreq.(*kmsg.DescribeUserSCRAMCredentialsRequest)
 	resp := req.ResponseKind().(*kmsg.DescribeUserSCRAMCredentialsResponse)
 	if !c.authorizeCluster(opDescribe) {
-		resp.ErrorCode, resp.ErrorMessage = kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
+		// No message: Kafka answers getErrorResponse(CLUSTER_AUTHORIZATION_FAILED.exception),
+		// and ApiError.fromThrowable drops an exception's default message.
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
 		return resp, nil
 	}
 	store := c.server.cfg.ScramCredentials

@@ -52,9 +52,10 @@ func serveAlterUserScramCredentials(_ context.Context, c *conn, _ RequestHeader,
 			users = append(users, u.Name)
 		}
 		slices.Sort(users)
+		message := c.clusterDeniedMessage(opAlter) // the controller's ControllerApis.alterUserScramCredentials throws it
 		for _, user := range slices.Compact(users) {
 			result := kmsg.NewAlterUserSCRAMCredentialsResponseResult()
-			result.User, result.ErrorCode, result.ErrorMessage = user, kerr.ClusterAuthorizationFailed.Code, kmsg.StringPtr(kerr.ClusterAuthorizationFailed.Description)
+			result.User, result.ErrorCode, result.ErrorMessage = user, kerr.ClusterAuthorizationFailed.Code, &message
 			resp.Results = append(resp.Results, result)
 		}
 		return resp, nil

@@ -47,6 +47,7 @@ func serveDescribeTopicPartitions(_ context.Context, c *conn, _ RequestHeader, k
 		}
 		return resp, nil
 	}
+	names, denied := describableTopicNames(c, names, len(req.Topics) == 0)
 	remaining := max(min(req.ResponsePartitionLimit, describeTopicPartitionsLimitMax), 1)
 	for _, name := range names {
 		if remaining == 0 {
@@ -56,15 +57,6 @@ func serveDescribeTopicPartitions(_ context.Context, c *conn, _ RequestHeader, k
 		start := int32(0)
 		if req.Cursor != nil && name == req.Cursor.Topic {
 			start = req.Cursor.Partition
-		}
-		if len(req.Topics) == 0 && !c.authorizeQuietly(opDescribe, resourceTopic, name) {
-			continue // left out of an all-topics answer
-		}
-		if !c.authorize(opDescribe, resourceTopic, name) {
-			st := kmsg.NewDescribeTopicPartitionsResponseTopic()
-			st.Topic, st.ErrorCode, st.AuthorizedOperations = &name, kerr.TopicAuthorizationFailed.Code, 0
-			resp.Topics = append(resp.Topics, st)
-			continue
 		}
 		st, next := describeTopic(c, name, start, remaining)
 		if st.ErrorCode != 0 && len(req.Topics) == 0 {
@@ -77,7 +69,33 @@ func serveDescribeTopicPartitions(_ context.Context, c *conn, _ RequestHeader, k
 		}
 		remaining -= int32(len(st.Partitions))
 	}
+	for _, name := range denied {
+		st := kmsg.NewDescribeTopicPartitionsResponseTopic()
+		st.Topic, st.ErrorCode = &name, kerr.TopicAuthorizationFailed.Code // authorized operations: the default, -2147483648
+		resp.Topics = append(resp.Topics, st)
+	}
 	return resp, nil
+}
+
+// describableTopicNames splits the sorted names into those the client may
+// DESCRIBE and, when topics were listed, those it may not, as Kafka's
+// DescribeTopicPartitionsRequestHandler does before it paginates: every
+// denied topic from the cursor on is answered TOPIC_AUTHORIZATION_FAILED,
+// after the described ones, however far the pages go (Kafka adds them
+// from a HashSet, in its hash order; here in name order). An all-topics
+// request leaves them out.
+func describableTopicNames(c *conn, names []string, all bool) (allowed, denied []string) {
+	allowed = names[:0:0]
+	for _, name := range names {
+		switch {
+		case all && !c.authorizeQuietly(opDescribe, resourceTopic, name):
+		case all || c.authorize(opDescribe, resourceTopic, name):
+			allowed = append(allowed, name)
+		default:
+			denied = append(denied, name)
+		}
+	}
+	return allowed, denied
 }
 
 // describeTopicNames returns the sorted topics to describe from the

@@ -18,6 +18,8 @@ package netio
 // bounded by the keys the server serves.
 
 import (
+	"fmt"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -124,6 +126,15 @@ func apiName(key int16) string {
 		return name
 	}
 	return "Unknown"
+}
+
+// clusterDeniedMessage is the message of a request refused for want of op
+// on the cluster, worded as Kafka's AuthHelper.authorizeClusterOperation
+// words its ClusterAuthorizationException ("Request <request> needs <op>
+// permission."), the request named by its API (Kafka prints its
+// connection and session, which mean nothing here).
+func (c *conn) clusterDeniedMessage(op kmsg.ACLOperation) string {
+	return fmt.Sprintf("Request %s needs %s permission.", apiName(c.requestKey), op)
 }
 
 // authorizeQuietly is authorize for filtering a listing (an all-topics

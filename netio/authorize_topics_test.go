@@ -405,7 +405,7 @@ func TestCreateTopicsConfigsNeedDescribeConfigs(t *testing.T) {
 	if len(topics) != 3 {
 		t.Fatalf("%d topics answered", len(topics))
 	}
-	if got := topics[0]; got.ErrorCode != 0 || got.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(got.Configs) != 0 || got.NumPartitions != 1 {
+	if got := topics[0]; got.ErrorCode != 0 || got.ConfigErrorCode != kerr.TopicAuthorizationFailed.Code || len(got.Configs) != 0 || got.NumPartitions != -1 || got.ReplicationFactor != -1 {
 		t.Errorf("new (no DESCRIBE_CONFIGS): %+v", got)
 	}
 	if got := topics[1]; got.ErrorCode != 0 || got.ConfigErrorCode != 0 {
@@ -438,5 +438,51 @@ func TestLastMirrorEpochLookupsNeedTopicDescribe(t *testing.T) {
 				t.Errorf("topic %x partition %d: %s (denied %v)", topic.TopicID, p.PartitionIndex, errName(p.ErrorCode), denied)
 			}
 		}
+	}
+}
+
+// TestDeleteTopicsHidesWhatIsDenied checks DeleteTopics v6 as Kafka's
+// ControllerApis.deleteTopics answers a client short of DELETE: by name,
+// the zero topic ID (and TOPIC_AUTHORIZATION_FAILED for an unknown name
+// it may not describe); by ID, the request's ID and the name only when it
+// may DESCRIBE the topic.
+func TestDeleteTopicsHidesWhatIsDenied(t *testing.T) {
+	ta := startTopicAuthorization(t)
+	ta.allow(t, resourceTopic, "u", opDescribe)
+	ta.allow(t, resourceTopic, "known-elsewhere", opDescribe)
+	idT, idU := ta.backend.topics["t"].info.ID, ta.backend.topics["u"].info.ID
+	bob := ta.dial(t, auth.User("bob"))
+	r := kmsg.NewPtrDeleteTopicsRequest()
+	r.Version, r.TimeoutMillis = 6, 1000
+	r.Topics = []kmsg.DeleteTopicsRequestTopic{{Topic: kmsg.StringPtr("t")}, {Topic: kmsg.StringPtr("missing")}, {Topic: kmsg.StringPtr("known-elsewhere")},
+		{TopicID: idT}, {TopicID: idU}}
+	type answer struct {
+		name *string
+		id   [16]byte
+		code int16
+	}
+	want := []answer{
+		{kmsg.StringPtr("t"), [16]byte{}, kerr.TopicAuthorizationFailed.Code},
+		{kmsg.StringPtr("missing"), [16]byte{}, kerr.TopicAuthorizationFailed.Code},
+		{kmsg.StringPtr("known-elsewhere"), [16]byte{}, kerr.UnknownTopicOrPartition.Code},
+		{nil, idT, kerr.TopicAuthorizationFailed.Code},
+		{kmsg.StringPtr("u"), idU, kerr.TopicAuthorizationFailed.Code},
+	}
+	topics := bob.do(r).(*kmsg.DeleteTopicsResponse).Topics
+	if len(topics) != len(want) {
+		t.Fatalf("%d topics answered, want %d", len(topics), len(want))
+	}
+	for i, w := range want {
+		got := topics[i]
+		sameName := (got.Topic == nil) == (w.name == nil) && (got.Topic == nil || *got.Topic == *w.name)
+		if !sameName || got.TopicID != w.id || got.ErrorCode != w.code {
+			t.Errorf("entry %d: name %v, ID %x, %s; want %v, %x, %s", i, got.Topic, got.TopicID, errName(got.ErrorCode), w.name, w.id, errName(w.code))
+		}
+		if w.code == kerr.TopicAuthorizationFailed.Code && (got.ErrorMessage == nil || *got.ErrorMessage != "Topic authorization failed.") {
+			t.Errorf("entry %d: message %v, want Kafka's Errors.message()", i, got.ErrorMessage)
+		}
+	}
+	if _, ok := ta.backend.Topic("t"); !ok {
+		t.Error("t deleted without DELETE")
 	}
 }
