@@ -8,7 +8,7 @@ package auth
 //
 // The JWT is checked with github.com/go-jose/go-jose/v4 against the keys
 // of a JWKS (sasl.oauthbearer.jwks.endpoint.url, file:// or http(s)://,
-// read when the mechanism is made): an asymmetric signature by a key of
+// read when the mechanism is made and refreshed as jwks.go says): an asymmetric signature by a key of
 // the set, exp required, exp/nbf/iat within sasl.oauthbearer.clock.skew.seconds,
 // the expected audience (any of sasl.oauthbearer.expected.audience) and
 // issuer (sasl.oauthbearer.expected.issuer) when configured, and the
@@ -19,7 +19,6 @@ package auth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -47,8 +46,17 @@ type OAuthBearerConfig struct {
 	SubClaimName string
 	// ClockSkew is sasl.oauthbearer.clock.skew.seconds; Kafka's default 30s.
 	ClockSkew time.Duration
+	// JWKSRefreshInterval is sasl.oauthbearer.jwks.endpoint.refresh.ms;
+	// 0: DefaultJWKSRefreshInterval.
+	JWKSRefreshInterval time.Duration
+	// JWKSRetryBackoff and JWKSRetryBackoffMax are
+	// sasl.oauthbearer.jwks.endpoint.retry.backoff.ms and .max.ms; 0:
+	// Kafka's defaults.
+	JWKSRetryBackoff, JWKSRetryBackoffMax time.Duration
 	// Now is the clock; nil: time.Now.
 	Now func() time.Time
+	// After is the timer of the refreshes and their retries; nil: time.After.
+	After func(time.Duration) <-chan time.Time
 }
 
 // DefaultOAuthBearerClockSkew is Kafka's sasl.oauthbearer.clock.skew.seconds.
@@ -70,10 +78,11 @@ var ErrOAuthBearerConfig = errors.New("auth: OAUTHBEARER")
 // OAuthBearer is the OAUTHBEARER mechanism.
 type OAuthBearer struct {
 	cfg  OAuthBearerConfig
-	keys jose.JSONWebKeySet
+	jwks *jwks
 }
 
-// NewOAuthBearer reads the JWKS cfg names and returns the mechanism.
+// NewOAuthBearer reads the JWKS cfg names and returns the mechanism; Run
+// keeps the JWKS fresh.
 func NewOAuthBearer(ctx context.Context, cfg OAuthBearerConfig) (*OAuthBearer, error) {
 	if cfg.SubClaimName == "" {
 		cfg.SubClaimName = "sub"
@@ -84,13 +93,21 @@ func NewOAuthBearer(ctx context.Context, cfg OAuthBearerConfig) (*OAuthBearer, e
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	data, err := readJWKS(ctx, cfg.JWKSURL)
-	if err != nil {
-		return nil, fmt.Errorf("%w: sasl.oauthbearer.jwks.endpoint.url %q: %w", ErrOAuthBearerConfig, cfg.JWKSURL, err)
+	if cfg.After == nil {
+		cfg.After = time.After
+	}
+	for _, d := range []struct {
+		value    *time.Duration
+		fallback time.Duration
+	}{{&cfg.JWKSRefreshInterval, DefaultJWKSRefreshInterval}, {&cfg.JWKSRetryBackoff, DefaultJWKSRetryBackoff}, {&cfg.JWKSRetryBackoffMax, DefaultJWKSRetryBackoffMax}} {
+		if *d.value <= 0 {
+			*d.value = d.fallback
+		}
 	}
 	m := &OAuthBearer{cfg: cfg}
-	if err := json.Unmarshal(data, &m.keys); err != nil || len(m.keys.Keys) == 0 {
-		return nil, fmt.Errorf("%w: sasl.oauthbearer.jwks.endpoint.url %q: not a JWKS with keys (%v)", ErrOAuthBearerConfig, cfg.JWKSURL, err)
+	m.jwks = newJWKS(&m.cfg)
+	if err := m.jwks.read(ctx); err != nil {
+		return nil, fmt.Errorf("%w: sasl.oauthbearer.jwks.endpoint.url %q: %w", ErrOAuthBearerConfig, cfg.JWKSURL, err)
 	}
 	return m, nil
 }
@@ -223,7 +240,10 @@ func (m *OAuthBearer) validate(text string) (string, error) {
 	}
 	var claims jwt.Claims
 	var all map[string]any
-	if err := token.Claims(m.keys, &claims, &all); err != nil {
+	if err := token.Claims(m.jwks.keys.Load(), &claims, &all); err != nil {
+		if errors.Is(err, jose.ErrJWKSKidNotFound) && len(token.Headers) > 0 {
+			m.jwks.unknownKeyID(token.Headers[0].KeyID)
+		}
 		return "", err
 	}
 	if claims.Expiry == nil {

@@ -539,9 +539,16 @@ func RunTool(ctx context.Context, libs string, stdin []byte, class string, args 
 // RunToolOutputs is RunTool that also returns standard error (where the
 // tools log, and where some print the errors they do not exit for).
 func RunToolOutputs(ctx context.Context, libs string, stdin []byte, class string, args ...string) (stdout, stderr []byte, err error) {
+	return RunToolJVM(ctx, libs, nil, stdin, class, args...)
+}
+
+// RunToolJVM is RunToolOutputs with JVM options before the class, such
+// as the system properties a tool reads (-Dname=value: Kafka 4's
+// org.apache.kafka.sasl.oauthbearer.allowed.urls).
+func RunToolJVM(ctx context.Context, libs string, jvmOptions []string, stdin []byte, class string, args ...string) (stdout, stderr []byte, err error) {
 	ctx, cancel := context.WithTimeout(ctx, toolWait)
 	defer cancel()
-	jvm := append(append([]string{}, toolJVM...), "-cp", filepath.Join(libs, "*"), class)
+	jvm := append(append(append([]string{}, toolJVM...), jvmOptions...), "-cp", filepath.Join(libs, "*"), class)
 	cmd := exec.CommandContext(ctx, "java", append(jvm, args...)...)
 	cmd.Stdin = bytes.NewReader(stdin)
 	var out, errOut limitedBuffer

@@ -128,6 +128,7 @@ func runServe(args []string) error {
 	serveErrs := make(chan error, len(bound))
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
+	waitJWKSRefresh := runJWKSRefresh(serveCtx, bound, logger)
 	for _, b := range bound {
 		logger.Info("serving", "listener", b.Name, "protocol", b.Protocol, "listen", b.ln.Addr().String(),
 			"advertised", net.JoinHostPort(b.AdvertisedHost, strconv.Itoa(int(b.AdvertisedPort))))
@@ -141,6 +142,8 @@ func runServe(args []string) error {
 			stopServing()
 		}
 	}
+	stopServing()
+	waitJWKSRefresh()
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)

@@ -9,8 +9,12 @@ package main
 //	listener.name.<listener>.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required;
 //	sasl.oauthbearer.jwks.endpoint.url, sasl.oauthbearer.expected.audience,
 //	sasl.oauthbearer.expected.issuer, sasl.oauthbearer.sub.claim.name,
-//	sasl.oauthbearer.clock.skew.seconds (each also as
-//	listener.name.<listener>.oauthbearer.<key>)
+//	sasl.oauthbearer.clock.skew.seconds, sasl.oauthbearer.jwks.endpoint.refresh.ms,
+//	sasl.oauthbearer.jwks.endpoint.retry.backoff.ms, ...retry.backoff.max.ms
+//	(each also as listener.name.<listener>.oauthbearer.<key>)
+//
+// An OAUTHBEARER listener's JWKS refresh (auth/jwks.go) runs until the
+// node stops: runJWKSRefresh.
 //
 // <listener> is the listener name in lower case, as Kafka spells it. An
 // unprefixed sasl.jaas.config is a client setting Kafka's broker does not
@@ -26,9 +30,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mirrord/mirrord/auth"
@@ -38,7 +45,8 @@ import (
 type saslProperties map[string]string
 
 var oauthBearerKeys = []string{"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
-	"sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds"}
+	"sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds",
+	"sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"}
 
 // takeSASLProperties moves the SASL keys out of props (the rest go to
 // the node's config checks).
@@ -147,8 +155,48 @@ func (p saslProperties) mechanism(ctx context.Context, listener, name string, sc
 			}
 			cfg.ClockSkew = time.Duration(seconds) * time.Second
 		}
+		for _, d := range []struct {
+			key  string
+			into *time.Duration
+		}{
+			{"sasl.oauthbearer.jwks.endpoint.refresh.ms", &cfg.JWKSRefreshInterval},
+			{"sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", &cfg.JWKSRetryBackoff},
+			{"sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms", &cfg.JWKSRetryBackoffMax},
+		} {
+			if text := p.get(listener, prefix, d.key); text != "" {
+				ms, err := strconv.ParseInt(text, 10, 64)
+				if err != nil || ms < 1 || ms > math.MaxInt32 {
+					return nil, fmt.Errorf("%s %q: want milliseconds in [1, %d]", d.key, text, math.MaxInt32)
+				}
+				*d.into = time.Duration(ms) * time.Millisecond
+			}
+		}
 		return auth.NewOAuthBearer(ctx, cfg)
 	}
 	return nil, fmt.Errorf("mechanism not served: want %s, %s, %s or %s", auth.MechanismPlain, auth.MechanismScramSHA256,
 		auth.MechanismScramSHA512, auth.MechanismOAuthBearer)
+}
+
+// runJWKSRefresh runs the JWKS refresh of each OAUTHBEARER mechanism of
+// the listeners until ctx is done, logging failed refreshes; wait returns
+// once every refresh loop has ended.
+func runJWKSRefresh(ctx context.Context, listeners []boundListener, logger *slog.Logger) (wait func()) {
+	var loops sync.WaitGroup
+	for _, listener := range listeners {
+		if listener.SASL == nil {
+			continue
+		}
+		for _, mechanism := range listener.SASL.Mechanisms {
+			if oauth, ok := mechanism.(*auth.OAuthBearer); ok {
+				loops.Go(func() {
+					oauth.Run(ctx, func(err error) {
+						if err != nil {
+							logger.Warn("JWKS refresh failed; the keys read before stay in use", "error", err)
+						}
+					})
+				})
+			}
+		}
+	}
+	return loops.Wait
 }
