@@ -19,6 +19,9 @@ package auth
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"io"
@@ -232,6 +235,35 @@ func notTokenChar(r rune) bool {
 	return !(r == '-' || r == '_' || r == '.' || 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9')
 }
 
+// kidlessKey is the first public key of set that can verify alg: its
+// type (RSA for RS*/PS*, EC on alg's curve for ES*, Ed25519 for EdDSA),
+// no use other than "sig", no algorithm other than alg; nil if none.
+func kidlessKey(set *jose.JSONWebKeySet, alg string) any {
+	if set == nil {
+		return nil
+	}
+	for _, k := range set.Keys {
+		if k.Use != "" && k.Use != "sig" || k.Algorithm != "" && k.Algorithm != alg {
+			continue
+		}
+		switch key := k.Key.(type) {
+		case *rsa.PublicKey:
+			if strings.HasPrefix(alg, "RS") || strings.HasPrefix(alg, "PS") {
+				return key
+			}
+		case *ecdsa.PublicKey:
+			if curve := map[string]string{"ES256": "P-256", "ES384": "P-384", "ES512": "P-521"}[alg]; curve != "" && key.Curve.Params().Name == curve {
+				return key
+			}
+		case ed25519.PublicKey:
+			if alg == string(jose.EdDSA) {
+				return key
+			}
+		}
+	}
+	return nil
+}
+
 // validate checks a JWT and returns its principal name.
 func (m *OAuthBearer) validate(text string) (string, error) {
 	token, err := jwt.ParseSigned(text, jwtAlgorithms)
@@ -240,7 +272,15 @@ func (m *OAuthBearer) validate(text string) (string, error) {
 	}
 	var claims jwt.Claims
 	var all map[string]any
-	if err := token.Claims(m.jwks.keys.Load(), &claims, &all); err != nil {
+	var key any = m.jwks.keys.Load()
+	if len(token.Headers) > 0 && token.Headers[0].KeyID == "" {
+		// No kid: as Kafka's jose4j selector, the first key of the set
+		// whose type, use and algorithm suit the token's algorithm.
+		if key = kidlessKey(m.jwks.keys.Load(), token.Headers[0].Algorithm); key == nil {
+			return "", fmt.Errorf("no key of the JWKS suits a token without kid signed with %s", token.Headers[0].Algorithm)
+		}
+	}
+	if err := token.Claims(key, &claims, &all); err != nil {
 		if errors.Is(err, jose.ErrJWKSKidNotFound) && len(token.Headers) > 0 {
 			m.jwks.unknownKeyID(token.Headers[0].KeyID)
 		}

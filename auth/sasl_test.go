@@ -224,6 +224,7 @@ func TestScramCredentialsAlterPersists(t *testing.T) {
 // oauthFixture is a signing key, its JWKS file, and a mechanism over it.
 type oauthFixture struct {
 	signer    jose.Signer
+	kidless   jose.Signer // the same key, no kid in the header
 	mechanism *OAuthBearer
 	now       time.Time
 }
@@ -243,7 +244,11 @@ func newOAuthFixture(t testing.TB, cfg OAuthBearerConfig) *oauthFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &oauthFixture{signer: signer, now: time.Unix(1_800_000_000, 0)}
+	kidless, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.ES256, Key: key}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &oauthFixture{signer: signer, kidless: kidless, now: time.Unix(1_800_000_000, 0)}
 	cfg.JWKSURL, cfg.Now = "file://"+path, func() time.Time { return f.now }
 	if f.mechanism, err = NewOAuthBearer(context.Background(), cfg); err != nil {
 		t.Fatal(err)
@@ -305,8 +310,21 @@ func TestOAuthBearerExchange(t *testing.T) {
 			t.Fatalf("%s: after \\x01: %v", tc.name, err)
 		}
 	}
+	// A token without kid is verified by the first key that suits its
+	// algorithm, as Kafka's jose4j selects one; one of another key fails.
+	kidless, err := jwt.Signed(f.kidless).Claims(good).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := f.mechanism.NewExchange(); func() error { _, _, err := e.Step([]byte("n,,\x01auth=Bearer " + kidless + "\x01\x01")); return err }() != nil || e.Principal() != User("svc-a") {
+		t.Fatalf("token without kid: principal %v", e.Principal())
+	}
 	// A token signed by another key.
 	other := newOAuthFixture(t, OAuthBearerConfig{})
+	foreignKidless, _ := jwt.Signed(other.kidless).Claims(good).Serialize()
+	if answer, _, _ := f.mechanism.NewExchange().Step([]byte("n,,\x01auth=Bearer " + foreignKidless + "\x01\x01")); string(answer) != `{"status":"invalid_token"}` {
+		t.Fatalf("foreign signature without kid: %q", answer)
+	}
 	if answer, _, _ := f.mechanism.NewExchange().Step([]byte("n,,\x01auth=Bearer " + other.token(t, good) + "\x01\x01")); string(answer) != `{"status":"invalid_token"}` {
 		t.Fatalf("foreign signature: %q", answer)
 	}

@@ -44,10 +44,6 @@ import (
 // saslProperties are the SASL keys of the node's config file.
 type saslProperties map[string]string
 
-var oauthBearerKeys = []string{"sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
-	"sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.clock.skew.seconds",
-	"sasl.oauthbearer.jwks.endpoint.refresh.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.ms", "sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms"}
-
 // takeSASLProperties moves the SASL keys out of props (the rest go to
 // the node's config checks).
 func takeSASLProperties(props map[string]string) (saslProperties, error) {
