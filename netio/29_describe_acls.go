@@ -22,12 +22,13 @@ func serveDescribeACLs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Re
 		resp.ErrorCode, resp.ErrorMessage = err.Code, &message
 		return resp, nil
 	}
-	a := c.server.cfg.Authorizer
-	switch {
-	case a == nil:
-		return fail(kerr.SecurityDisabled, "No Authorizer is configured.")
-	case !c.authorizeCluster(opDescribe):
-		return fail(kerr.ClusterAuthorizationFailed, c.clusterDeniedMessage(opDescribe))
+	a, refusal := c.aclAuthorizer(opDescribe)
+	if refusal != nil {
+		message := c.clusterDeniedMessage(opDescribe)
+		if refusal.message != nil {
+			message = *refusal.message
+		}
+		return fail(refusal.Error, message)
 	}
 	filter := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}

@@ -10,7 +10,6 @@ package netio
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mirrord/mirrord/acl"
@@ -26,13 +25,9 @@ func serveCreateACLs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 		}
 		return resp, nil
 	}
-	a := c.server.cfg.Authorizer
-	switch {
-	case a == nil:
-		message := "No Authorizer is configured."
-		return fill(kerr.SecurityDisabled.Code, &message)
-	case !c.authorizeCluster(opAlter):
-		return fill(kerr.ClusterAuthorizationFailed.Code, nil)
+	a, refusal := c.aclAuthorizer(opAlter)
+	if refusal != nil {
+		return fill(refusal.Code, refusal.message)
 	}
 	bindings := make([]acl.Binding, len(req.Creations))
 	for i, x := range req.Creations {

@@ -9,7 +9,6 @@ package netio
 import (
 	"context"
 
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mirrord/mirrord/acl"
@@ -25,13 +24,9 @@ func serveDeleteACLs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 		}
 		return resp, nil
 	}
-	a := c.server.cfg.Authorizer
-	switch {
-	case a == nil:
-		message := "No Authorizer is configured."
-		return fill(kerr.SecurityDisabled.Code, &message)
-	case !c.authorizeCluster(opAlter):
-		return fill(kerr.ClusterAuthorizationFailed.Code, nil)
+	a, refusal := c.aclAuthorizer(opAlter)
+	if refusal != nil {
+		return fill(refusal.Code, refusal.message)
 	}
 	filters := make([]acl.Filter, len(req.Filters))
 	for i, f := range req.Filters {

@@ -282,3 +282,25 @@ func splitTopicsByAuthorized[T any](c *conn, op kmsg.ACLOperation, topics []T, n
 	}
 	return allowed, denied
 }
+
+// aclRefusal is why an ACL API does not run: its code, and the message
+// Kafka gives with it (nil where Kafka's is the caller's to choose).
+type aclRefusal struct {
+	*kerr.Error
+	message *string
+}
+
+// aclAuthorizer is the authorizer the ACL APIs (CreateAcls, DescribeAcls,
+// DeleteAcls) work on, or their refusal: SECURITY_DISABLED without one,
+// CLUSTER_AUTHORIZATION_FAILED without op on the cluster.
+func (c *conn) aclAuthorizer(op kmsg.ACLOperation) (*acl.Authorizer, *aclRefusal) {
+	a := c.server.cfg.Authorizer
+	switch {
+	case a == nil:
+		message := "No Authorizer is configured."
+		return nil, &aclRefusal{kerr.SecurityDisabled, &message}
+	case !c.authorizeCluster(op):
+		return nil, &aclRefusal{kerr.ClusterAuthorizationFailed, nil}
+	}
+	return a, nil
+}
