@@ -6,6 +6,8 @@ package netio
 // connection meanwhile, as a Kafka broker's does. The member's client
 // host is the peer address as Kafka prints it ("/127.0.0.1"). No answer
 // (the coordinator closed) is COORDINATOR_NOT_AVAILABLE, generation -1.
+// A denial or a failure answers no member ID, as Kafka's
+// JoinGroupRequest.getErrorResponse (memberId UNKNOWN_MEMBER_ID, "").
 
 import (
 	"context"
@@ -24,7 +26,7 @@ func serveJoinGroup(ctx context.Context, c *conn, h RequestHeader, kreq kmsg.Req
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.JoinGroupResponse)
 		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
-		resp.Generation, resp.MemberID = -1, req.MemberID
+		resp.Generation = -1
 	}
 	return resp, nil
 }

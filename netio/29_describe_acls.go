@@ -24,11 +24,7 @@ func serveDescribeACLs(_ context.Context, c *conn, _ RequestHeader, kreq kmsg.Re
 	}
 	a, refusal := c.aclAuthorizer(opDescribe)
 	if refusal != nil {
-		message := c.clusterDeniedMessage(opDescribe)
-		if refusal.message != nil {
-			message = *refusal.message
-		}
-		return fail(refusal.Error, message)
+		return fail(refusal.Error, *refusal.message)
 	}
 	filter := acl.Filter{ResourceType: req.ResourceType, ResourceName: req.ResourceName, PatternType: req.ResourcePatternType,
 		Principal: req.Principal, Host: req.Host, Operation: req.Operation, Permission: req.PermissionType}

@@ -55,10 +55,16 @@ func alterConfigs(ctx context.Context, c *conn, resource ConfigResource, changes
 	return c.server.backend.Configs().AlterConfigs(ctx, resource, changes, incremental, validateOnly)
 }
 
-// alterError is a resource's error code and message.
+// alterError is a resource's error code and message. A cluster denial
+// (a BROKER resource) has no message: Kafka's ConfigAdminManager.preprocess
+// answers it through ApiError.fromThrowable, which drops a message that is
+// the error's default.
 func alterError(c *conn, err error) (int16, *string) {
-	if err == nil {
+	switch {
+	case err == nil:
 		return 0, nil
+	case err == kerr.ClusterAuthorizationFailed:
+		return kerr.ClusterAuthorizationFailed.Code, nil
 	}
 	message := err.Error()
 	return errorCode(c.server.log, err, kerr.UnknownServerError), &message

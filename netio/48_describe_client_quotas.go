@@ -2,7 +2,9 @@ package netio
 
 // DescribeClientQuotas, versions 0-1 (KIP-546), as Kafka's broker answers
 // it: DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED
-// for the whole request; a filter component of an entity type other than
+// for the whole request, without a message (KafkaApis answers
+// getErrorResponse(CLUSTER_AUTHORIZATION_FAILED.exception), and
+// ApiError.fromThrowable drops a message that is the error's default); a filter component of an entity type other than
 // user, client-id or ip, or of an unknown match type, is INVALID_REQUEST.
 // mirrord enforces no client quotas and none can be set (AlterClientQuotas
 // is not served), so every valid filter matches no entity: the answer is
@@ -28,7 +30,8 @@ func serveDescribeClientQuotas(_ context.Context, c *conn, _ RequestHeader, kreq
 		return resp, nil
 	}
 	if !c.authorizeCluster(kmsg.ACLOperationDescribeConfigs) {
-		return fail(kerr.ClusterAuthorizationFailed.Code, kerr.ClusterAuthorizationFailed.Description)
+		resp.ErrorCode = kerr.ClusterAuthorizationFailed.Code
+		return resp, nil
 	}
 	for _, component := range req.Components {
 		switch {

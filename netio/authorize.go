@@ -284,7 +284,8 @@ func splitTopicsByAuthorized[T any](c *conn, op kmsg.ACLOperation, topics []T, n
 }
 
 // aclRefusal is why an ACL API does not run: its code, and the message
-// Kafka gives with it (nil where Kafka's is the caller's to choose).
+// Kafka gives with it (AuthHelper.authorizeClusterOperation's "Request ...
+// needs OP permission.", in every result of CreateAcls and DeleteAcls too).
 type aclRefusal struct {
 	*kerr.Error
 	message *string
@@ -300,7 +301,8 @@ func (c *conn) aclAuthorizer(op kmsg.ACLOperation) (*acl.Authorizer, *aclRefusal
 		message := "No Authorizer is configured."
 		return nil, &aclRefusal{kerr.SecurityDisabled, &message}
 	case !c.authorizeCluster(op):
-		return nil, &aclRefusal{kerr.ClusterAuthorizationFailed, nil}
+		message := c.clusterDeniedMessage(op)
+		return nil, &aclRefusal{kerr.ClusterAuthorizationFailed, &message}
 	}
 	return a, nil
 }
