@@ -198,7 +198,8 @@ func TestLeaveGroupErrors(t *testing.T) {
 		want    int16
 	}{
 		{"empty group ID", 3, "", kerr.InvalidGroupID.Code},
-		{"unknown group", 3, "other", kerr.UnknownMemberID.Code},
+		{"v1 unknown group", 1, "other", kerr.UnknownMemberID.Code},
+		{"v3 unknown group", 3, "other", 0}, // the members' own codes, below
 		{"v1 unknown member", 1, "g", kerr.UnknownMemberID.Code},
 	} {
 		req := kmsg.NewPtrLeaveGroupRequest()
@@ -210,10 +211,24 @@ func TestLeaveGroupErrors(t *testing.T) {
 		expectCode(t, tt.name, resp.ErrorCode, tt.want)
 	}
 
+	unknown := kmsg.NewPtrLeaveGroupRequest()
+	unknown.Version, unknown.Group = 5, "other"
+	unknown.Members = []kmsg.LeaveGroupRequestMember{{MemberID: "x"}, {InstanceID: kmsg.StringPtr("i")}}
+	resp, err := h.c.LeaveGroup(h.ctx(), unknown)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ErrorCode != 0 || len(resp.Members) != 2 {
+		t.Fatalf("unknown group v5: error %d, %d members, want NONE and 2 (Kafka's \"Group was not found.\")", resp.ErrorCode, len(resp.Members))
+	}
+	for _, m := range resp.Members {
+		expectCode(t, "unknown group member", m.ErrorCode, kerr.UnknownMemberID.Code)
+	}
+
 	req := kmsg.NewPtrLeaveGroupRequest()
 	req.Version, req.Group = 5, "g"
 	req.Members = []kmsg.LeaveGroupRequestMember{{MemberID: pendingID}, {MemberID: "x"}, {MemberID: ids[1]}, {}}
-	resp, err := h.c.LeaveGroup(h.ctx(), req)
+	resp, err = h.c.LeaveGroup(h.ctx(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -183,8 +183,10 @@ func (c *Coordinator) leave(req *kmsg.LeaveGroupRequest) *kmsg.LeaveGroupRespons
 	switch g := c.groups[req.Group]; {
 	case req.Group == "":
 		resp.ErrorCode = kerr.InvalidGroupID.Code
-	case g == nil:
-		resp.ErrorCode = kerr.UnknownMemberID.Code
+	case g == nil: // Kafka's GroupCoordinatorService.leaveGroup: "Group was not found."
+		for _, who := range identities {
+			resp.Members = append(resp.Members, kmsg.LeaveGroupResponseMember{MemberID: who.MemberID, InstanceID: who.InstanceID, ErrorCode: kerr.UnknownMemberID.Code})
+		}
 	case g.state == Dead:
 		resp.ErrorCode = kerr.CoordinatorNotAvailable.Code
 	default:
