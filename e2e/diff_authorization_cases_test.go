@@ -6,7 +6,7 @@ import (
 
 // The topics, ACLs and cases of TestDifferentialAuthorization. bob has no
 // ACL; carol has partial grants: READ on authz-t (not authz-u) and on
-// group authz-g, WRITE on transactional ID authz-tx, CREATE (without
+// groups authz-g and authz-classic-g, WRITE on transactional ID authz-tx, CREATE (without
 // DESCRIBE_CONFIGS) on authz-new, DESCRIBE on authz-u.
 
 const (
@@ -14,6 +14,13 @@ const (
 	authzTopicU = "authz-u"
 	authzGroup  = "authz-g"
 	authzTxn    = "authz-tx"
+	authzMember = "authz-member-00000002" // a classic member the group has not seen
+
+	// authzClassicGroup is the classic group APIs' group: authz-g is a
+	// consumer group once ConsumerGroupHeartbeat has run, and a classic
+	// member joining it is KIP-848's online migration, which mirrord does
+	// not build (broker/group.classicJoinToConsumerGroup).
+	authzClassicGroup = "authz-classic-g"
 )
 
 // authzSetup creates the topics and carol's ACLs, as the super user.
@@ -31,6 +38,7 @@ func authzSetup() []kmsg.Request {
 	grant(kmsg.ACLResourceTypeTopic, authzTopicT, kmsg.ACLOperationRead)
 	grant(kmsg.ACLResourceTypeTopic, authzTopicU, kmsg.ACLOperationDescribe)
 	grant(kmsg.ACLResourceTypeGroup, authzGroup, kmsg.ACLOperationRead)
+	grant(kmsg.ACLResourceTypeGroup, authzClassicGroup, kmsg.ACLOperationRead)
 	grant(kmsg.ACLResourceTypeTransactionalId, authzTxn, kmsg.ACLOperationWrite)
 	grant(kmsg.ACLResourceTypeTopic, "authz-new", kmsg.ACLOperationCreate)
 	return []kmsg.Request{topics, acls}
@@ -181,7 +189,8 @@ func authzRequests() []authzCase {
 		r := kmsg.NewPtrIncrementalAlterConfigsRequest()
 		r.ValidateOnly = true
 		r.Resources = []kmsg.IncrementalAlterConfigsRequestResource{{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: authzTopicT,
-			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: 0, Value: kmsg.StringPtr("1000")}}}}
+			Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "retention.ms", Op: 0, Value: kmsg.StringPtr("1000")}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, Configs: []kmsg.IncrementalAlterConfigsRequestResourceConfig{{Name: "log.cleaner.threads", Op: 0, Value: kmsg.StringPtr("2")}}}}
 		return r
 	}
 	createPartitions := func(diffServer) kmsg.Request {
@@ -231,6 +240,77 @@ func authzRequests() []authzCase {
 		r.Deletions = []kmsg.AlterUserSCRAMCredentialsRequestDeletion{{Name: "nobody", Mechanism: 2}, {Name: "carol", Mechanism: 2}}
 		return r
 	}
+	joinGroup := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrJoinGroupRequest()
+		r.Group, r.MemberID, r.ProtocolType = authzClassicGroup, authzMember, "consumer"
+		r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = 10000, 10000
+		r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range", Metadata: []byte{0, 3, 0, 0, 0, 0, 0, 0, 0, 0}}}
+		return r
+	}
+	syncGroup := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrSyncGroupRequest()
+		r.Group, r.Generation, r.MemberID = authzClassicGroup, 1, authzMember
+		r.ProtocolType, r.Protocol = kmsg.StringPtr("consumer"), kmsg.StringPtr("range")
+		return r
+	}
+	classicHeartbeat := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrHeartbeatRequest()
+		r.Group, r.Generation, r.MemberID = authzClassicGroup, 1, authzMember
+		return r
+	}
+	leaveGroup := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrLeaveGroupRequest()
+		r.Group = authzClassicGroup
+		r.Members = []kmsg.LeaveGroupRequestMember{{MemberID: authzMember}}
+		return r
+	}
+	alterConfigs := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrAlterConfigsRequest()
+		r.ValidateOnly = true
+		r.Resources = []kmsg.AlterConfigsRequestResource{
+			{ResourceType: kmsg.ConfigResourceTypeTopic, ResourceName: authzTopicT, Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "retention.ms", Value: kmsg.StringPtr("1000")}}},
+			{ResourceType: kmsg.ConfigResourceTypeBroker, ResourceName: "", Configs: []kmsg.AlterConfigsRequestResourceConfig{{Name: "log.cleaner.threads", Value: kmsg.StringPtr("2")}}},
+		}
+		return r
+	}
+	offsetDelete := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrOffsetDeleteRequest()
+		r.Group = authzGroup
+		for _, topic := range []string{authzTopicT, authzTopicU} {
+			r.Topics = append(r.Topics, kmsg.OffsetDeleteRequestTopic{Topic: topic, Partitions: []kmsg.OffsetDeleteRequestTopicPartition{{Partition: 0}}})
+		}
+		return r
+	}
+	listTransactions := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrListTransactionsRequest()
+		r.DurationFilterMillis = -1
+		return r
+	}
+	endTxn := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrEndTxnRequest()
+		r.TransactionalID, r.ProducerID, r.ProducerEpoch, r.Commit = authzTxn, 1, 0, true
+		return r
+	}
+	createACLs := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrCreateACLsRequest()
+		c := kmsg.NewCreateACLsRequestCreation()
+		c.ResourceType, c.ResourceName, c.ResourcePatternType = kmsg.ACLResourceTypeTopic, authzTopicU, kmsg.ACLResourcePatternTypeLiteral
+		c.Principal, c.Host, c.Operation, c.PermissionType = "User:bob", "*", kmsg.ACLOperationRead, kmsg.ACLPermissionTypeAllow
+		r.Creations = []kmsg.CreateACLsRequestCreation{c}
+		return r
+	}
+	deleteACLs := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrDeleteACLsRequest()
+		f := kmsg.NewDeleteACLsRequestFilter()
+		f.ResourceType, f.ResourcePatternType, f.Operation, f.PermissionType = kmsg.ACLResourceTypeAny, kmsg.ACLResourcePatternTypeAny, kmsg.ACLOperationAny, kmsg.ACLPermissionTypeAny
+		r.Filters = []kmsg.DeleteACLsRequestFilter{f}
+		return r
+	}
+	describeClientQuotas := func(diffServer) kmsg.Request {
+		r := kmsg.NewPtrDescribeClientQuotasRequest()
+		r.Components = []kmsg.DescribeClientQuotasRequestComponent{}
+		return r
+	}
 	return []authzCase{
 		{name: "Produce", version: 9, request: produce},
 		{name: "Fetch", version: 12, request: fetch},
@@ -259,5 +339,17 @@ func authzRequests() []authzCase {
 		{name: "DescribeAcls", version: 3, request: describeACLs},
 		{name: "DescribeUserScramCredentials", version: 0, request: describeScram},
 		{name: "AlterUserScramCredentials", version: 0, request: alterScram},
+		{name: "JoinGroup", version: 9, request: joinGroup},
+		{name: "SyncGroup", version: 5, request: syncGroup},
+		{name: "Heartbeat", version: 4, request: classicHeartbeat},
+		{name: "LeaveGroup", version: 5, request: leaveGroup},
+		{name: "AlterConfigs", version: 2, request: alterConfigs},
+		{name: "OffsetDelete", version: 0, request: offsetDelete},
+		{name: "ListTransactions", version: 1, request: listTransactions},
+		{name: "EndTxn", version: 4, request: endTxn},
+		{name: "CreateAcls", version: 3, request: createACLs},
+		{name: "DeleteAcls", version: 3, request: deleteACLs},
+		{name: "Metadata all topics", version: 12, request: metadata()},
+		{name: "DescribeClientQuotas", version: 1, request: describeClientQuotas},
 	}
 }

@@ -213,6 +213,14 @@ func normaliseAuthzResponse(resp kmsg.Response) {
 		sort.SliceStable(r.Topics, func(i, j int) bool { return r.Topics[i].Topic < r.Topics[j].Topic })
 	case *kmsg.DescribeACLsResponse:
 		normalisePermissionMessage(r.ErrorMessage)
+	case *kmsg.CreateACLsResponse:
+		for i := range r.Results {
+			normalisePermissionMessage(r.Results[i].ErrorMessage)
+		}
+	case *kmsg.DeleteACLsResponse:
+		for i := range r.Results {
+			normalisePermissionMessage(r.Results[i].ErrorMessage)
+		}
 	case *kmsg.AlterUserSCRAMCredentialsResponse:
 		for i := range r.Results {
 			normalisePermissionMessage(r.Results[i].ErrorMessage)
