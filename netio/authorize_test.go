@@ -5,6 +5,7 @@ import (
 	"net"
 	"reflect"
 	"sort"
+	"strconv"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -140,9 +141,14 @@ func authorizationMatrix() map[int16]authorizationCase {
 		11: {func() kmsg.Request {
 			r := kmsg.NewPtrJoinGroupRequest()
 			r.Group, r.ProtocolType, r.SessionTimeoutMillis, r.RebalanceTimeoutMillis = "g", "consumer", 10000, 10000
+			r.MemberID = "m"
 			r.Protocols = []kmsg.JoinGroupRequestProtocol{{Name: "range"}}
 			return v(r, 5)
-		}, kerr.GroupAuthorizationFailed, nil},
+		}, kerr.GroupAuthorizationFailed, func(t *testing.T, denied kmsg.Response) {
+			if id := denied.(*kmsg.JoinGroupResponse).MemberID; id != "" {
+				t.Errorf("denied JoinGroup's member ID %q, want none (JoinGroupRequest.getErrorResponse)", id)
+			}
+		}},
 		12: {func() kmsg.Request { r := kmsg.NewPtrHeartbeatRequest(); r.Group = "g"; return v(r, 4) }, kerr.GroupAuthorizationFailed, nil},
 		13: {func() kmsg.Request { r := kmsg.NewPtrLeaveGroupRequest(); r.Group = "g"; return v(r, 0) }, kerr.GroupAuthorizationFailed, nil},
 		14: {func() kmsg.Request { r := kmsg.NewPtrSyncGroupRequest(); r.Group = "g"; return v(r, 3) }, kerr.GroupAuthorizationFailed, nil},
@@ -207,12 +213,16 @@ func authorizationMatrix() map[int16]authorizationCase {
 			r := kmsg.NewPtrCreateACLsRequest()
 			r.Creations = []kmsg.CreateACLsRequestCreation{{ResourceType: resourceTopic, ResourceName: "t", ResourcePatternType: 3, Principal: "User:x", Host: "*", Operation: opRead, PermissionType: 3}}
 			return v(r, 3)
-		}, kerr.ClusterAuthorizationFailed, nil},
+		}, kerr.ClusterAuthorizationFailed, func(t *testing.T, denied kmsg.Response) {
+			expectMessage(t, denied.(*kmsg.CreateACLsResponse).Results[0].ErrorMessage, "Request CreateACLs needs ALTER permission.")
+		}},
 		31: {func() kmsg.Request {
 			r := kmsg.NewPtrDeleteACLsRequest()
 			r.Filters = []kmsg.DeleteACLsRequestFilter{{ResourceType: 1, ResourcePatternType: 1, Operation: 1, PermissionType: 1}}
 			return v(r, 3)
-		}, kerr.ClusterAuthorizationFailed, nil},
+		}, kerr.ClusterAuthorizationFailed, func(t *testing.T, denied kmsg.Response) {
+			expectMessage(t, denied.(*kmsg.DeleteACLsResponse).Results[0].ErrorMessage, "Request DeleteACLs needs ALTER permission.")
+		}},
 		32: {func() kmsg.Request {
 			r := kmsg.NewPtrDescribeConfigsRequest()
 			r.Resources = []kmsg.DescribeConfigsRequestResource{{ResourceType: 2, ResourceName: "t"}}
@@ -222,7 +232,11 @@ func authorizationMatrix() map[int16]authorizationCase {
 			r := kmsg.NewPtrAlterConfigsRequest()
 			r.Resources = []kmsg.AlterConfigsRequestResource{{ResourceType: 4, ResourceName: ""}}
 			return v(r, 2)
-		}, kerr.ClusterAuthorizationFailed, nil},
+		}, kerr.ClusterAuthorizationFailed, func(t *testing.T, denied kmsg.Response) {
+			if m := denied.(*kmsg.AlterConfigsResponse).Resources[0].ErrorMessage; m != nil {
+				t.Errorf("denied BROKER resource's message %q, want none (ApiError.fromThrowable)", *m)
+			}
+		}},
 		36: {func() kmsg.Request { return v(kmsg.NewPtrSASLAuthenticateRequest(), 2) }, nil, nil}, // authentication, not authorization
 		37: {func() kmsg.Request {
 			r := kmsg.NewPtrCreatePartitionsRequest()
@@ -236,7 +250,11 @@ func authorizationMatrix() map[int16]authorizationCase {
 			return v(r, 1)
 		}, kerr.TopicAuthorizationFailed, nil},
 		47: {func() kmsg.Request { r := kmsg.NewPtrOffsetDeleteRequest(); r.Group = "g"; return v(r, 0) }, kerr.GroupAuthorizationFailed, nil},
-		48: {func() kmsg.Request { return v(kmsg.NewPtrDescribeClientQuotasRequest(), 1) }, kerr.ClusterAuthorizationFailed, nil},
+		48: {func() kmsg.Request { return v(kmsg.NewPtrDescribeClientQuotasRequest(), 1) }, kerr.ClusterAuthorizationFailed, func(t *testing.T, denied kmsg.Response) {
+			if m := denied.(*kmsg.DescribeClientQuotasResponse).ErrorMessage; m != nil {
+				t.Errorf("denied DescribeClientQuotas' message %q, want none (ApiError.fromThrowable)", *m)
+			}
+		}},
 		50: {func() kmsg.Request { return v(kmsg.NewPtrDescribeUserSCRAMCredentialsRequest(), 0) }, kerr.ClusterAuthorizationFailed, nil},
 		51: {func() kmsg.Request {
 			r := kmsg.NewPtrAlterUserSCRAMCredentialsRequest()
@@ -371,4 +389,19 @@ func TestAnonymousMirrorAdminRefused(t *testing.T) {
 	if del.ErrorCode != 0 {
 		t.Fatalf("DeleteClusterMirror with ALTER granted: %s", errName(del.ErrorCode))
 	}
+}
+
+// expectMessage checks an error message field.
+func expectMessage(t *testing.T, got *string, want string) {
+	t.Helper()
+	if got == nil || *got != want {
+		t.Errorf("message %s, want %q", fmtMessage(got), want)
+	}
+}
+
+func fmtMessage(s *string) string {
+	if s == nil {
+		return "null"
+	}
+	return strconv.Quote(*s)
 }
