@@ -6,8 +6,10 @@ import (
 
 // The topics, ACLs and cases of TestDifferentialAuthorization. bob has no
 // ACL; carol has partial grants: READ on authz-t (not authz-u) and on
-// groups authz-g and authz-classic-g, WRITE on transactional ID authz-tx, CREATE (without
-// DESCRIBE_CONFIGS) on authz-new, DESCRIBE on authz-u.
+// groups authz-g and authz-classic-g, WRITE on transactional ID authz-tx,
+// DESCRIBE on transactional ID diff-txn-warm-up (which ListTransactions
+// then lists: awaitTxnCoordinators initialised it on both servers),
+// CREATE (without DESCRIBE_CONFIGS) on authz-new, DESCRIBE on authz-u.
 
 const (
 	authzTopicT = "authz-t"
@@ -40,6 +42,7 @@ func authzSetup() []kmsg.Request {
 	grant(kmsg.ACLResourceTypeGroup, authzGroup, kmsg.ACLOperationRead)
 	grant(kmsg.ACLResourceTypeGroup, authzClassicGroup, kmsg.ACLOperationRead)
 	grant(kmsg.ACLResourceTypeTransactionalId, authzTxn, kmsg.ACLOperationWrite)
+	grant(kmsg.ACLResourceTypeTransactionalId, txnWarmUpID, kmsg.ACLOperationDescribe)
 	grant(kmsg.ACLResourceTypeTopic, "authz-new", kmsg.ACLOperationCreate)
 	return []kmsg.Request{topics, acls}
 }

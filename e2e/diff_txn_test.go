@@ -237,6 +237,9 @@ func TestDifferentialTransactions(t *testing.T) {
 	}
 }
 
+// txnWarmUpID is the transactional ID awaitTxnCoordinators initialises.
+const txnWarmUpID = "diff-txn-warm-up"
+
 // awaitTxnCoordinators waits until the server hands out producer IDs and
 // coordinates transactions and groups: a new Kafka creates its
 // __transaction_state and __consumer_offsets on first use and answers
@@ -249,7 +252,7 @@ func awaitTxnCoordinators(server diffServer) error {
 	idempotent.Version, idempotent.TransactionTimeoutMillis, idempotent.ProducerID, idempotent.ProducerEpoch = 4, -1, -1, -1
 	transactional := kmsg.NewPtrInitProducerIDRequest()
 	transactional.Version, transactional.TransactionTimeoutMillis, transactional.ProducerID, transactional.ProducerEpoch = 4, txnTimeoutMillis, -1, -1
-	transactional.TransactionalID = kmsg.StringPtr("diff-txn-warm-up")
+	transactional.TransactionalID = kmsg.StringPtr(txnWarmUpID)
 	var requests []kmsg.Request
 	for _, keyType := range []int8{0, 1} {
 		find := kmsg.NewPtrFindCoordinatorRequest()
