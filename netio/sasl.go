@@ -122,7 +122,7 @@ func (c *conn) authenticate(ctx context.Context, frame []byte) error {
 	}
 	switch {
 	case c.sasl.state == saslAuthenticate && h.Key != saslAuthenticateKey:
-		return fmt.Errorf("%w: unexpected request of api key %d during SASL authentication (client %q)", errSASL, h.Key, h.ClientID)
+		return fmt.Errorf("%w: unexpected request of api key %d during SASL authentication (client %q)", errSASL, h.Key, echo(h.ClientID))
 	case c.sasl.state == saslAuthenticate:
 		return c.serveSASLToken(h, body)
 	case h.Key == apiVersionsKey && c.sasl.state == saslHandshakeOrVersions:
@@ -136,19 +136,19 @@ func (c *conn) authenticate(ctx context.Context, frame []byte) error {
 	case h.Key == saslHandshakeKey:
 		return c.serveSASLHandshake(h, body)
 	}
-	return fmt.Errorf("%w: unexpected request of api key %d during the SASL handshake (client %q)", errSASL, h.Key, h.ClientID)
+	return fmt.Errorf("%w: unexpected request of api key %d during the SASL handshake (client %q)", errSASL, h.Key, echo(h.ClientID))
 }
 
 // parseSASLRequest parses a request of key 17 or 36 at a served version.
 func parseSASLRequest(h RequestHeader, body []byte) (kmsg.Request, error) {
 	api := apis[h.Key]
 	if h.Version < api.minVersion || h.Version > api.maxVersion {
-		return nil, fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
+		return nil, fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, echo(h.ClientID))
 	}
 	req := requestForKey(h.Key)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(body); err != nil {
-		return nil, fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, h.ClientID)
+		return nil, fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, echo(h.ClientID))
 	}
 	return req, nil
 }
@@ -166,7 +166,7 @@ func (c *conn) serveSASLHandshake(h RequestHeader, body []byte) error {
 		resp.ErrorCode = kerr.UnsupportedSaslMechanism.Code
 		c.server.metrics.authenticated(c.listener.Name, unsupportedMechanismLabel, false)
 		return errors.Join(c.writeResponse(h, resp),
-			fmt.Errorf("%w: unsupported SASL mechanism %q (client %q)", errSASL, req.Mechanism, h.ClientID))
+			fmt.Errorf("%w: unsupported SASL mechanism %q (client %q)", errSASL, echo(req.Mechanism), echo(h.ClientID)))
 	}
 	c.sasl = saslSession{state: saslAuthenticate, rawTokens: h.Version == 0, mechanism: req.Mechanism, exchange: mechanism.NewExchange()}
 	return c.writeResponse(h, resp)
@@ -211,8 +211,8 @@ func (c *conn) step(token []byte) ([]byte, error) {
 	challenge, done, err := c.sasl.exchange.Step(token)
 	if err != nil {
 		c.server.metrics.authenticated(c.listener.Name, c.sasl.mechanism, false)
-		c.server.log.Info("SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name,
-			"mechanism", c.sasl.mechanism, "reason", err)
+		c.server.closeLog.log(c.server.log, "SASL authentication failed", "remote", c.nc.RemoteAddr().String(), "listener", c.listener.Name,
+			"mechanism", c.sasl.mechanism, "reason", clip(err.Error(), reasonMaxBytes))
 		return nil, fmt.Errorf("%w: %w", errSASL, err)
 	}
 	if done {

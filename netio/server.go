@@ -61,6 +61,9 @@ type Server struct {
 	// principal, as TLS or SASL will.
 	principalOf func(net.Conn) auth.Principal
 
+	// closeLog rate-limits the "closing connection" lines (logsafe.go).
+	closeLog *logLimiter
+
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
 	closed bool
@@ -83,7 +86,7 @@ func NewServer(cfg Config) *Server {
 		cfg.Logger.Warn("authentication metrics not registered", "error", err)
 	}
 	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{},
-		authz: newAuthorizationMetrics(cfg.Metrics)}
+		authz: newAuthorizationMetrics(cfg.Metrics), closeLog: newLogLimiter(time.Now, closeLogWindow, closeLogBurst)}
 }
 
 // Serve serves a PLAINTEXT listener on ln (ServeListener).
@@ -192,14 +195,14 @@ func (c *conn) serve(ctx context.Context) {
 		// A client that connects and closes before the handshake (a port
 		// check, a client giving up a bootstrap address) is not news.
 		if !errors.Is(err, io.EOF) && ctx.Err() == nil {
-			log.Info("closing connection", "reason", err)
+			c.server.closeLog.log(log, "closing connection", "reason", clip(err.Error(), reasonMaxBytes))
 		}
 		return
 	}
 	for {
 		if err := c.readRequest(); err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
-				log.Info("closing connection", "reason", err)
+				c.server.closeLog.log(log, "closing connection", "reason", clip(err.Error(), reasonMaxBytes))
 			}
 			return
 		}
@@ -209,7 +212,7 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		if err := handle(ctx, c.frame); err != nil {
 			if ctx.Err() == nil {
-				log.Info("closing connection", "reason", err)
+				c.server.closeLog.log(log, "closing connection", "reason", clip(err.Error(), reasonMaxBytes))
 			}
 			return
 		}
@@ -241,7 +244,7 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 	}
 	api, ok := c.server.lookupAPI(h.Key)
 	if !ok {
-		return fmt.Errorf("%w: unknown api key %d (client %q)", ErrFrame, h.Key, h.ClientID)
+		return fmt.Errorf("%w: unknown api key %d (client %q)", ErrFrame, h.Key, echo(h.ClientID))
 	}
 	if h.Version < api.minVersion || h.Version > api.maxVersion {
 		if h.Key == apiVersionsKey {
@@ -249,13 +252,13 @@ func (c *conn) handle(ctx context.Context, frame []byte) error {
 			resp.ApiKeys = c.server.appendMirrorKeys(resp.ApiKeys)
 			return c.writeResponse(h, resp)
 		}
-		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, h.ClientID)
+		return fmt.Errorf("%w: api key %d version %d outside [%d, %d] (client %q)", ErrFrame, h.Key, h.Version, api.minVersion, api.maxVersion, echo(h.ClientID))
 	}
 	c.requestKey = h.Key
 	req := requestForKey(h.Key)
 	req.SetVersion(h.Version)
 	if err := req.ReadFrom(body); err != nil {
-		return fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, h.ClientID)
+		return fmt.Errorf("%w: api key %d version %d: %w (client %q)", ErrFrame, h.Key, h.Version, err, echo(h.ClientID))
 	}
 	reply, err := api.serve(ctx, c, h, req)
 	if err != nil {
