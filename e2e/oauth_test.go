@@ -15,7 +15,6 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509/pkix"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,7 +32,6 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/oauth"
 
 	"github.com/mirrord/mirrord/kafkatest"
-	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 // oauthAudience is the audience mirrord expects (sasl.oauthbearer.expected.audience).
@@ -141,22 +139,11 @@ func (i *oauthIssuer) token(client oauthClient) (string, error) {
 // (the admin) and OAUTHBEARER against issuer's JWKS, with the authorizer on.
 func startOAuthNode(t *testing.T, issuer *oauthIssuer) *secureNode {
 	t.Helper()
-	pki := mirrordtest.NewPKI(t, "e2e OAuth CA")
-	certificate := pki.Issue("node", pkix.Name{CommonName: "mirrord"}, "127.0.0.1")
-	n := &secureNode{saslSSL: freeAddress(t), pki: pki, dir: t.TempDir()}
-	config := n.write(t, "server.properties", fmt.Sprintf(`listeners=PLAINTEXT://127.0.0.1:0,SASL_SSL://%[1]s
-advertised.listeners=SASL_SSL://%[1]s
-ssl.keystore.type=PEM
-ssl.keystore.location=%[2]s
-listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,OAUTHBEARER
-listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_%[3]s="%[4]s";
-listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
-sasl.oauthbearer.jwks.endpoint.url=%[5]s/jwks
-sasl.oauthbearer.expected.audience=%[6]s
-sasl.oauthbearer.expected.issuer=%[5]s
-%[7]s`, n.saslSSL, certificate.Keystore, secureAdmin.Name, secureAdmin.Password, issuer.URL, oauthAudience, secureAuthorizer))
-	n.server = startServer(t, "--config", config)
-	return n
+	return startSecureNodeWith(t, "PLAIN,OAUTHBEARER", fmt.Sprintf(`listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;
+sasl.oauthbearer.jwks.endpoint.url=%[1]s/jwks
+sasl.oauthbearer.expected.audience=%[2]s
+sasl.oauthbearer.expected.issuer=%[1]s
+%[3]s`, issuer.URL, oauthAudience, secureAuthorizer))
 }
 
 // oauthClientConfig writes the Kafka client properties of client over

@@ -49,6 +49,13 @@ type secureNode struct {
 // server.properties (an authorizer, super.users).
 func startSecureNode(t *testing.T, extra string) *secureNode {
 	t.Helper()
+	return startSecureNodeWith(t, "PLAIN,SCRAM-SHA-512", extra)
+}
+
+// startSecureNodeWith is startSecureNode with the SASL_SSL listener's
+// mechanisms (PLAIN among them: the admin's).
+func startSecureNodeWith(t *testing.T, mechanisms, extra string) *secureNode {
+	t.Helper()
 	pki := mirrordtest.NewPKI(t, "e2e security CA")
 	certificate := pki.Issue("node", pkix.Name{CommonName: "mirrord"}, "127.0.0.1")
 	n := &secureNode{saslSSL: freeAddress(t), pki: pki, dir: t.TempDir()}
@@ -56,9 +63,9 @@ func startSecureNode(t *testing.T, extra string) *secureNode {
 advertised.listeners=SASL_SSL://%[1]s
 ssl.keystore.type=PEM
 ssl.keystore.location=%[2]s
-listener.name.sasl_ssl.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512
+listener.name.sasl_ssl.sasl.enabled.mechanisms=%[5]s
 listener.name.sasl_ssl.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule required user_%[3]s="%[4]s";
-%[5]s`, n.saslSSL, certificate.Keystore, secureAdmin.Name, secureAdmin.Password, extra))
+%[6]s`, n.saslSSL, certificate.Keystore, secureAdmin.Name, secureAdmin.Password, mechanisms, extra))
 	n.server = startServer(t, "--config", config)
 	return n
 }
