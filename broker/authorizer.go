@@ -6,12 +6,9 @@ package broker
 
 import (
 	"fmt"
-	"path"
 	"strconv"
 
 	"github.com/mirrord/mirrord/acl"
-	"github.com/mirrord/mirrord/logstore"
-	"github.com/mirrord/mirrord/vfs"
 )
 
 // AuthorizerClassNames are Kafka's authorizers; naming either turns on
@@ -76,7 +73,7 @@ func (n *Node) openAuthorizer() error {
 	if n.cfg.Authorizer.ClassName == "" {
 		return nil
 	}
-	a, err := acl.Open(aclFile{n.cfg.FS, n.cfg.DataDir}, n.cfg.Authorizer.Config)
+	a, err := acl.Open(n.nodeFile("acls"), n.cfg.Authorizer.Config)
 	if err != nil {
 		return fmt.Errorf("broker: %w", err)
 	}
@@ -87,19 +84,3 @@ func (n *Node) openAuthorizer() error {
 // Authorizer is the node's ACL authorizer, nil when it has none (every
 // request allowed).
 func (n *Node) Authorizer() *acl.Authorizer { return n.authorizer }
-
-// aclFile is the node's acl.Store: <data dir>/acls, replaced atomically.
-type aclFile struct {
-	fs  vfs.FS
-	dir string
-}
-
-const aclFileName = "acls"
-
-func (f aclFile) Load() ([]byte, bool, error) {
-	return logstore.ReadFile(f.fs, path.Join(f.dir, aclFileName))
-}
-
-func (f aclFile) Save(data []byte) error {
-	return logstore.WriteFileAtomic(f.fs, f.dir, aclFileName, data)
-}
