@@ -247,7 +247,7 @@ type sourceTruth struct {
 	mu       sync.Mutex
 	names    map[[16]byte]string
 	answers  map[topicPartition][]sourceAnswer // forwarding order; at most faultAnswersMax each
-	answered map[topicPartition]time.Time // ListOffsets and Fetch answers naming the partition
+	answered map[topicPartition]time.Time      // ListOffsets and Fetch answers naming the partition
 	// fetchAnswered is the last Fetch answer without a top-level error.
 	fetchAnswered time.Time
 	overflow      bool
