@@ -96,6 +96,16 @@ func TestFaultProxyMirror(t *testing.T) {
 	faultsFrom := time.Now()
 	samples := sampleLag(ctx, t, mirror.addr, truth, tps, faultsFrom.Add(run))
 	proxy.SetFaults(false)
+	// A delay or stall under way outlasts SetFaults(false): the last
+	// fault ends when it does.
+	if reason := pollUntil(ctx, faultproxy.ConnsMax*faultPlan.StallMax, func(context.Context) string {
+		if held := proxy.Stats().Holding; held > 0 {
+			return fmt.Sprintf("%d delays or stalls under way", held)
+		}
+		return ""
+	}); reason != "" {
+		t.Fatalf("faults off: %s", reason)
+	}
 	producer.finish(t)
 	producerStopped := time.Now()
 	sourceEnds := waitMirrorCaughtUp(ctx, t, internal, mirror.addr, tps)
@@ -121,6 +131,20 @@ func TestFaultProxyMirror(t *testing.T) {
 		bytes += len(p.batches)
 	}
 	t.Logf("compared %d bytes of batches in %d partitions; done after %v", bytes, len(tps), time.Since(started).Round(time.Millisecond))
+	// The report catches up within a fetch round of the log (its source
+	// high watermark fresh again, the lag exact and 0).
+	if reason := pollUntil(ctx, faultCatchUpWait, func(ctx context.Context) string {
+		described, _ := describeMirror(ctx, t, mirror.addr, "m")
+		for _, p := range described.Partitions {
+			if p.Lag != 0 {
+				return fmt.Sprintf("%+v", p)
+			}
+		}
+		return ""
+	}); reason != "" {
+		t.Errorf("the mirror does not report itself caught up within %v: %s", faultCatchUpWait, reason)
+	}
+	t.Logf("reported caught up %v after the last fault ended", time.Since(lastFault).Round(time.Millisecond))
 	checkDescribedCaughtUp(ctx, t, mirror.addr, proxy.Addr(), sourceEnds)
 }
 

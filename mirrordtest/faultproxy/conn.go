@@ -82,18 +82,18 @@ func (p *Proxy) pump(c *conn, d Direction) {
 		if !f.none {
 			switch f.kind {
 			case Cut:
-				p.faultEnded(0)
+				p.faultEnded(0, false)
 				return
 			case Partial:
 				n, _ := to.Write(frame[:f.prefix])
 				p.forwarded(d, n, false)
-				p.faultEnded(0)
+				p.faultEnded(0, false)
 				return
 			case Delay, Stall:
 				if !p.wait(f.wait) {
 					return
 				}
-				p.faultEnded(f.wait)
+				p.faultEnded(f.wait, true)
 			}
 		}
 		n, err := to.Write(frame)

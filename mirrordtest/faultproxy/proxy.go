@@ -107,6 +107,7 @@ type Stats struct {
 	Bytes          [2]int64       // bytes forwarded, by Direction (partial frames included)
 	Faults         map[string]int // by Kind name
 	StalledFor     time.Duration  // the sum of stalls and delays
+	Holding        int            // delays and stalls under way (they outlast SetFaults(false))
 	LastFaultEnded time.Time      // when the last fault ended (a cut: when it cut)
 }
 
@@ -275,17 +276,22 @@ func (p *Proxy) next(size int) fault {
 		}
 	case Delay:
 		f.wait = time.Duration(p.random.Int64N(int64(plan.DelayMax) + 1))
+		p.stats.Holding++
 	case Stall:
 		f.wait = plan.StallMin + time.Duration(p.random.Int64N(int64(plan.StallMax-plan.StallMin)+1))
+		p.stats.Holding++
 	}
 	p.stats.Faults[f.kind.String()]++
 	return f
 }
 
-// faultEnded notes the end of a fault.
-func (p *Proxy) faultEnded(waited time.Duration) {
+// faultEnded notes the end of a fault; held: a delay or stall.
+func (p *Proxy) faultEnded(waited time.Duration, held bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if held {
+		p.stats.Holding--
+	}
 	p.stats.StalledFor += waited
 	p.stats.LastFaultEnded = time.Now()
 }
