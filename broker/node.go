@@ -72,6 +72,14 @@ type Config struct {
 	Cleaner CleanerConfig
 	// Authorizer is the ACL authorizer's (authorizer.go); none by default.
 	Authorizer AuthorizerConfig
+	// LogDirReserveBytes is log.dir.reserve.bytes (log_dir_space.go): the
+	// free space kept back for the node's own writes; 0 means the default
+	// (1% of the file system, at most DefaultLogDirReserveBytesMax),
+	// negative none.
+	LogDirReserveBytes int64
+	// FreeSpace reports the data directory's space; nil: Statfs on vfs.OS,
+	// none (no reserve) on another file system.
+	FreeSpace FreeSpace
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -135,6 +143,8 @@ type Node struct {
 	scram *auth.ScramCredentials
 	// authorizer holds the ACLs (nil: no authorizer, everything allowed).
 	authorizer *acl.Authorizer
+	// space is the log directory's free space (nil: unknown, no reserve).
+	space *logDirSpace
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -190,6 +200,10 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{}}
+	if n.space, err = openLogDirSpace(cfg, cfg.Logger); err != nil {
+		dir.Close()
+		return nil, err
+	}
 	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
 	for _, info := range dir.List() {
 		log, _, _ := dir.Get(info.TopicPartition)
@@ -244,6 +258,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 	}
 	n.retention = startRetention(n)
 	n.cleaner = startCleaner(n, cfg.Cleaner)
+	n.space.start()
 	return n, nil
 }
 
@@ -252,6 +267,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 func (n *Node) Close() error {
 	n.cleaner.close()
 	n.retention.stop()
+	n.space.close()
 	n.groups.Close()
 	n.txns.close()
 	return n.dir.Close()
@@ -409,6 +425,9 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 		info.Partitions, info.Configs = partitions, createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 		return info, nil
 	}
+	if err := n.space.admit(0); err != nil {
+		return netio.TopicInfo{}, err
+	}
 	if len(overrides) > 0 { // before the partitions: see topic_config_store.go
 		if err := n.saveTopicConfigs(name, storedTopicConfigs{id: t.id, overrides: overrides}); err != nil {
 			return netio.TopicInfo{}, err
@@ -505,6 +524,9 @@ func (n *Node) CreatePartitions(_ context.Context, name string, count int32, val
 		return kerr.InvalidPartitions
 	case validateOnly:
 		return nil
+	}
+	if err := n.space.admit(0); err != nil {
+		return err
 	}
 	return n.addPartitions(t, count, t.settings.log)
 }

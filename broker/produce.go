@@ -131,7 +131,11 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 		// time, the batch's timestamp (Kafka's UnifiedLog for a duplicate).
 		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: duplicate.timestamp, LogStartOffset: p.log.LogStartOffset()}, nil
 	}
+	if err := p.space().admit(len(batches)); err != nil {
+		return netio.ProduceResult{}, err
+	}
 	info, err := p.log.AppendAssign(batches, p.LeaderEpoch())
+	p.space().wrote(len(batches), err)
 	if err != nil {
 		return netio.ProduceResult{}, produceError(err)
 	}

@@ -73,7 +73,8 @@ func runServe(args []string) error {
 		return err
 	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir}
+		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir,
+		LogDirReserveBytes: file.logDirReserveBytes}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
@@ -269,6 +270,7 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, logDirLine(node.LogDirSpace()))
 		if err := writeStatus(w, node.Cluster(), node.MirrorReports()); err != nil {
 			logger.Info("status page not written", "error", err)
 		}
