@@ -31,13 +31,22 @@ const DefaultQueuedMaxRequestBytes = 256 << 20
 // request budget: it could never be read, so the connection is closed.
 var errRequestMemory = errors.New("netio: frame larger than queued.max.request.bytes")
 
-// requestMemory is the node's budget of request bytes.
+// requestMemory is the node's budget of request bytes. It also keeps the
+// buffers of frames larger than a connection keeps (keptBufferBytes) once
+// their requests are done, for the next large frame: dropped, they would
+// be garbage the collector frees only later (under serve's GOGC of 400,
+// up to four times the live heap later), and a second wave of large
+// frames would allocate anew (issue 19: 1.5 GB, then 3.2 GB). Kept
+// buffers count against the budget too, and are dropped when a frame
+// needs their room.
 type requestMemory struct {
 	budget int64
 	gauge  func(float64) // mirrord_request_queue_bytes; nil: none
 
 	mu      sync.Mutex
-	used    int64
+	used    int64         // bytes reserved by requests
+	kept    [][]byte      // large buffers of finished requests
+	keptSum int64         // their capacity
 	waiting int           // connections waiting for memory (muted)
 	freed   chan struct{} // closed (and replaced) when bytes are released
 }
@@ -49,16 +58,37 @@ func newRequestMemory(budget int64, gauge func(float64)) *requestMemory {
 // reserve takes n bytes of the budget, waiting until they are free or
 // ctx is done.
 func (m *requestMemory) reserve(ctx context.Context, n int64) error {
+	_, err := m.take(ctx, n, false)
+	return err
+}
+
+// take reserves n bytes of the budget, waiting until they are free or ctx
+// is done; with buffer, it returns a buffer of length n too, a kept one
+// when one is large enough (its whole capacity is then reserved: give it
+// back with giveBuffer).
+func (m *requestMemory) take(ctx context.Context, n int64, buffer bool) ([]byte, error) {
 	if n > m.budget {
-		return fmt.Errorf("%w: frame size %d, queued.max.request.bytes %d", errRequestMemory, n, m.budget)
+		return nil, fmt.Errorf("%w: frame size %d, queued.max.request.bytes %d", errRequestMemory, n, m.budget)
 	}
 	for {
 		m.mu.Lock()
+		if buffer {
+			if buf, ok := m.reuse(n); ok {
+				m.mu.Unlock()
+				return buf, nil
+			}
+		}
+		for m.used+m.keptSum+n > m.budget && len(m.kept) > 0 {
+			m.drop()
+		}
 		if m.used+n <= m.budget {
 			m.used += n
 			m.report()
 			m.mu.Unlock()
-			return nil
+			if !buffer {
+				return nil, nil
+			}
+			return make([]byte, n), nil
 		}
 		freed := m.freed
 		m.waiting++
@@ -71,9 +101,52 @@ func (m *requestMemory) reserve(ctx context.Context, n int64) error {
 		m.waiting--
 		m.mu.Unlock()
 		if err := ctx.Err(); err != nil {
-			return err
+			return nil, err
 		}
 	}
+}
+
+// reuse hands out the smallest kept buffer of at least n bytes; m.mu is
+// held.
+func (m *requestMemory) reuse(n int64) ([]byte, bool) {
+	best := -1
+	for i, buf := range m.kept {
+		if int64(cap(buf)) >= n && (best < 0 || cap(buf) < cap(m.kept[best])) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return nil, false
+	}
+	buf := m.kept[best]
+	m.kept = append(m.kept[:best], m.kept[best+1:]...)
+	m.keptSum -= int64(cap(buf))
+	m.used += int64(cap(buf))
+	m.report()
+	return buf[:n], true
+}
+
+// drop lets the largest kept buffer go; m.mu is held.
+func (m *requestMemory) drop() {
+	largest := 0
+	for i, buf := range m.kept {
+		if cap(buf) > cap(m.kept[largest]) {
+			largest = i
+		}
+	}
+	m.keptSum -= int64(cap(m.kept[largest]))
+	m.kept = append(m.kept[:largest], m.kept[largest+1:]...)
+}
+
+// giveBuffer gives back a buffer from take and the bytes it holds, and
+// keeps the buffer for the next large frame.
+func (m *requestMemory) giveBuffer(buf []byte) {
+	m.mu.Lock()
+	m.used -= int64(cap(buf))
+	m.kept = append(m.kept, buf[:0])
+	m.keptSum += int64(cap(buf))
+	m.released()
+	m.mu.Unlock()
 }
 
 // release gives n reserved bytes back and wakes the waiting connections.
@@ -83,13 +156,19 @@ func (m *requestMemory) release(n int64) {
 	}
 	m.mu.Lock()
 	m.used -= n
+	m.released()
+	m.mu.Unlock()
+}
+
+// released reports the bytes given back and wakes the waiting
+// connections; m.mu is held.
+func (m *requestMemory) released() {
 	if m.used < 0 {
 		panic("netio: request memory released more than reserved")
 	}
 	m.report()
 	close(m.freed)
 	m.freed = make(chan struct{})
-	m.mu.Unlock()
 }
 
 // state is the bytes reserved now and the connections waiting for more.

@@ -97,3 +97,32 @@ func TestRequestMemoryBoundsFrames(t *testing.T) {
 		t.Fatalf("used %d, waiting %d after the refused frame", used, waiting)
 	}
 }
+
+// The buffers of large frames are kept for the next ones, within the
+// budget: a second wave of large frames reuses the first's memory rather
+// than allocating its own beside the first's garbage.
+func TestRequestMemoryKeepsLargeBuffers(t *testing.T) {
+	ctx := context.Background()
+	m := newRequestMemory(100, nil)
+	first, err := m.take(ctx, 60, true)
+	if err != nil || len(first) != 60 {
+		t.Fatalf("take 60: %d bytes, %v", len(first), err)
+	}
+	m.giveBuffer(first)
+	second, err := m.take(ctx, 50, true)
+	if err != nil || len(second) != 50 || &second[0] != &first[0] {
+		t.Fatalf("take 50 after giving back 60: not the kept buffer (%d bytes, %v)", len(second), err)
+	}
+	if used, _ := m.state(); used != 60 {
+		t.Fatalf("used %d, want the kept buffer's whole 60", used)
+	}
+	m.giveBuffer(second)
+	// 70 does not fit beside the kept 60: the kept buffer goes.
+	third, err := m.take(ctx, 70, true)
+	if err != nil || len(third) != 70 || &third[0] == &first[0] {
+		t.Fatalf("take 70: %d bytes, %v, reused %v", len(third), err, &third[0] == &first[0])
+	}
+	if used, _ := m.state(); used != 70 || m.keptSum != 0 {
+		t.Fatalf("used %d, kept %d; want 70, 0", used, m.keptSum)
+	}
+}

@@ -53,11 +53,20 @@ func (c *conn) readSized(ctx context.Context, size func([4]byte) (int32, error))
 	if err != nil {
 		return err
 	}
-	if err := c.server.memory.reserve(ctx, int64(n)); err != nil {
-		return err
+	if n <= keptBufferBytes { // read into the connection's own buffer
+		if err := c.server.memory.reserve(ctx, int64(n)); err != nil {
+			return err
+		}
+		c.reserved = int64(n)
+		c.frame = frameBuffer(c.own, n)
+		c.own = c.frame
+	} else {
+		buf, err := c.server.memory.take(ctx, int64(n), true)
+		if err != nil {
+			return err
+		}
+		c.frame, c.large = buf, true
 	}
-	c.reserved = int64(n)
-	c.frame = frameBuffer(c.frame, n)
 	return c.readWithin(c.frame, cfg.FrameReadTimeout)
 }
 
@@ -73,14 +82,17 @@ func (c *conn) readWithin(buf []byte, timeout time.Duration) error {
 	return err
 }
 
-// requestDone gives the request's bytes back to the request memory and
-// drops a buffer too large to keep.
+// requestDone gives the request's bytes back to the request memory (and
+// a large frame's buffer with them), and drops a response buffer too
+// large to keep.
 func (c *conn) requestDone() {
+	if c.large {
+		c.server.memory.giveBuffer(c.frame)
+		c.large = false
+	}
+	c.frame = nil
 	c.server.memory.release(c.reserved)
 	c.reserved = 0
-	if cap(c.frame) > keptBufferBytes {
-		c.frame = nil
-	}
 	if cap(c.out) > keptBufferBytes {
 		c.out = nil
 	}

@@ -239,7 +239,8 @@ type conn struct {
 	listener *Listener
 	nc       net.Conn
 	w        *bufio.Writer
-	frame    []byte // the last request frame, reused
+	frame    []byte // the request frame being served
+	own      []byte // the connection's frame buffer, for frames up to keptBufferBytes
 	out      []byte // the response being encoded, reused
 
 	// principal is who the client is: auth.Anonymous until a TLS client
@@ -248,6 +249,7 @@ type conn struct {
 	principal  auth.Principal
 	clientHost string
 	reserved   int64       // the request memory the frame being served holds
+	large      bool        // frame is a buffer of the request memory's
 	sasl       saslSession // a SASL listener's authentication
 	requestKey int16       // the API key being served, for the denial metrics
 }
