@@ -219,6 +219,6 @@ const BaseMemoryBytes = 128 << 20
 // beyond its frame (its decompressed records); one request is in flight
 // per connection, so there are at most max.connections of them.
 func MemoryCeiling(cfg Config, perRequestDecompression int64) int64 {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	return cfg.QueuedMaxRequestBytes + int64(cfg.MaxConnections)*(ConnectionFixedBytes+perRequestDecompression) + BaseMemoryBytes
 }

@@ -59,12 +59,13 @@ type Config struct {
 	Authorizer *acl.Authorizer
 }
 
-const defaultMaxRequestBytes = 100 << 20
+// DefaultMaxRequestBytes is socket.request.max.bytes when unset, as Kafka's.
+const DefaultMaxRequestBytes = 100 << 20
 
-// withDefaults is cfg with its zero limits at their defaults.
-func (cfg Config) withDefaults() Config {
+// WithDefaults is cfg with its zero limits at their defaults.
+func (cfg Config) WithDefaults() Config {
 	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = defaultMaxRequestBytes
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
 	}
 	if cfg.MaxConnections <= 0 {
 		cfg.MaxConnections = defaultMaxConnections
@@ -114,7 +115,7 @@ type Server struct {
 
 // NewServer returns a server for cfg.Backend.
 func NewServer(cfg Config) *Server {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
