@@ -42,6 +42,7 @@ const (
 const (
 	refusedMaxConnections = "max_connections"
 	refusedPerIP          = "per_ip"
+	refusedShutdown       = "shutdown" // accepted as the listener closed
 )
 
 // ErrConnectionsConfig is a connection limit that cannot be used.
@@ -96,7 +97,7 @@ func newConnectionMetrics(registerer prometheus.Registerer) (connectionMetrics, 
 		open: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mirrord_connections",
 			Help: "Open client connections, by listener."}, []string{"listener"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mirrord_connections_refused_total",
-			Help: "Connections closed as accepted, by listener and reason (max_connections, per_ip)."}, []string{"listener", "reason"}),
+			Help: "Connections closed as accepted, by listener and reason (max_connections, per_ip, shutdown)."}, []string{"listener", "reason"}),
 		idleClosed: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "mirrord_connections_idle_closed_total",
 			Help: "Connections closed after connections.max.idle.ms without a request, by listener."}, []string{"listener"}),
 		queuedBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mirrord_request_queue_bytes",

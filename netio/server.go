@@ -193,7 +193,10 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 func (s *Server) track(c *conn) (reason string, limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.cfg.MaxConnections {
+	if s.closed {
+		return refusedShutdown, 0
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
 		return refusedMaxConnections, s.cfg.MaxConnections
 	}
 	perIP, ok := s.cfg.MaxConnectionsPerIPOverrides[c.clientHost]
