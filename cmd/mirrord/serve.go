@@ -72,6 +72,10 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	limits, err := takeConnectionProperties(file.props)
+	if err != nil {
+		return err
+	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
 		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir,
 		LogDirReserveBytes: file.logDirReserveBytes}
@@ -88,6 +92,8 @@ func runServe(args []string) error {
 	}
 	tuneGC()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	_, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
+	boundMemory(limits, logger, goMemLimitSet)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -124,8 +130,9 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
-		ScramCredentials: node.ScramCredentials(), Authorizer: node.Authorizer(), Metrics: node.Metrics()})
+	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, nodeConfig.AutoCreateTopicsDisable
+	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
+	server := netio.NewServer(limits)
 	serveErrs := make(chan error, len(bound))
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
