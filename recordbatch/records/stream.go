@@ -254,6 +254,9 @@ func (r *sectionReader) next() bool {
 		return false
 	}
 	start := r.position
+	if r.eof { // all the section is buffered (always, uncompressed)
+		return r.parse(start)
+	}
 	head := cursor{buf: r.buf[r.start:r.end]}
 	length := head.varint("length")
 	if head.failed() {
@@ -264,24 +267,31 @@ func (r *sectionReader) next() bool {
 		r.fill(size)
 	}
 	if size <= r.available() || r.eof {
-		// The whole record is buffered, or all the section is: parse it
-		// as Iter does (a length past the section fails there).
-		c := cursor{buf: r.buf[r.start:r.end]}
-		var record Record
-		if !c.record(&record) {
-			return r.fail(start, length, int64(start)+int64(size), c)
-		}
-		r.record = streamRecord{attributes: record.Attributes, timestampDelta: record.TimestampDelta, offsetDelta: record.OffsetDelta,
-			keyNull: record.Key == nil, keyLength: len(record.Key), valueLength: len(record.Value), key: record.Key}
-		r.advance(c.pos)
-		r.index++
-		return true
+		return r.parse(start)
 	}
 	if r.codecErr != nil {
 		return false
 	}
 	r.advance(head.pos)
 	return r.large(start, length)
+}
+
+// parse reads a record that is whole in the buffer, or runs past all the
+// section, which is: as Iter does (a length past the section fails
+// there).
+func (r *sectionReader) parse(start int) bool {
+	c := cursor{buf: r.buf[r.start:r.end]}
+	var record Record
+	if !c.record(&record) {
+		// The end a length declares matters only for a record larger
+		// than the buffer (see finish): here the section is all read.
+		return r.fail(start, -1, -1, c)
+	}
+	r.record = streamRecord{attributes: record.Attributes, timestampDelta: record.TimestampDelta, offsetDelta: record.OffsetDelta,
+		keyNull: record.Key == nil, keyLength: len(record.Key), valueLength: len(record.Value), key: record.Key}
+	r.advance(c.pos)
+	r.index++
+	return true
 }
 
 // fail records the first malformed record and ends the walk.
@@ -408,4 +418,12 @@ func (r *sectionReader) decompressError() error {
 	}
 	return fmt.Errorf("records: base offset %d: %w: %s decompression of %d bytes: %w",
 		b.BaseOffset(), recordbatch.ErrCorrupt, b.Codec(), len(b.Records()), err)
+}
+
+// sectionSize is the length of b's records section decompressed, read
+// streaming: Decompress's errors, in constant memory.
+func sectionSize(b recordbatch.Batch, limit int) (int, error) {
+	r := openSection(b, limit)
+	defer r.close()
+	return r.finish()
 }
