@@ -119,6 +119,12 @@ func (d *zstdStream) Read(p []byte) (int, error) { return d.inner.Read(p) }
 // been checked (checkFraming). Release it with close.
 func openSection(b recordbatch.Batch, limit int) *sectionReader {
 	r := sectionReaders.Get().(*sectionReader)
+	r.open(b, limit)
+	return r
+}
+
+// open starts r on b's records section, with r's own buffer.
+func (r *sectionReader) open(b recordbatch.Batch, limit int) {
 	*r = sectionReader{b: b, own: r.own, buf: r.own, limit: normalizeLimit(limit)}
 	src := b.Records()
 	switch b.Codec() {
@@ -153,7 +159,6 @@ func openSection(b recordbatch.Batch, limit int) *sectionReader {
 	if r.codecErr != nil {
 		r.eof = true
 	}
-	return r
 }
 
 // close returns the reader and its codec to their pools, dropping every
