@@ -14,9 +14,11 @@ import (
 // framing franz-go, librdkafka and Sarama write: one block for the
 // section, which snappy cannot decode in parts) or a xerial block larger
 // than snappyBlockKeep, and Recompress, which holds a batch's records
-// decompressed and rewritten. 128 MiB: two batches at DefaultLimit, so
-// that one such batch never waits for itself. Everything else decodes
-// streaming, in constant memory (see sectionReader).
+// decompressed, rewritten and compressed (three times the section,
+// clamped to the budget). 128 MiB: two sections at DefaultLimit; a
+// request for more than the budget takes all of it, so none waits for
+// ever. Everything else decodes streaming, in constant memory (see
+// sectionReader and the package doc).
 const DecompressBudget = 2 * DefaultLimit
 
 // decompressed is the node's DecompressBudget.
