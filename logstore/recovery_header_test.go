@@ -32,6 +32,15 @@ func contiguousLog(t *testing.T, fsys vfs.FS, dir string) ([][]byte, Config) {
 	return batches, cfg
 }
 
+// withRecordCount sets the record count of batch b (a test batch's last
+// offset delta is 4) and makes its CRC again, so only the header checks
+// can tell.
+func withRecordCount(b []byte, count int32) []byte {
+	binary.BigEndian.PutUint32(b[57:], uint32(count))
+	rb.Batch(b).SetCRC(rb.Batch(b).ComputeCRC())
+	return b
+}
+
 // TestRecoverHeaderChecks changes header fields the CRC does not cover
 // (base offset, partition leader epoch), and a record count with its CRC
 // made again, in a log of contiguous batches: recovery must cut at the
@@ -50,12 +59,7 @@ func TestRecoverHeaderChecks(t *testing.T) {
 		return func(b []byte) []byte { binary.BigEndian.PutUint32(b[at(i)+12:], uint32(e)); return b }
 	}
 	setCount := func(i int, count int32) func([]byte) []byte {
-		return func(b []byte) []byte {
-			batch := rb.Batch(b[at(i) : at(i)+batchSize])
-			binary.BigEndian.PutUint32(batch[57:], uint32(count))
-			batch.SetCRC(batch.ComputeCRC())
-			return b
-		}
+		return func(b []byte) []byte { withRecordCount(b[at(i):at(i)+batchSize], count); return b }
 	}
 	tests := []struct {
 		name    string
