@@ -123,7 +123,11 @@ func (l *Log) keepRemoved(base rb.Offset, file vfs.File, position, size int64, w
 		return err
 	}
 	if err := WriteFileAtomicFrom(l.fs, dir, name, copyRange); err != nil {
-		// Nothing is cut: a leftover temporary file is listed, not served.
+		// Nothing is cut. A partial copy is not left to look like one.
+		tmp := path.Join(dir, name+tmpSuffix)
+		if exists, _ := l.fs.Exists(tmp); exists {
+			err = errors.Join(err, l.fs.Remove(tmp))
+		}
 		return fmt.Errorf("logstore: keep the bytes recovery removes in %s: %w", path.Join(dir, name), err)
 	}
 	t.Kept = path.Join(dir, name)

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"path"
 	"strings"
+	"syscall"
 	"testing"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -185,6 +186,77 @@ func TestRecoveryTruncationKept(t *testing.T) {
 					}
 				}
 			})
+		})
+	}
+}
+
+// TestRecoveryKeepsBeforeCutting makes recovery's copy of the removed
+// bytes fail (a full disk), or stops it between the copy and the cut (a
+// crash there): the segment must be whole until the bytes are durably
+// kept, so neither loses a byte; the next open cuts and keeps.
+func TestRecoveryKeepsBeforeCutting(t *testing.T) {
+	const dir = "/data/t-0"
+	segment := segmentPath(dir, 20, extLog)
+	position := batchSize // of the flipped batch in segment 20
+	tests := []struct {
+		name  string
+		fault func(op vfs.Op, name string) error
+		crash bool
+	}{
+		{"the copy finds the disk full", func(op vfs.Op, name string) error {
+			if op == vfs.OpWrite && strings.Contains(name, "/"+TruncatedDir+"/") {
+				return syscall.ENOSPC
+			}
+			return nil
+		}, false},
+		{"a crash between the copy and the cut", func(op vfs.Op, name string) error {
+			if op == vfs.OpTruncate && name == segment {
+				return syscall.EIO
+			}
+			return nil
+		}, true},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			fsys := vfs.NewMem()
+			_, cfg := contiguousLog(t, fsys, dir)
+			rewriteFile(t, fsys, segment, func(b []byte) []byte { return flip(b, int(position)+rb.HeaderSize+40) })
+			removeFile(t, fsys, path.Join(dir, cleanShutdownName))
+			damaged := fileBytes(t, fsys, segment)
+			var cuts []Truncation
+			cfg.RecoveryTruncated = func(c Truncation) { cuts = append(cuts, c) }
+
+			fsys.SetFault(test.fault)
+			if log, err := Open(fsys, dir, cfg); err == nil {
+				log.Close()
+				t.Fatal("open succeeded with the removed bytes not kept")
+			}
+			fsys.SetFault(nil)
+			if len(cuts) != 0 {
+				t.Errorf("a cut that did not happen was reported: %+v", cuts)
+			}
+			kept := path.Join("/data", TruncatedDir, "t-0", fmt.Sprintf("recovery-20-%d.bytes", position))
+			if test.crash {
+				fsys.CrashClean()
+				if got, ok := fsys.Durable(kept); !ok || !bytes.Equal(got, damaged[position:]) {
+					t.Fatalf("kept file after the crash: %d bytes (durable %v), want the %d removed", len(got), ok, len(damaged)-int(position))
+				}
+			}
+			if got, _ := fsys.Durable(segment); !bytes.Equal(got, damaged) {
+				t.Fatalf("segment is %d bytes before the bytes were kept, want all %d", len(got), len(damaged))
+			}
+
+			log := openLog(t, fsys, dir, cfg)
+			defer closeLog(t, log)
+			if len(cuts) != 1 || cuts[0].Position != position || cuts[0].Bytes != int64(len(damaged))-position {
+				t.Fatalf("cuts %+v, want one at %d", cuts, position)
+			}
+			if got := fileBytes(t, fsys, cuts[0].Kept); !bytes.Equal(got, damaged[position:]) {
+				t.Errorf("kept %d bytes in %s, want the %d removed", len(got), cuts[0].Kept, len(damaged)-int(position))
+			}
+			if got := log.LogEndOffset(); got != 25 {
+				t.Errorf("log end %d, want 25", got)
+			}
 		})
 	}
 }
