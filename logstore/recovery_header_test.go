@@ -67,18 +67,20 @@ func TestRecoverHeaderChecks(t *testing.T) {
 		segment rb.Offset // the segment changed: 0 (sealed) or 20 (active)
 		change  func([]byte) []byte
 		keep    int // batches of the log left
+		noIndex bool
 	}{
-		{"active: base offset raised by 5 mid-segment", 20, setBase(1, 30), 5},
-		{"active: base offset lowered by 5 mid-segment", 20, setBase(2, 25), 6},
-		{"active: first base offset raised into the next batch", 20, setBase(0, 22), 4},
-		{"active: last base offset raised by 5 (a gap: kept)", 20, setBase(3, 40), 8},
-		{"active: leader epoch going backwards", 20, setEpoch(2, 0), 6},
-		{"active: more records than offsets", 20, setCount(1, 6), 5},
-		{"sealed: base offset raised by 5 mid-segment", 0, setBase(1, 10), 1},
-		{"sealed: last batch raised past the next segment's base", 0, setBase(3, 20), 3},
-		{"sealed: base offset lowered to the previous batch's", 0, setBase(2, 5), 2},
-		{"sealed: leader epoch going backwards", 0, setEpoch(3, 0), 3},
-		{"sealed: more records than offsets", 0, setCount(2, 7), 2},
+		{"active: base offset raised by 5 mid-segment", 20, setBase(1, 30), 5, false},
+		{"active: base offset lowered by 5 mid-segment", 20, setBase(2, 25), 6, false},
+		{"active: first base offset raised into the next batch", 20, setBase(0, 22), 4, false},
+		{"active: last base offset raised by 5 (a gap: kept)", 20, setBase(3, 40), 8, false},
+		{"active: leader epoch going backwards", 20, setEpoch(2, 0), 6, false},
+		{"active: more records than offsets", 20, setCount(1, 6), 5, false},
+		{"sealed: base offset raised by 5 mid-segment", 0, setBase(1, 10), 1, false},
+		{"sealed: last batch raised past the next segment's base", 0, setBase(3, 20), 3, false},
+		{"sealed: base offset lowered to the previous batch's", 0, setBase(2, 5), 2, false},
+		{"sealed: leader epoch going backwards", 0, setEpoch(3, 0), 3, false},
+		{"sealed: more records than offsets", 0, setCount(2, 7), 2, false},
+		{"sealed, index deleted: base offset raised by 5 mid-segment", 0, setBase(1, 10), 1, true},
 	}
 	for _, test := range tests {
 		for _, clean := range []bool{false, true} {
@@ -89,6 +91,9 @@ func TestRecoverHeaderChecks(t *testing.T) {
 				dir := path.Join(t.TempDir(), "t-0")
 				want, cfg := contiguousLog(t, vfs.OS, dir)
 				rewriteFile(t, vfs.OS, segmentPath(dir, test.segment, extLog), test.change)
+				if test.noIndex {
+					removeFile(t, vfs.OS, segmentPath(dir, test.segment, extIndex))
+				}
 				if !clean {
 					removeFile(t, vfs.OS, path.Join(dir, cleanShutdownName))
 				}

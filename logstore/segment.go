@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -151,7 +152,7 @@ func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (x *inde
 func (s *segment) load(active bool, limit rb.Offset) error {
 	if s.indexMissing || s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
 		s.indexMissing = false
-		return s.rebuildIndexes(s.size)
+		return s.rebuildIndexes(s.size, limit)
 	}
 	var from int64
 	lastKey := int64(-1)
@@ -182,7 +183,7 @@ func (s *segment) load(active bool, limit rb.Offset) error {
 	}
 	// Entries that point past the last batch cannot be this segment's.
 	if s.indexesBeyond(s.next) || active && !keyMatches {
-		return s.rebuildIndexes(s.size)
+		return s.rebuildIndexes(s.size, limit)
 	}
 	if active {
 		matches, err := s.lastTimeEntryMatches()
@@ -190,7 +191,7 @@ func (s *segment) load(active bool, limit rb.Offset) error {
 			return err
 		}
 		if !matches {
-			return s.rebuildIndexes(s.size)
+			return s.rebuildIndexes(s.size, limit)
 		}
 	}
 	return nil
@@ -234,17 +235,24 @@ func (s *segment) indexesBeyond(next rb.Offset) bool {
 }
 
 // rebuildIndexes drops both indexes and rebuilds them from the batches
-// in [0, end), reading headers only.
-func (s *segment) rebuildIndexes(end int64) error {
+// in [0, end), reading headers only, which it checks (checkHeader, limit
+// the next segment's base): a failure wraps recordbatch.ErrCorrupt.
+func (s *segment) rebuildIndexes(end int64, limit rb.Offset) error {
 	if err := s.unseal(); err != nil {
 		return err
 	}
 	s.offsets.truncateEntries(0)
 	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
+	var prevHeader [rb.HeaderSize]byte
+	var prev rb.Batch
 	w := s.walk(0, end, false)
 	defer w.close()
 	for w.next() {
+		if err := checkHeader(w.batch, prev, s.base, limit); err != nil {
+			return fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(s.dir, s.base, extLog), w.position, err)
+		}
+		prev = rb.Batch(prevHeader[:copy(prevHeader[:], w.batch)])
 		s.index(w.position, w.batch)
 	}
 	return w.err
@@ -503,7 +511,7 @@ func (s *segment) truncateTo(position int64) error {
 	}
 	s.size, s.writtenBack = position, min(s.writtenBack, position)
 	s.truncations++
-	if err := s.rebuildIndexes(position); err != nil {
+	if err := s.rebuildIndexes(position, math.MaxInt64); err != nil {
 		return err
 	}
 	return s.log.Sync()
