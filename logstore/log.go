@@ -176,6 +176,13 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 		}
 		l.segments = append(l.segments, s)
 		keep := func(position int64, cause error) error {
+			if !active {
+				// The segments after go first: a crash before the cut
+				// finds this one still corrupt and goes on.
+				if err := l.dropSegmentsAfter(i, bases); err != nil {
+					return err
+				}
+			}
 			return l.keepRemoved(s.base, s.log, position, s.size, false, cause)
 		}
 		if active && !clean {
@@ -184,7 +191,7 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 			var cut int64
 			if cut, err = s.recover(check, limit, keep); err == nil && cut > 0 && !active {
 				l.report()
-				return l.dropSegmentsAfter(i, bases)
+				return nil // it is the active segment now (recover unsealed it)
 			}
 		}
 		if err != nil {
@@ -205,25 +212,24 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 	return nil
 }
 
-// dropSegmentsAfter deletes the files of the segments after bases[i]
-// (they follow a corrupt one, as Kafka's recoverLog deletes the segments
-// after one it truncated) and makes segment i active again. Each one's
-// bytes are kept first, as a cut from position 0.
+// dropSegmentsAfter deletes the segments after bases[i], newest first,
+// before segment i is cut (as Kafka's recoverLog deletes the segments
+// after one it truncated). Each one's log file is kept first, whole, as a
+// cut from position 0.
 func (l *Log) dropSegmentsAfter(i int, bases []rb.Offset) error {
-	cause := fmt.Errorf("%w: segment %d before it was cut", ErrCorrupt, bases[i])
-	for _, base := range bases[i+1:] {
-		if err := l.keepSegment(base, cause); err != nil {
+	cause := fmt.Errorf("%w: segment %d before it is cut", ErrCorrupt, bases[i])
+	for j := len(bases) - 1; j > i; j-- {
+		if err := l.keepSegment(bases[j], cause); err != nil {
 			return err
 		}
-		if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
+		if err := removeSegmentFiles(l.fs, l.dir, bases[j]); err != nil {
 			return err
 		}
 		if err := l.fs.SyncDir(l.dir); err != nil {
 			return err
 		}
-		l.report()
 	}
-	return l.segments[i].unseal()
+	return nil
 }
 
 // keepSegment keeps the whole log file of the segment at base (nothing

@@ -77,10 +77,9 @@ func (l *Log) report() {
 }
 
 // keepRemoved copies [position, size) of the segment file at base to the
-// truncated folder, synced, and records the truncation it is for (l.report
-// announces it once the cut is done). The folder is the log directory's
-// name under the parent's truncated/, which for a Dir is its data
-// directory.
+// truncated folder (keptDir), synced, or moves the file there when whole,
+// and records the truncation it is for (l.report announces it once the
+// cut is done).
 //
 // A failed copy (a full disk) fails the open: the bytes past a bad batch
 // may hold acknowledged records (issue 19: 889 of them after one flipped
@@ -103,20 +102,27 @@ func (l *Log) keepRemoved(base rb.Offset, file vfs.File, position, size int64, w
 	}
 	w.close()
 
-	parent := path.Join(path.Dir(l.dir), TruncatedDir)
-	dir := path.Join(parent, path.Base(l.dir))
-	if err := l.fs.MkdirAll(dir); err != nil {
-		return fmt.Errorf("logstore: keep the bytes recovery removes: %w", err)
-	}
-	// New directories' entries are durable once their parents are synced.
-	for _, d := range []string{path.Dir(l.dir), parent} {
-		if err := l.fs.SyncDir(d); err != nil {
-			return fmt.Errorf("logstore: keep the bytes recovery removes: %w", err)
-		}
+	dir, err := l.keptDir()
+	if err != nil {
+		return err
 	}
 	name, err := l.freeKeptName(dir, base, position)
 	if err != nil {
 		return err
+	}
+	t.Kept = path.Join(dir, name)
+	if whole {
+		// A whole segment moves: no copy, no space needed. Its old name
+		// goes when the caller syncs the log directory; a crash before
+		// that leaves both names, which loses nothing.
+		if err := l.fs.Rename(t.Segment, t.Kept); err == nil {
+			if err := l.fs.SyncDir(dir); err != nil {
+				return fmt.Errorf("logstore: keep the segment recovery drops in %s: %w", t.Kept, err)
+			}
+			l.truncations = append(l.truncations, t)
+			return nil
+		}
+		// Another file system (the log directory is a mount): copy.
 	}
 	copyRange := func(out io.Writer) error {
 		_, err := io.Copy(out, io.NewSectionReader(file, position, size-position))
@@ -124,15 +130,32 @@ func (l *Log) keepRemoved(base rb.Offset, file vfs.File, position, size int64, w
 	}
 	if err := WriteFileAtomicFrom(l.fs, dir, name, copyRange); err != nil {
 		// Nothing is cut. A partial copy is not left to look like one.
-		tmp := path.Join(dir, name+tmpSuffix)
+		tmp := t.Kept + tmpSuffix
 		if exists, _ := l.fs.Exists(tmp); exists {
 			err = errors.Join(err, l.fs.Remove(tmp))
 		}
-		return fmt.Errorf("logstore: keep the bytes recovery removes in %s: %w", path.Join(dir, name), err)
+		return fmt.Errorf("logstore: keep the bytes recovery removes in %s: %w", t.Kept, err)
 	}
-	t.Kept = path.Join(dir, name)
 	l.truncations = append(l.truncations, t)
 	return nil
+}
+
+// keptDir makes (durably) and returns the folder of l's kept bytes: the
+// log directory's name under its parent's truncated/, which for a Dir is
+// the data directory's.
+func (l *Log) keptDir() (string, error) {
+	parent := path.Join(path.Dir(l.dir), TruncatedDir)
+	dir := path.Join(parent, path.Base(l.dir))
+	if err := l.fs.MkdirAll(dir); err != nil {
+		return "", fmt.Errorf("logstore: keep the bytes recovery removes: %w", err)
+	}
+	// New directories' entries are durable once their parents are synced.
+	for _, d := range []string{path.Dir(l.dir), parent} {
+		if err := l.fs.SyncDir(d); err != nil {
+			return "", fmt.Errorf("logstore: keep the bytes recovery removes: %w", err)
+		}
+	}
+	return dir, nil
 }
 
 // freeKeptName returns the first name of the kept file that is not taken.

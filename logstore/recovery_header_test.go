@@ -108,8 +108,8 @@ func TestRecoverHeaderChecks(t *testing.T) {
 				if end := rb.Batch(want[test.keep-1]).NextOffset(); log.LogEndOffset() != end {
 					t.Errorf("log end %d, want %d", log.LogEndOffset(), end)
 				}
-				if test.keep < len(want) && (len(cuts) == 0 || !errors.Is(cuts[0].Cause, rb.ErrCorrupt)) {
-					t.Errorf("cuts reported %+v, want the first caused by a corrupt batch", cuts)
+				if test.keep < len(want) && (len(cuts) == 0 || !errors.Is(cuts[len(cuts)-1].Cause, rb.ErrCorrupt)) {
+					t.Errorf("cuts reported %+v, want the last (the cut, after the segments dropped) caused by a corrupt batch", cuts)
 				}
 			})
 		}
@@ -121,7 +121,8 @@ func TestRecoverHeaderChecks(t *testing.T) {
 // with them), and the truncated folder holds exactly the removed bytes.
 // A sealed segment is checked by its headers at open (as Kafka reads only
 // the segments past its recovery point whole), so its flipped byte is a
-// header's; the segment after it is dropped and kept too.
+// header's; the segment after it is dropped, before the cut, and kept too
+// (moved whole).
 func TestRecoveryTruncationKept(t *testing.T) {
 	tests := []struct {
 		name     string
@@ -158,7 +159,7 @@ func TestRecoveryTruncationKept(t *testing.T) {
 				if len(cuts) != wantCuts {
 					t.Fatalf("%d cuts reported (%+v), want %d", len(cuts), cuts, wantCuts)
 				}
-				c := cuts[0]
+				c := cuts[len(cuts)-1] // after the segments dropped after it, newest first
 				removed := flip(bytes.Clone(original), int(test.flipAt))[test.position:]
 				want := Truncation{Partition: TopicPartition{Topic: "t", Partition: 0}, Dir: dir, Segment: name, Position: test.position,
 					Bytes: int64(len(removed)), FirstOffset: test.first, LastOffset: test.last,
@@ -174,7 +175,7 @@ func TestRecoveryTruncationKept(t *testing.T) {
 					t.Errorf("segment is %d bytes after the cut, want the %d before it", len(got), test.position)
 				}
 				if test.dropped {
-					c := cuts[1]
+					c := cuts[0]
 					if !c.WholeSegment || c.Position != 0 || c.Bytes != int64(len(nextSegment)) || c.FirstOffset != 20 || c.LastOffset != 39 {
 						t.Errorf("dropped segment reported as %+v", c)
 					}
@@ -182,7 +183,7 @@ func TestRecoveryTruncationKept(t *testing.T) {
 						t.Errorf("kept %d bytes of the dropped segment, want its %d", len(got), len(nextSegment))
 					}
 				}
-				line := strings.SplitN(lines.String(), "\n", 2)[0]
+				line := strings.Split(lines.String(), "\n")[len(cuts)-1]
 				for _, field := range []string{"level=WARN", "partition=t-0", "segment=" + name, fmt.Sprintf("position=%d", test.position),
 					fmt.Sprintf("bytes=%d", len(removed)), fmt.Sprintf("first_offset=%d", test.first), fmt.Sprintf("last_offset=%d", test.last),
 					"kept=" + want.Kept, "cause="} {
@@ -261,6 +262,71 @@ func TestRecoveryKeepsBeforeCutting(t *testing.T) {
 			}
 			if got := log.LogEndOffset(); got != 25 {
 				t.Errorf("log end %d, want 25", got)
+			}
+		})
+	}
+}
+
+// TestRecoveryDropCrash stops the open that cuts sealed segment 0 (a bad
+// magic byte in its third batch) and drops segment 20 after it at each
+// step, then crashes: the next open must end with the same log, and the
+// truncated folder must hold segment 20 whole and segment 0's tail.
+func TestRecoveryDropCrash(t *testing.T) {
+	const dir = "/data/t-0"
+	first, second := segmentPath(dir, 0, extLog), segmentPath(dir, 20, extLog)
+	keptDir := path.Join("/data", TruncatedDir, "t-0")
+	steps := []struct {
+		op   vfs.Op
+		name string
+		// goesOn: a failed rename (another file system) copies instead
+		goesOn bool
+	}{
+		{vfs.OpRename, second, true},                                           // segment 20 moves to the truncated folder
+		{vfs.OpSyncDir, keptDir, false},                                        // ... durably
+		{vfs.OpRemove, segmentPath(dir, 20, extIndex), false},                  // its indexes go
+		{vfs.OpSyncDir, dir, false},                                            // ... durably
+		{vfs.OpCreate, path.Join(keptDir, "recovery-0-1212.bytes.tmp"), false}, // segment 0's tail is copied
+		{vfs.OpTruncate, first, false},                                         // and cut
+	}
+	for _, step := range steps {
+		t.Run(fmt.Sprintf("%v %s", step.op, step.name), func(t *testing.T) {
+			fsys := vfs.NewMem()
+			want, cfg := contiguousLog(t, fsys, dir)
+			rewriteFile(t, fsys, first, func(b []byte) []byte { return setByte(b, int(2*batchSize)+16, 7) })
+			segment0, segment20 := fileBytes(t, fsys, first), fileBytes(t, fsys, second)
+			fired := false
+			fsys.SetFault(func(op vfs.Op, name string) error {
+				if op == step.op && name == step.name && !fired {
+					fired = true
+					return syscall.EIO
+				}
+				return nil
+			})
+			log, err := Open(fsys, dir, cfg)
+			if !fired || (err == nil) != step.goesOn {
+				t.Fatalf("open through a failed %v of %s (fired %v): %v", step.op, step.name, fired, err)
+			}
+			if err == nil {
+				log.Close()
+			}
+			fsys.SetFault(nil)
+			fsys.CrashClean()
+
+			log = openLog(t, fsys, dir, cfg)
+			defer closeLog(t, log)
+			checkContents(t, log, want[:2])
+			names, err := fsys.List(keptDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var keptWhole, keptTail bool
+			for _, name := range names {
+				data := fileBytes(t, fsys, path.Join(keptDir, name))
+				keptWhole = keptWhole || bytes.Equal(data, segment20)
+				keptTail = keptTail || bytes.Equal(data, segment0[2*batchSize:])
+			}
+			if !keptWhole || !keptTail {
+				t.Errorf("kept %v: segment 20 whole %v, segment 0's tail %v; want both", names, keptWhole, keptTail)
 			}
 		})
 	}
