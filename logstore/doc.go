@@ -61,10 +61,10 @@
 //     that the epoch checkpoint assigns the batch's offsets to the batch's
 //     epoch. It cuts the log at the first failure (or before the batch
 //     before it: see anchored), and the segments after a cut sealed one.
-//     What it cuts is first copied, synced, to
-//     ../truncated/<topic>-<partition>/recovery-<base>-<position>.bytes
+//     What it cuts is first copied, synced (a dropped segment is moved
+//     whole), to ../truncated/<topic>-<partition>/recovery-<base>-<position>.bytes
 //     beside the log directory, then reported (Config.RecoveryTruncated);
-//     when the copy fails, nothing is cut and the open fails.
+//     when that fails, nothing is cut and the open fails.
 //   - A new leader epoch is checkpointed before its first batch is written,
 //     so the checkpoint covers every durable batch; entries past the
 //     recovered log end are dropped.

@@ -29,8 +29,8 @@ const keptNamesMax = 1000
 // Truncation is one cut recovery made at open: bytes removed from a
 // segment from Position to its end, or a whole segment (Position 0,
 // WholeSegment) dropped after a corrupt one. Before anything is removed,
-// the bytes are copied, synced, to Kept; if that fails nothing is
-// removed and the open fails (see Open).
+// the bytes are copied, synced, to Kept (a dropped segment's file is
+// moved there); if that fails nothing is removed and the open fails.
 type Truncation struct {
 	// Partition is parsed from the log directory's name; zero when the
 	// directory is not named <topic>-<partition>.
