@@ -145,6 +145,8 @@ type Node struct {
 	authorizer *acl.Authorizer
 	// space is the log directory's free space (nil: unknown, no reserve).
 	space *logDirSpace
+	// recovery logs and counts what log recovery cut (log_recovery.go).
+	recovery *logRecovery
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -195,11 +197,13 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), consumerOffsetsTopic)
+	recovery := newLogRecovery(cfg.Logger, cfg.Log.RecoveryTruncated)
+	cfg.Log.RecoveryTruncated = recovery.truncated
 	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{}}
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, recovery: recovery, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{}}
 	if n.space, err = openLogDirSpace(cfg, cfg.Logger); err != nil {
 		dir.Close()
 		return nil, err
