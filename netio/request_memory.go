@@ -212,13 +212,15 @@ const BaseMemoryBytes = 128 << 20
 // MemoryCeiling is the node's memory ceiling for cfg (README "Memory"):
 //
 //	queued.max.request.bytes
-//	+ max.connections x (ConnectionFixedBytes + perRequestDecompression)
+//	+ max.connections x ConnectionFixedBytes
+//	+ decompression
 //	+ BaseMemoryBytes
 //
-// perRequestDecompression is what validating one produce request may hold
-// beyond its frame (its decompressed records); one request is in flight
-// per connection, so there are at most max.connections of them.
-func MemoryCeiling(cfg Config, perRequestDecompression int64) int64 {
+// decompression is the node-wide bound on what validating and rewriting
+// produced records hold beyond their frames (records.DecompressBudget:
+// every decoder in use pays for its state from it, whatever the number of
+// requests in flight).
+func MemoryCeiling(cfg Config, decompression int64) int64 {
 	cfg = cfg.WithDefaults()
-	return cfg.QueuedMaxRequestBytes + int64(cfg.MaxConnections)*(ConnectionFixedBytes+perRequestDecompression) + BaseMemoryBytes
+	return cfg.QueuedMaxRequestBytes + int64(cfg.MaxConnections)*ConnectionFixedBytes + decompression + BaseMemoryBytes
 }

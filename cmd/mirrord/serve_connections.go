@@ -21,10 +21,10 @@ import (
 var connectionPropertyNames = []string{"socket.request.max.bytes", "queued.max.request.bytes", "connections.max.idle.ms",
 	"max.connections", "max.connections.per.ip", "max.connections.per.ip.overrides"}
 
-// requestDecompressionBytes is what validating one produce request may
-// hold beyond its frame: a compressed batch is decompressed whole, up to
-// records.DefaultLimit.
-const requestDecompressionBytes = records.DefaultLimit
+// decompressionBytes is what validating and rewriting produced records
+// may hold beyond their frames, node-wide: every decoder in use takes its
+// state from records' budget.
+const decompressionBytes = records.DecompressBudget
 
 // takeConnectionProperties moves the connection keys out of props into a
 // netio.Config's limits.
@@ -103,11 +103,11 @@ func takeConnectionProperties(props map[string]string) (netio.Config, error) {
 // that garbage under serve's GOGC cannot carry the process past it.
 func boundMemory(cfg netio.Config, logger *slog.Logger, goMemLimitSet bool) {
 	cfg = cfg.WithDefaults()
-	ceiling := netio.MemoryCeiling(cfg, requestDecompressionBytes)
+	ceiling := netio.MemoryCeiling(cfg, decompressionBytes)
 	if !goMemLimitSet {
 		debug.SetMemoryLimit(ceiling)
 	}
 	logger.Info("memory ceiling", "ceiling_bytes", ceiling, "queued_max_request_bytes", cfg.QueuedMaxRequestBytes,
 		"max_connections", cfg.MaxConnections, "connection_fixed_bytes", netio.ConnectionFixedBytes,
-		"decompression_bytes_per_request", int64(requestDecompressionBytes), "base_bytes", netio.BaseMemoryBytes)
+		"decompression_bytes", int64(decompressionBytes), "base_bytes", netio.BaseMemoryBytes)
 }

@@ -41,6 +41,9 @@ type sectionReader struct {
 	limit    int
 	eof      bool  // src is exhausted, or there is no src
 	codecErr error // the codec failed (or errTooLarge): the section is unreadable
+	// held is what this reader took from the DecompressBudget for its
+	// codec's state (streamStateBytes), returned by close.
+	held int64
 
 	index  int          // records read so far
 	record streamRecord // the record next read
@@ -82,6 +85,29 @@ const streamBufferSize = 64 << 10
 const ZstdWindowMax = 8 << 20
 
 const zstdWindowLogMax = 23 // log2(ZstdWindowMax)
+
+// streamStateBytes is what decoding a section of codec streaming holds
+// (the codec's state and the reader's window), taken from the node's
+// DecompressBudget while the section is read, so that the memory of
+// every validation in flight has one bound whatever the number of
+// clients: gzip its 32 KiB window and tables; lz4 two blocks of at most
+// 4 MiB (the format's largest); zstd its window (ZstdWindowMax, or the
+// limit's power of two below it) and two 128 KiB blocks. An uncompressed
+// section is read in place; snappy's stream takes its own blocks from the
+// budget as it decodes them (snappyStream), so it takes nothing here: a
+// holder never waits on the budget while it holds some of it.
+func streamStateBytes(codec recordbatch.Codec, limit int) int64 {
+	switch codec {
+	case recordbatch.CodecGzip:
+		return streamBufferSize + 64<<10
+	case recordbatch.CodecLZ4:
+		return streamBufferSize + 2*4<<20
+	case recordbatch.CodecZstd:
+		k := max(min(bits.Len(uint(limit-1)), zstdWindowLogMax), 10)
+		return streamBufferSize + 1<<k + 256<<10
+	}
+	return 0
+}
 
 var sectionReaders = sync.Pool{New: func() any { return &sectionReader{own: make([]byte, streamBufferSize)} }}
 
@@ -127,6 +153,7 @@ func openSection(b recordbatch.Batch, limit int) *sectionReader {
 func (r *sectionReader) open(b recordbatch.Batch, limit int) {
 	*r = sectionReader{b: b, own: r.own, buf: r.own, limit: normalizeLimit(limit)}
 	src := b.Records()
+	r.held = decompressed.acquire(streamStateBytes(b.Codec(), r.limit))
 	switch b.Codec() {
 	case recordbatch.CodecNone:
 		r.buf, r.end, r.eof = src, len(src), true
@@ -179,6 +206,7 @@ func (r *sectionReader) close() {
 		d.reset(nil, 0)
 		snappyStreams.Put(d)
 	}
+	decompressed.release(r.held)
 	*r = sectionReader{own: r.own}
 	sectionReaders.Put(r)
 }
