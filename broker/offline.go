@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -133,4 +134,15 @@ func (n *Node) RebuildPartition(_ context.Context, topic string, index int32, id
 	n.log.Warn("rebuilt an offline partition empty; its broken directory is kept", "partition", p.tp.String(),
 		"moved_to", aside, "was", cause)
 	return aside, nil
+}
+
+// OfflineLogs lists the offline partitions for the network edge
+// (netio.OfflineLister).
+func (n *Node) OfflineLogs() []netio.OfflineLog {
+	offline := n.OfflinePartitions()
+	out := make([]netio.OfflineLog, len(offline))
+	for i, p := range offline {
+		out[i] = netio.OfflineLog{Topic: p.Topic, Partition: p.Partition, Error: p.Err.Error()}
+	}
+	return out
 }
