@@ -36,9 +36,18 @@ type OfflinePartition struct {
 	Err     error
 }
 
-// offlineError is what an offline partition answers.
-func offlineError(tp logstore.TopicPartition, cause error) error {
-	return fmt.Errorf("%w %s (%w): %w", ErrPartitionOffline, tp, kerr.KafkaStorageError, cause)
+// offlineError is what an offline partition answers: its text is the
+// partition and the cause; it wraps ErrPartitionOffline,
+// kerr.KafkaStorageError (the code the network edge answers) and the
+// cause.
+type offlineError struct {
+	tp    logstore.TopicPartition
+	cause error
+}
+
+func (e *offlineError) Error() string { return fmt.Sprintf("broker: %s is offline: %v", e.tp, e.cause) }
+func (e *offlineError) Unwrap() []error {
+	return []error{ErrPartitionOffline, kerr.KafkaStorageError, e.cause}
 }
 
 // newOfflinePartition is a partition of the node whose log could not be
@@ -52,7 +61,7 @@ func newOfflinePartition(n *Node, tp logstore.TopicPartition, cause error, limit
 // takeOffline marks p offline; only while the node opens, before anyone
 // else holds p.
 func (p *Partition) takeOffline(cause error) {
-	err := offlineError(p.tp, cause)
+	var err error = &offlineError{p.tp, cause}
 	p.offline.Store(&err)
 }
 
@@ -145,4 +154,13 @@ func (n *Node) OfflineLogs() []netio.OfflineLog {
 		out[i] = netio.OfflineLog{Topic: p.Topic, Partition: p.Partition, Error: p.Err.Error()}
 	}
 	return out
+}
+
+// offlineOr is read() of an online partition, or otherwise for an offline
+// one (its log is not to be touched).
+func offlineOr[T any](p *Partition, otherwise T, read func() T) T {
+	if p.Offline() != nil {
+		return otherwise
+	}
+	return read()
 }

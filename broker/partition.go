@@ -78,7 +78,7 @@ func (p *Partition) Changed() <-chan struct{} {
 }
 
 func (p *Partition) LeaderEpoch() rb.Epoch {
-	return max(p.log.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
+	return max(p.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
 }
 
 func (p *Partition) Offsets() netio.Offsets {

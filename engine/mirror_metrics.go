@@ -259,7 +259,7 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load(), UncleanTruncations: mp.metrics.uncleanTruncations.Load()}
-	if hw >= 0 {
+	if hw >= 0 && leo >= 0 { // leo -1: the local log is offline
 		r.LagRecords = max(hw-leo, 0)
 		r.LagLowerBound = age < 0 || age > staleAfter
 	}
