@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"encoding/binary"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -13,9 +14,11 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/logstore"
+	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
 )
 
 // serveStoppable serves a node over dir until stop (idempotent, also
@@ -89,6 +92,18 @@ func TestMirrorRebuildsOfflinePartition(t *testing.T) {
 	if offline := target.OfflinePartitions(); len(offline) != 2 || offline[0].Partition != 0 || offline[1].Partition != 1 {
 		t.Fatalf("offline partitions %v, want events-0 and events-1", offline)
 	}
+	if got := offlineMetrics(t, target); got != "2 events-0 events-1" {
+		t.Errorf("offline metrics %q, want 2 and events-0, events-1", got)
+	}
+	described, err := newClient(t, targetAddr, kgo.MaxVersions(netio.MirrorClientVersions())).Request(context.Background(), &mirrorwire.DescribeClusterMirrorsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if offline := described.(*mirrorwire.DescribeClusterMirrorsResponse).OfflinePartitions; len(offline) != 2 ||
+		offline[0].PartitionIndex != 0 || !strings.Contains(offline[0].ErrorMessage, "partition.metadata") ||
+		offline[1].PartitionIndex != 1 || !strings.Contains(offline[1].ErrorMessage, "magic") {
+		t.Errorf("DescribeClusterMirrors lists offline partitions %+v", offline)
+	}
 	reasons := map[int32]string{0: "partition.metadata", 1: "magic"}
 	waitPartitionStates(t, target, func(p netio.MirrorPartitionStatus) bool {
 		if want, bad := reasons[p.Partition]; bad {
@@ -107,6 +122,9 @@ func TestMirrorRebuildsOfflinePartition(t *testing.T) {
 	waitMirrored(t, source, targetClient, "events", 3)
 	if offline := target.OfflinePartitions(); len(offline) != 0 {
 		t.Errorf("offline after --recover: %v", offline)
+	}
+	if got := offlineMetrics(t, target); got != "0" {
+		t.Errorf("offline metrics after --recover %q, want 0 and no partition", got)
 	}
 	kept, err := filepath.Glob(filepath.Join(dir, logstore.FailedDir, "events-*"))
 	if err != nil || len(kept) != 2 {
@@ -163,4 +181,33 @@ func waitPartitionStates(t *testing.T, n *Node, ok func(netio.MirrorPartitionSta
 		}
 		<-poll.C
 	}
+}
+
+// offlineMetrics is what /metrics says of offline partitions:
+// mirrord_offline_partitions, then each mirrord_partition_offline series
+// as topic-partition.
+func offlineMetrics(t *testing.T, n *Node) string {
+	t.Helper()
+	families, err := n.Metrics().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var count string
+	var partitions []string
+	for _, f := range families {
+		switch f.GetName() {
+		case "mirrord_offline_partitions":
+			count = fmt.Sprint(f.GetMetric()[0].GetGauge().GetValue())
+		case "mirrord_partition_offline":
+			for _, m := range f.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				partitions = append(partitions, labels["topic"]+"-"+labels["partition"])
+			}
+		}
+	}
+	sort.Strings(partitions)
+	return strings.Join(append([]string{count}, partitions...), " ")
 }
