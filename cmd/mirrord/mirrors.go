@@ -559,7 +559,7 @@ type describedMirror struct {
 // describeOutput is the --describe --json document: the mirrors, and the
 // rows of the table (-1 for what the table prints as "-").
 type describeOutput struct {
-	Offline    []describedOffline   `json:"offlinePartitions"` // offline.go
+	Offline    []describedOffline   `json:"offlinePartitions,omitempty"` // offline.go; absent when none
 	Mirrors    []describedMirror    `json:"mirrors"`
 	Partitions []describedPartition `json:"partitions"`
 }

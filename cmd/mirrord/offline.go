@@ -18,7 +18,7 @@ type describedOffline struct {
 }
 
 func offlineRows(partitions []mirrorwire.DescribeClusterMirrorsOfflinePartition) []describedOffline {
-	rows := []describedOffline{}
+	var rows []describedOffline
 	for _, p := range partitions {
 		rows = append(rows, describedOffline{Topic: p.TopicName, Partition: p.PartitionIndex, Error: p.ErrorMessage})
 	}
