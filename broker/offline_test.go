@@ -100,6 +100,17 @@ func TestOneCorruptPartitionIsNotTheNode(t *testing.T) {
 			checkServes(t, addr, "orders", 1)
 			checkServes(t, addr, "victim", 0)
 			checkStorageErrors(t, addr, "victim", 1)
+
+			// The operator's way out for a writable topic: delete it.
+			if err := node.DeleteTopic(context.Background(), "victim"); err != nil {
+				t.Fatalf("delete the topic of an offline partition: %v", err)
+			}
+			if offline := node.OfflinePartitions(); len(offline) != 0 {
+				t.Errorf("offline partitions after the topic's deletion: %v", offline)
+			}
+			if _, err := os.Stat(filepath.Join(dir, "victim-1")); !os.IsNotExist(err) {
+				t.Errorf("victim-1 still on disk after the topic's deletion (%v)", err)
+			}
 		})
 	}
 }

@@ -768,6 +768,10 @@ func (t *transactions) complete(m *txnMetadata) error {
 	var errs []error
 	for _, tp := range m.partitions {
 		p, err := t.node.LocalPartition(tp.Topic, tp.Partition)
+		if errors.Is(err, ErrPartitionOffline) {
+			errs = append(errs, err) // retried, as Kafka retries a marker on KAFKA_STORAGE_ERROR
+			continue
+		}
 		if err != nil {
 			continue // deleted: nowhere to write, as in Kafka
 		}
