@@ -42,9 +42,11 @@ var allowed = map[string][]string{
 	"engine":              {"acl", "auth", "broker", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"acl", "auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
-	"kafkatest":           {},                           // starts real Kafka brokers for e2e and bench; imports nothing of the module
-	"mirrordtest":         {},                           // runs mirrord as a process for e2e and bench; imports nothing of the module
-	"e2e":                 {"kafkatest", "mirrordtest"}, // test-only: drives mirrord as a process
+	"kafkatest":           {}, // starts real Kafka brokers for e2e and bench; imports nothing of the module
+	"mirrordtest":         {}, // runs mirrord as a process for e2e and bench; imports nothing of the module
+
+	"mirrordtest/faultproxy": {},                                                     // a Kafka-framing TCP proxy that injects faults; imports nothing of the module
+	"e2e":                    {"kafkatest", "mirrordtest", "mirrordtest/faultproxy"}, // test-only: drives mirrord as a process
 }
 
 // noIO lists packages that must not touch files or the network.

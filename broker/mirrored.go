@@ -120,7 +120,11 @@ func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) 
 	if err != nil {
 		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
 	}
+	if err := p.space().admit(len(batches)); err != nil {
+		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+	}
 	info, err := p.log.Append(batches)
+	p.space().wrote(len(batches), err)
 	if err != nil {
 		return info, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
 	}

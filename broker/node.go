@@ -72,6 +72,14 @@ type Config struct {
 	Cleaner CleanerConfig
 	// Authorizer is the ACL authorizer's (authorizer.go); none by default.
 	Authorizer AuthorizerConfig
+	// LogDirReserveBytes is log.dir.reserve.bytes (log_dir_space.go): the
+	// free space kept back for the node's own writes; 0 means the default
+	// (1% of the file system, at most DefaultLogDirReserveBytesMax),
+	// negative none.
+	LogDirReserveBytes int64
+	// FreeSpace reports the data directory's space; nil: Statfs on vfs.OS,
+	// none (no reserve) on another file system.
+	FreeSpace FreeSpace
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -135,6 +143,10 @@ type Node struct {
 	scram *auth.ScramCredentials
 	// authorizer holds the ACLs (nil: no authorizer, everything allowed).
 	authorizer *acl.Authorizer
+	// space is the log directory's free space (nil: unknown, no reserve).
+	space *logDirSpace
+	// recovery logs and counts what log recovery cut (log_recovery.go).
+	recovery *logRecovery
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -212,11 +224,17 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		cfg.Logger = slog.Default()
 	}
 	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), consumerOffsetsTopic)
+	recovery := newLogRecovery(cfg.Logger, cfg.Log.RecoveryTruncated)
+	cfg.Log.RecoveryTruncated = recovery.truncated
 	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{}}
+	n := &Node{cfg: cfg, dir: dir, log: cfg.Logger, recovery: recovery, topics: map[string]*topic{}, byID: map[rb.TopicID]*topic{}}
+	if n.space, err = openLogDirSpace(cfg, cfg.Logger); err != nil {
+		dir.Close()
+		return nil, err
+	}
 	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
 	for _, e := range openedPartitions(dir) {
 		info := e.PartitionInfo
@@ -291,6 +309,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 	}
 	n.retention = startRetention(n)
 	n.cleaner = startCleaner(n, cfg.Cleaner)
+	n.space.start()
 	return n, nil
 }
 
@@ -299,6 +318,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 func (n *Node) Close() error {
 	n.cleaner.close()
 	n.retention.stop()
+	n.space.close()
 	n.groups.Close()
 	n.txns.close()
 	return n.dir.Close()
@@ -460,6 +480,9 @@ func (n *Node) CreateTopic(_ context.Context, name string, partitions int32, con
 		info.Partitions, info.Configs = partitions, createTopicsConfigs(n.topicConfigEntries(overrides, nil), configs)
 		return info, nil
 	}
+	if err := n.space.admit(0); err != nil {
+		return netio.TopicInfo{}, err
+	}
 	if len(overrides) > 0 { // before the partitions: see topic_config_store.go
 		if err := n.saveTopicConfigs(name, storedTopicConfigs{id: t.id, overrides: overrides}); err != nil {
 			return netio.TopicInfo{}, err
@@ -561,6 +584,9 @@ func (n *Node) CreatePartitions(_ context.Context, name string, count int32, val
 		return kerr.InvalidPartitions
 	case validateOnly:
 		return nil
+	}
+	if err := n.space.admit(0); err != nil {
+		return err
 	}
 	return n.addPartitions(t, count, t.settings.log)
 }

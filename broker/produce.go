@@ -24,8 +24,8 @@ import (
 //   - then, answered with the log start offset (netio.RecordsError): a
 //     record count that is not positive or not lastOffsetDelta+1, a
 //     control batch, a producer ID without a sequence, a base offset other
-//     than 0, or malformed records (records.ValidateProduce, decompressed)
-//     are INVALID_RECORD; CreateTime timestamps outside
+//     than 0, or malformed records (records.ValidateProduce, streaming:
+//     record by record as they decompress) are INVALID_RECORD; CreateTime timestamps outside
 //     message.timestamp.before.max.ms and .after.max.ms around the node's
 //     clock are INVALID_TIMESTAMP with the records at fault;
 //   - then the batch takes the topic's format (formatForLog): rebuilt
@@ -45,7 +45,9 @@ import (
 // order, each against the state the earlier ones left.
 
 // recordsLimit bounds the decompressed records of one produced batch
-// (records.DefaultLimit, 64 MiB).
+// (records.DefaultLimit, 64 MiB); past it a batch is MESSAGE_TOO_LARGE.
+// Validation and ListOffsets read them streaming, in constant memory;
+// Recompress holds them within records.DecompressBudget, node-wide.
 const recordsLimit = records.DefaultLimit
 
 // lastStableOffset is Kafka's: the first offset of the earliest open
@@ -131,7 +133,11 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 		// time, the batch's timestamp (Kafka's UnifiedLog for a duplicate).
 		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: duplicate.timestamp, LogStartOffset: p.log.LogStartOffset()}, nil
 	}
+	if err := p.space().admit(len(batches)); err != nil {
+		return netio.ProduceResult{}, err
+	}
 	info, err := p.log.AppendAssign(batches, p.LeaderEpoch())
+	p.space().wrote(len(batches), err)
 	if err != nil {
 		return netio.ProduceResult{}, produceError(err)
 	}

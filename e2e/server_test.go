@@ -27,9 +27,15 @@ type server struct {
 // appended to the serve command line of every start.
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerOf(t, mirrordBinary, args...)
+}
+
+// startServerOf is startServer running the mirrord at binary.
+func startServerOf(t *testing.T, binary string, args ...string) *server {
+	t.Helper()
 	dir := t.TempDir()
 	s := &server{t: t, dataDir: filepath.Join(dir, "data")}
-	s.proc = &mirrordtest.Server{Binary: mirrordBinary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log"), Args: args}
+	s.proc = &mirrordtest.Server{Binary: binary, DataDir: s.dataDir, LogPath: filepath.Join(dir, "mirrord.log"), Args: args}
 	t.Cleanup(s.printLogOnFailure)
 	t.Cleanup(s.checkNoRace)
 	t.Cleanup(s.proc.Close) // runs first (cleanups are last in, first out)

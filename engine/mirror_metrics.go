@@ -119,7 +119,8 @@ func (n *Node) mirrorMetricsBuilt() *mirrorMetrics {
 				"Includes the broker's long-poll wait: a fetcher with nothing new to fetch shows about fetch.wait.max.ms.",
 			Buckets: fetchLatencyBuckets,
 		}, []string{"mirror", "source_broker"})
-		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newOfflineCollector(n))
+		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n),
+			newOfflineCollector(n))
 	})
 	return mm
 }

@@ -32,7 +32,9 @@ func startNodeConfig(t *testing.T, cfg NodeConfig) (*Node, string) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- netio.NewServer(netio.Config{Backend: node}).Serve(ctx, ln) }()
+	go func() {
+		done <- netio.NewServer(netio.Config{Backend: node, ScramCredentials: node.ScramCredentials()}).Serve(ctx, ln)
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {

@@ -21,8 +21,10 @@ type AppendInfo struct {
 // Append appends whole batches that carry their own offsets, as a mirror
 // does with what its source assigned. Offsets must be strictly increasing
 // and the first base offset >= LogEndOffset (gaps are allowed: compaction
-// leaves them); leader epochs must not decrease. Every batch's framing and
-// CRC are checked first; on any error nothing of batches is written.
+// leaves them; see checkHeader for why no stricter rule holds); leader
+// epochs must not decrease; a batch holds no more records than its
+// offsets span. Every batch's framing and CRC are checked first; on any
+// error nothing of batches is written.
 func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -86,6 +88,9 @@ func (l *Log) validate(batches []byte) (AppendInfo, error) {
 		b := it.Batch()
 		if b.BaseOffset() < next {
 			return AppendInfo{}, fmt.Errorf("%w: batch %d: base offset %d below the next offset %d", ErrInvalidAppend, info.Batches, b.BaseOffset(), next)
+		}
+		if count := b.RecordCount(); count < 0 || int64(count) > int64(b.LastOffsetDelta())+1 {
+			return AppendInfo{}, fmt.Errorf("%w: batch %d at offset %d: %d records in a span of %d offsets", ErrInvalidAppend, info.Batches, b.BaseOffset(), count, int64(b.LastOffsetDelta())+1)
 		}
 		if e := b.LeaderEpoch(); e < latest {
 			return AppendInfo{}, fmt.Errorf("%w: batch %d at offset %d: leader epoch %d below %d", ErrInvalidAppend, info.Batches, b.BaseOffset(), e, latest)

@@ -101,6 +101,10 @@ type Config struct {
 	MaxCompactionLag time.Duration
 	// Now is the clock; nil means time.Now. Tests pass a virtual clock.
 	Now func() time.Time
+	// RecoveryTruncated is told of each cut recovery made at open, once
+	// the removed bytes are kept and cut (see Truncation); nil logs each
+	// at WARN through slog.Default. The node logs and counts them.
+	RecoveryTruncated func(Truncation)
 }
 
 // DefaultConfig is Kafka's defaults: 1 GiB segments rolled after 7 days,

@@ -54,10 +54,17 @@
 //
 //   - Every segment but the last was synced, indexes included, when it was
 //     rolled; after an unclean stop only the last segment is recovered.
-//   - Recovery checks each batch's framing, CRC-32C and increasing offsets,
-//     and, because the CRC does not cover baseOffset and
-//     partitionLeaderEpoch, that the epoch checkpoint assigns the batch's
-//     offsets to the batch's epoch. It cuts the log at the first failure.
+//   - Recovery checks each batch's framing, CRC-32C and, because the CRC
+//     does not cover baseOffset and partitionLeaderEpoch, the header rules
+//     of checkHeader (offsets increasing within a segment, gaps allowed,
+//     and below the next segment's base; epochs not going backwards) and
+//     that the epoch checkpoint assigns the batch's offsets to the batch's
+//     epoch. It cuts the log at the first failure (or before the batch
+//     before it: see anchored), and the segments after a cut sealed one.
+//     What it cuts is first copied, synced (a dropped segment is moved
+//     whole), to ../truncated/<topic>-<partition>/recovery-<base>-<position>.bytes
+//     beside the log directory, then reported (Config.RecoveryTruncated);
+//     when that fails, nothing is cut and the open fails.
 //   - A new leader epoch is checkpointed before its first batch is written,
 //     so the checkpoint covers every durable batch; entries past the
 //     recovered log end are dropped.

@@ -3,6 +3,7 @@ package logstore
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sort"
 	"strconv"
@@ -63,6 +64,9 @@ type Log struct {
 	// before the first cleaning); cleaning serializes cleanings (Clean).
 	cleanerOffset rb.Offset
 	cleaning      sync.Mutex
+	// truncations are the cuts of the open under way, kept and not yet
+	// reported (report).
+	truncations []Truncation
 }
 
 // Open opens (creating if needed) the log in dir. After an unclean
@@ -156,26 +160,44 @@ func (l *Log) load() error {
 // openSegments opens the segments at bases. The last one is recovered
 // unless the log was shut down cleanly; any other that fails its checks is
 // recovered too, and the segments after a cut one are deleted.
+//
+// Every cut is kept first (keepRemoved) and reported once done (report).
 func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offset) error {
 	check := func(b rb.Batch) error { return l.checkRecovered(b, logStartOffset) }
 	for i, base := range bases {
 		active := i == len(bases)-1
+		limit := rb.Offset(math.MaxInt64) // the next segment's base: its batches end below it
+		if !active {
+			limit = bases[i+1]
+		}
 		s, err := openSegment(l.fs, l.dir, base, l.cfg)
 		if err != nil {
 			return err
 		}
 		l.segments = append(l.segments, s)
+		keep := func(position int64, cause error) error {
+			if !active {
+				// The segments after go first: a crash before the cut
+				// finds this one still corrupt and goes on.
+				if err := l.dropSegmentsAfter(i, bases); err != nil {
+					return err
+				}
+			}
+			return l.keepRemoved(s.base, s.log, position, s.size, false, cause)
+		}
 		if active && !clean {
-			_, err = s.recover(check)
-		} else if err = s.load(active); errors.Is(err, rb.ErrCorrupt) || errors.Is(err, rb.ErrTruncated) || errors.Is(err, ErrCorrupt) {
+			_, err = s.recover(check, limit, keep)
+		} else if err = s.load(active, limit); errorsCorrupt(err) {
 			var cut int64
-			if cut, err = s.recover(check); err == nil && cut > 0 && !active {
-				return l.dropSegmentsAfter(i, bases)
+			if cut, err = s.recover(check, limit, keep); err == nil && cut > 0 && !active {
+				l.report()
+				return nil // it is the active segment now (recover unsealed it)
 			}
 		}
 		if err != nil {
 			return err
 		}
+		l.report()
 		if s.unsealed && (!active || clean) {
 			// Its indexes were rebuilt: make them durable at their size
 			// now, so what a crash leaves matches what the marker claims.
@@ -190,18 +212,39 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 	return nil
 }
 
-// dropSegmentsAfter deletes the files of the segments after bases[i]
-// (they follow a corrupt one) and makes segment i active again.
+// dropSegmentsAfter deletes the segments after bases[i], newest first,
+// before segment i is cut (as Kafka's recoverLog deletes the segments
+// after one it truncated). Each one's log file is kept first, whole, as a
+// cut from position 0.
 func (l *Log) dropSegmentsAfter(i int, bases []rb.Offset) error {
-	for _, base := range bases[i+1:] {
-		if err := removeSegmentFiles(l.fs, l.dir, base); err != nil {
+	cause := fmt.Errorf("%w: segment %d before it is cut", ErrCorrupt, bases[i])
+	for j := len(bases) - 1; j > i; j-- {
+		if err := l.keepSegment(bases[j], cause); err != nil {
+			return err
+		}
+		if err := removeSegmentFiles(l.fs, l.dir, bases[j]); err != nil {
+			return err
+		}
+		if err := l.fs.SyncDir(l.dir); err != nil {
 			return err
 		}
 	}
-	if err := l.fs.SyncDir(l.dir); err != nil {
+	return nil
+}
+
+// keepSegment keeps the whole log file of the segment at base (nothing
+// when it is empty).
+func (l *Log) keepSegment(base rb.Offset, cause error) error {
+	file, err := l.fs.Open(segmentPath(l.dir, base, extLog))
+	if err != nil {
 		return err
 	}
-	return l.segments[i].unseal()
+	defer file.Close()
+	size, err := file.Size()
+	if err != nil || size == 0 {
+		return err
+	}
+	return l.keepRemoved(base, file, 0, size, true, cause)
 }
 
 // checkRecovered is the plausibility check of a recovered batch beyond its

@@ -178,6 +178,7 @@ func TestAppendRejects(t *testing.T) {
 		{"no epoch after epochs", testBatch(10, rb.NoEpoch, 0), []error{ErrInvalidAppend}},
 		{"epoch decreasing inside one append", two(10, 15, 3, 2), []error{ErrInvalidAppend}},
 		{"larger than segment.bytes", slices.Concat(testBatch(10, 2, 0), testBatch(15, 2, 0), testBatch(20, 2, 0), testBatch(25, 2, 0)), []error{ErrTooLarge}},
+		{"more records than its offsets span", withRecordCount(testBatch(10, 2, 0), 6), []error{ErrInvalidAppend}},
 		{"offset span above MaxInt32", two(10, 10+math.MaxInt32+1, 2, 2), []error{ErrInvalidAppend}},
 	}
 	for _, test := range tests {

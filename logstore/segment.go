@@ -137,7 +137,8 @@ func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (x *inde
 }
 
 // load derives next and maxTimestamp on a segment trusted to be whole:
-// it checks the indexes and walks the batches after the last index entry.
+// it checks the indexes and walks the batches after the last index entry,
+// checking their headers (checkHeader, limit the next segment's base).
 // It reports ErrCorrupt when that walk fails; the caller recovers. A
 // missing index is rebuilt: an empty time index would lose the segment's
 // max timestamp when an earlier batch holds it.
@@ -148,10 +149,10 @@ func openOrCreateIndex(fs vfs.FS, name string, entrySize, capacity int) (x *inde
 // and it costs one header walk of one segment. Sealed segments are not
 // checked: rebuilding them all would read the whole log at the first
 // start, and lookups are correct with either key (see lookupOffset).
-func (s *segment) load(active bool) error {
+func (s *segment) load(active bool, limit rb.Offset) error {
 	if s.indexMissing || s.offsets.validateOffsets(s.size) != nil || s.times.validateTimes() != nil {
 		s.indexMissing = false
-		return s.rebuildIndexes(s.size)
+		return s.rebuildIndexes(s.size, limit)
 	}
 	var from int64
 	lastKey := int64(-1)
@@ -163,12 +164,18 @@ func (s *segment) load(active bool) error {
 		s.maxTimestamp, s.maxTimestampRel = s.times.timeAt(n - 1)
 	}
 	keyMatches := true
+	var prevHeader [rb.HeaderSize]byte
+	var prev rb.Batch
 	w := s.walk(from, s.size, false)
 	defer w.close()
 	for w.next() {
 		if w.position == from && lastKey >= 0 {
 			keyMatches = int64(w.batch.LastOffset()-s.base) == lastKey
 		}
+		if err := checkHeader(w.batch, prev, s.base, limit); err != nil {
+			return fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(s.dir, s.base, extLog), w.position, err)
+		}
+		prev = rb.Batch(prevHeader[:copy(prevHeader[:], w.batch)])
 		s.observe(w.batch)
 	}
 	if w.err != nil {
@@ -176,7 +183,7 @@ func (s *segment) load(active bool) error {
 	}
 	// Entries that point past the last batch cannot be this segment's.
 	if s.indexesBeyond(s.next) || active && !keyMatches {
-		return s.rebuildIndexes(s.size)
+		return s.rebuildIndexes(s.size, limit)
 	}
 	if active {
 		matches, err := s.lastTimeEntryMatches()
@@ -184,7 +191,7 @@ func (s *segment) load(active bool) error {
 			return err
 		}
 		if !matches {
-			return s.rebuildIndexes(s.size)
+			return s.rebuildIndexes(s.size, limit)
 		}
 	}
 	return nil
@@ -228,52 +235,87 @@ func (s *segment) indexesBeyond(next rb.Offset) bool {
 }
 
 // rebuildIndexes drops both indexes and rebuilds them from the batches
-// in [0, end), reading headers only.
-func (s *segment) rebuildIndexes(end int64) error {
+// in [0, end), reading headers only, which it checks (checkHeader, limit
+// the next segment's base): a failure wraps recordbatch.ErrCorrupt.
+func (s *segment) rebuildIndexes(end int64, limit rb.Offset) error {
 	if err := s.unseal(); err != nil {
 		return err
 	}
 	s.offsets.truncateEntries(0)
 	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
+	var prevHeader [rb.HeaderSize]byte
+	var prev rb.Batch
 	w := s.walk(0, end, false)
 	defer w.close()
 	for w.next() {
+		if err := checkHeader(w.batch, prev, s.base, limit); err != nil {
+			return fmt.Errorf("logstore: segment %s at position %d: %w", segmentPath(s.dir, s.base, extLog), w.position, err)
+		}
+		prev = rb.Batch(prevHeader[:copy(prevHeader[:], w.batch)])
 		s.index(w.position, w.batch)
 	}
 	return w.err
 }
 
-// recover verifies every batch (framing, CRC, increasing offsets, and
+// recover verifies every batch (framing, CRC, the header fields the CRC
+// does not cover: checkHeader, with limit the next segment's base, and
 // check, which returns an error wrapping recordbatch.ErrCorrupt to reject
 // a batch), cuts the log at the first bad one and rebuilds the indexes.
-// It returns the number of bytes cut.
-func (s *segment) recover(check func(b rb.Batch) error) (int64, error) {
+// A batch whose base offset is at or below the last offset of a previous
+// batch that is not anchored cuts before that previous batch (see
+// anchored). Before cutting, keep(position, cause) must keep the bytes
+// from position on; its error leaves the segment as it was. It returns
+// the number of bytes cut.
+func (s *segment) recover(check func(b rb.Batch) error, limit rb.Offset, keep func(position int64, cause error) error) (int64, error) {
 	if err := s.unseal(); err != nil {
 		return 0, err
 	}
 	s.offsets.truncateEntries(0)
 	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
-	var good int64
+	// The previous batch is indexed once the batch after it confirms its
+	// offsets (or at the end): its header is copied, as the walk's window
+	// moves on.
+	var prevHeader [rb.HeaderSize]byte
+	var prev rb.Batch
+	var prevAt, good int64
+	prevAnchored := false
+	var cause error
 	w := s.walk(0, s.size, true)
 	defer w.close()
 	for w.next() {
 		b := w.batch
-		if b.BaseOffset() < s.next || b.LastOffset()-s.base > math.MaxInt32 {
-			break // out of order: the tail from here is not ours
+		if cause = checkHeader(b, prev, s.base, limit); cause == nil {
+			cause = check(b)
 		}
-		if err := check(b); err != nil {
+		if cause != nil {
+			if errors.Is(cause, errOutOfOrder) && !prevAnchored {
+				good, prev = prevAt, nil
+			}
 			break
 		}
-		s.index(w.position, b)
+		if prev != nil {
+			s.index(prevAt, prev)
+		}
+		prevAnchored = anchored(b, prev, prevAnchored, s.base)
+		prev, prevAt = rb.Batch(prevHeader[:copy(prevHeader[:], b[:rb.HeaderSize])]), w.position
 		good = w.position + int64(len(b))
 	}
-	if err := w.err; err != nil && !errors.Is(err, rb.ErrCorrupt) && !errors.Is(err, rb.ErrTruncated) {
-		return 0, err
+	if prev != nil {
+		s.index(prevAt, prev)
+	}
+	if err := w.err; err != nil {
+		if !errors.Is(err, rb.ErrCorrupt) && !errors.Is(err, rb.ErrTruncated) {
+			return 0, err
+		}
+		cause = err
 	}
 	cut := s.size - good
 	if cut > 0 {
+		if err := keep(good, cause); err != nil {
+			return 0, err
+		}
 		if err := s.log.Truncate(good); err != nil {
 			return 0, err
 		}
@@ -469,7 +511,7 @@ func (s *segment) truncateTo(position int64) error {
 	}
 	s.size, s.writtenBack = position, min(s.writtenBack, position)
 	s.truncations++
-	if err := s.rebuildIndexes(position); err != nil {
+	if err := s.rebuildIndexes(position, math.MaxInt64); err != nil {
 		return err
 	}
 	return s.log.Sync()

@@ -43,9 +43,11 @@ var ErrNotRunning = errors.New("mirrordtest: not running")
 // Build builds cmd/mirrord to path, with the race detector when this binary
 // runs under it (RaceEnabled). It runs the go command of PATH in the
 // current directory, which must be inside the module.
-func Build(path string) error {
+func Build(path string) error { return build(path, RaceEnabled) }
+
+func build(path string, race bool) error {
 	args := []string{"build", "-o", path}
-	if RaceEnabled {
+	if race {
 		args = append(args, "-race")
 	}
 	build := exec.Command("go", append(args, mirrordPackage)...)
@@ -59,6 +61,11 @@ func Build(path string) error {
 // which Remove deletes. The zero value is ready; it is safe for
 // concurrent use.
 type Binary struct {
+	// NoRace builds without the race detector whatever this binary runs
+	// under: a test measuring the process's memory measures the binary
+	// `make build` makes.
+	NoRace bool
+
 	once sync.Once
 	dir  string
 	path string
@@ -75,7 +82,7 @@ func (b *Binary) Path() (string, error) {
 			return
 		}
 		b.path = filepath.Join(b.dir, "mirrord")
-		b.err = Build(b.path)
+		b.err = build(b.path, RaceEnabled && !b.NoRace)
 	})
 	return b.path, b.err
 }

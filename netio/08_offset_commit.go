@@ -43,7 +43,7 @@ func serveOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	if err == nil {
 		return resp, nil
 	}
-	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	code := coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	resp = req.ResponseKind().(*kmsg.OffsetCommitResponse)
 	for _, rt := range req.Topics {
 		resp.Topics = append(resp.Topics, offsetCommitAnswer(rt, code))

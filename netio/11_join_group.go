@@ -25,7 +25,7 @@ func serveJoinGroup(ctx context.Context, c *conn, h RequestHeader, kreq kmsg.Req
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.JoinGroupResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 		resp.Generation = -1
 	}
 	return resp, nil

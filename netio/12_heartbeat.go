@@ -18,7 +18,7 @@ func serveHeartbeat(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.HeartbeatResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	}
 	return resp, nil
 }

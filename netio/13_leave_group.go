@@ -18,7 +18,7 @@ func serveLeaveGroup(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Re
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.LeaveGroupResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	}
 	return resp, nil
 }

@@ -19,7 +19,7 @@ func serveSyncGroup(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Req
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.SyncGroupResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	}
 	return resp, nil
 }

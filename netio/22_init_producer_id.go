@@ -11,6 +11,11 @@ package netio
 // timeout is the coordinator's to check (INVALID_TRANSACTION_TIMEOUT).
 // Below v4 PRODUCER_FENCED is answered as INVALID_PRODUCER_EPOCH, which
 // older clients understand. Failures answer producer ID and epoch -1.
+// A storage failure is Kafka's coordinator's answer: NOT_COORDINATOR when
+// the transaction log could not be written (a named ID), and
+// COORDINATOR_LOAD_IN_PROGRESS when no producer ID could be reserved (a
+// null ID: Kafka's ProducerIdManager without a block), both of which the
+// clients retry.
 
 import (
 	"context"
@@ -49,7 +54,11 @@ func serveInitProducerID(ctx context.Context, c *conn, _ RequestHeader, kreq kms
 	}
 	if err != nil {
 		resp.ProducerID, resp.ProducerEpoch = noProducerID, noProducerEpoch
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
+		storage := kerr.NotCoordinator
+		if req.TransactionalID == nil {
+			storage = kerr.CoordinatorLoadInProgress
+		}
+		resp.ErrorCode = errorCodeFor(c.server.log, err, storage, kerr.UnknownServerError)
 		resp.ErrorCode = olderFencedCode(resp.ErrorCode, req.Version, initProducerIDFencedVersion)
 	}
 	return resp, nil

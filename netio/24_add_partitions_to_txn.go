@@ -96,7 +96,7 @@ func addTxnPartitions(ctx context.Context, c *conn, version int16, transactional
 	if verifyOnly {
 		for i, rt := range topics {
 			for j, err := range transactions.VerifyPartitions(ctx, transactionalID, producerID, producerEpoch, rt.topic, rt.partitions) {
-				codes[i][j] = errorCode(c.server.log, err, kerr.UnknownServerError)
+				codes[i][j] = coordinatorErrorCode(c.server.log, err, kerr.UnknownServerError)
 			}
 		}
 		return codes
@@ -110,7 +110,7 @@ func addTxnPartitions(ctx context.Context, c *conn, version int16, transactional
 			}
 		}
 	}
-	code := olderFencedCode(errorCode(c.server.log, err, kerr.UnknownServerError), version, addPartitionsToTxnFencedVersion)
+	code := olderFencedCode(coordinatorErrorCode(c.server.log, err, kerr.UnknownServerError), version, addPartitionsToTxnFencedVersion)
 	for i := range codes {
 		for j := range codes[i] {
 			codes[i][j] = code

@@ -33,7 +33,7 @@ func serveAddOffsetsToTxn(ctx context.Context, c *conn, _ RequestHeader, kreq km
 	default:
 		err = c.server.backend.Transactions().AddOffsets(ctx, req.TransactionalID, req.ProducerID, req.ProducerEpoch, req.Group)
 	}
-	code := errorCode(c.server.log, err, kerr.UnknownServerError)
+	code := coordinatorErrorCode(c.server.log, err, kerr.UnknownServerError)
 	resp.ErrorCode = olderFencedCode(code, req.Version, addOffsetsToTxnFencedVersion)
 	return resp, nil
 }

@@ -32,7 +32,7 @@ func serveEndTxn(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reques
 		resp.ProducerID, resp.ProducerEpoch, err = c.server.backend.Transactions().EndTransaction(ctx, req.TransactionalID,
 			req.ProducerID, req.ProducerEpoch, req.Commit, req.Version >= endTxnV2Version)
 	}
-	code := errorCode(c.server.log, err, kerr.UnknownServerError)
+	code := coordinatorErrorCode(c.server.log, err, kerr.UnknownServerError)
 	resp.ErrorCode = olderFencedCode(code, req.Version, endTxnFencedVersion)
 	return resp, nil
 }

@@ -48,7 +48,7 @@ func serveTxnOffsetCommit(ctx context.Context, c *conn, _ RequestHeader, kreq km
 	if err == nil {
 		return resp, nil
 	}
-	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	code := coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	resp = req.ResponseKind().(*kmsg.TxnOffsetCommitResponse)
 	for _, rt := range req.Topics {
 		resp.Topics = append(resp.Topics, txnOffsetCommitAnswer(rt, code))

@@ -31,7 +31,7 @@ func serveDeleteGroups(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	if err == nil {
 		return resp, nil
 	}
-	code := errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+	code := coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	resp = req.ResponseKind().(*kmsg.DeleteGroupsResponse)
 	for _, name := range req.Groups {
 		g := kmsg.NewDeleteGroupsResponseGroup()

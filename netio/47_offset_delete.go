@@ -19,7 +19,7 @@ func serveOffsetDelete(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.OffsetDeleteResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	}
 	return resp, nil
 }

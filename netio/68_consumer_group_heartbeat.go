@@ -33,7 +33,7 @@ func serveConsumerGroupHeartbeat(ctx context.Context, c *conn, h RequestHeader, 
 	})
 	if err != nil {
 		resp = req.ResponseKind().(*kmsg.ConsumerGroupHeartbeatResponse)
-		resp.ErrorCode = errorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
+		resp.ErrorCode = coordinatorErrorCode(c.server.log, err, kerr.CoordinatorNotAvailable)
 	}
 	return resp, nil
 }

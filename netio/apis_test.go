@@ -252,6 +252,13 @@ func (b *lockedBuffer) String() string {
 // the one inside it) advertises the listener's address.
 func startServerConfig(t *testing.T, cfg Config, mem *memBackend) string {
 	t.Helper()
+	_, addr := startServerOf(t, cfg, mem)
+	return addr
+}
+
+// startServerOf is startServerConfig returning the server too.
+func startServerOf(t *testing.T, cfg Config, mem *memBackend) (*Server, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -260,14 +267,15 @@ func startServerConfig(t *testing.T, cfg Config, mem *memBackend) string {
 	mem.cluster.Host, mem.cluster.Port = addr.IP.String(), int32(addr.Port)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- NewServer(cfg).Serve(ctx, ln) }()
+	server := NewServer(cfg)
+	go func() { done <- server.Serve(ctx, ln) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
 			t.Errorf("serve: %v", err)
 		}
 	})
-	return ln.Addr().String()
+	return server, ln.Addr().String()
 }
 
 func startStubServer(t *testing.T, backend *stubBackend) *rawConn {

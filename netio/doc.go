@@ -16,7 +16,10 @@
 // Connections: one goroutine per connection reads a request, answers it
 // and writes the response before reading the next, as a Kafka broker does
 // (answers in order, one request in flight); at most
-// Config.MaxConnections at once. Fetch answers write record bytes from the
+// Config.MaxConnections at once and MaxConnectionsPerIP from one address,
+// closed when idle or when a begun frame does not arrive in time
+// (connections.go, request_read.go), their request bytes bounded
+// node-wide (request_memory.go: queued.max.request.bytes). Fetch answers write record bytes from the
 // segment file to the socket with sendfile (sendfile.go), with a read and
 // write fallback; fetch sessions (KIP-227, fetch_session.go) skip
 // partitions that cannot answer anything new; long polls wait on
@@ -35,6 +38,5 @@
 // Configs: DescribeConfigs, AlterConfigs and IncrementalAlterConfigs go to
 // Backend.Configs.
 //
-// Not built yet: SASL and TLS on the listener, and per-connection limits
-// beyond the request size (idle timeouts, per-IP connection counts).
+// Listeners: TLS and SASL (listener.go, sasl.go).
 package netio

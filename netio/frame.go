@@ -35,36 +35,49 @@ type RequestHeader struct {
 }
 
 // readFrame reads one size-prefixed frame into buf (grown as needed),
-// refusing frames larger than limit.
+// refusing frames larger than limit. A Server's connections read theirs
+// with conn.readRequest, which reserves the frame's bytes first.
 func readFrame(r io.Reader, buf []byte, limit int32) ([]byte, error) {
 	var size [4]byte
 	if _, err := io.ReadFull(r, size[:]); err != nil {
 		return buf, err
 	}
-	n := int32(binary.BigEndian.Uint32(size[:]))
-	if n < 8 || n > limit {
-		return buf, fmt.Errorf("%w: frame size %d outside [8, %d]", ErrFrame, n, limit)
+	n, err := frameSize(size, limit)
+	if err != nil {
+		return buf, err
 	}
-	// Grow as bytes arrive, not by the declared size: a peer that claims
-	// 100 MiB and sends nothing must not make us allocate 100 MiB.
-	buf = buf[:0]
-	for len(buf) < int(n) {
-		next := min(int(n), max(2*len(buf), frameChunk))
-		if cap(buf) < next {
-			grown := make([]byte, len(buf), next)
-			copy(grown, buf)
-			buf = grown
-		}
-		if _, err := io.ReadFull(r, buf[len(buf):next]); err != nil {
-			return buf, err
-		}
-		buf = buf[:next]
-	}
-	return buf, nil
+	return readBody(r, buf, n)
 }
 
-// frameChunk is the first read of a frame larger than the buffer.
-const frameChunk = 64 << 10
+// frameSize is the size a frame's first four bytes declare, refused
+// outside [8, limit].
+func frameSize(size [4]byte, limit int32) (int32, error) {
+	n := int32(binary.BigEndian.Uint32(size[:]))
+	if n < 8 || n > limit {
+		return 0, fmt.Errorf("%w: frame size %d outside [8, %d]", ErrFrame, n, limit)
+	}
+	return n, nil
+}
+
+// readBody reads the n bytes of a frame's body into buf, or into a new
+// buffer of exactly n bytes when buf is smaller: the bytes were reserved
+// from the request memory before (requestMemory), so one allocation of
+// the declared size is within the budget, and a body grown step by step
+// would leave its smaller copies behind as garbage.
+func readBody(r io.Reader, buf []byte, n int32) ([]byte, error) {
+	buf = frameBuffer(buf, n)
+	_, err := io.ReadFull(r, buf)
+	return buf, err
+}
+
+// frameBuffer is buf with length n, or a new buffer of n bytes when buf
+// is smaller.
+func frameBuffer(buf []byte, n int32) []byte {
+	if cap(buf) < int(n) {
+		return make([]byte, n)
+	}
+	return buf[:n]
+}
 
 // parseHeader splits a request frame into its header and body. flexible
 // reports whether the header carries tagged fields, which depends on the

@@ -31,7 +31,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -78,33 +77,26 @@ func (c *conn) authenticating() bool {
 }
 
 // readRequest reads the next frame: a request, or a raw token after
-// SaslHandshake v0.
-func (c *conn) readRequest() error {
-	var err error
+// SaslHandshake v0 (request_read.go bounds its memory and its time).
+func (c *conn) readRequest(ctx context.Context) error {
 	switch {
 	case !c.authenticating():
-		c.frame, err = readFrame(c.nc, c.frame, c.server.cfg.MaxRequestBytes)
+		return c.readSized(ctx, func(size [4]byte) (int32, error) { return frameSize(size, c.server.cfg.MaxRequestBytes) })
 	case c.sasl.rawTokens:
-		c.frame, err = readToken(c.nc, c.frame)
+		return c.readSized(ctx, tokenSize)
 	default:
-		c.frame, err = readFrame(c.nc, c.frame, saslReceiveBytesMax)
+		return c.readSized(ctx, func(size [4]byte) (int32, error) { return frameSize(size, saslReceiveBytesMax) })
 	}
-	return err
 }
 
-// readToken reads one raw size-prefixed SASL token.
-func readToken(r io.Reader, buf []byte) ([]byte, error) {
-	var size [4]byte
-	if _, err := io.ReadFull(r, size[:]); err != nil {
-		return buf, err
-	}
+// tokenSize is the size of a raw SASL token, refused outside [0,
+// saslReceiveBytesMax].
+func tokenSize(size [4]byte) (int32, error) {
 	n := int32(binary.BigEndian.Uint32(size[:]))
 	if n < 0 || n > saslReceiveBytesMax {
-		return buf, fmt.Errorf("%w: SASL token size %d outside [0, %d]", errSASL, n, saslReceiveBytesMax)
+		return 0, fmt.Errorf("%w: SASL token size %d outside [0, %d]", errSASL, n, saslReceiveBytesMax)
 	}
-	buf = append(buf[:0], make([]byte, n)...)
-	_, err := io.ReadFull(r, buf)
-	return buf, err
+	return n, nil
 }
 
 // authenticate serves one frame of a connection that is not yet

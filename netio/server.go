@@ -24,8 +24,26 @@ type Config struct {
 	Logger  *slog.Logger
 	// MaxRequestBytes bounds one request frame (socket.request.max.bytes).
 	MaxRequestBytes int32
-	// MaxConnections bounds concurrent client connections.
+	// MaxConnections bounds concurrent client connections
+	// (max.connections); 0: 4096.
 	MaxConnections int
+	// MaxConnectionsPerIP bounds the connections from one IP address
+	// (max.connections.per.ip); 0: DefaultMaxConnectionsPerIP; negative:
+	// none from an address without an override (Kafka's 0).
+	MaxConnectionsPerIP int
+	// MaxConnectionsPerIPOverrides is max.connections.per.ip.overrides by
+	// IP address (ParseMaxConnectionsPerIPOverrides).
+	MaxConnectionsPerIPOverrides map[string]int
+	// ConnectionsMaxIdle closes a connection that sends no request for
+	// that long (connections.max.idle.ms); 0: 10 minutes; negative: never.
+	ConnectionsMaxIdle time.Duration
+	// FrameReadTimeout bounds reading a request once its first byte has
+	// arrived; 0: DefaultFrameReadTimeout.
+	FrameReadTimeout time.Duration
+	// QueuedMaxRequestBytes bounds the request bytes held in memory at
+	// once, node-wide (queued.max.request.bytes; request_memory.go); 0:
+	// DefaultQueuedMaxRequestBytes.
+	QueuedMaxRequestBytes int64
 	// NoAutoCreateTopics stops Metadata from creating the topics it names
 	// (auto.create.topics.enable=false).
 	NoAutoCreateTopics bool
@@ -41,10 +59,31 @@ type Config struct {
 	Authorizer *acl.Authorizer
 }
 
-const (
-	defaultMaxRequestBytes = 100 << 20
-	defaultMaxConnections  = 4096
-)
+// DefaultMaxRequestBytes is socket.request.max.bytes when unset, as Kafka's.
+const DefaultMaxRequestBytes = 100 << 20
+
+// WithDefaults is cfg with its zero limits at their defaults.
+func (cfg Config) WithDefaults() Config {
+	if cfg.MaxRequestBytes <= 0 {
+		cfg.MaxRequestBytes = DefaultMaxRequestBytes
+	}
+	if cfg.MaxConnections <= 0 {
+		cfg.MaxConnections = defaultMaxConnections
+	}
+	if cfg.MaxConnectionsPerIP == 0 {
+		cfg.MaxConnectionsPerIP = DefaultMaxConnectionsPerIP
+	}
+	if cfg.ConnectionsMaxIdle == 0 {
+		cfg.ConnectionsMaxIdle = DefaultConnectionsMaxIdle
+	}
+	if cfg.FrameReadTimeout <= 0 {
+		cfg.FrameReadTimeout = DefaultFrameReadTimeout
+	}
+	if cfg.QueuedMaxRequestBytes <= 0 {
+		cfg.QueuedMaxRequestBytes = DefaultQueuedMaxRequestBytes
+	}
+	return cfg
+}
 
 // Server serves the Kafka protocol on listeners. Each connection is one
 // goroutine that reads a request, handles it and writes its response
@@ -61,23 +100,22 @@ type Server struct {
 	// principal, as TLS or SASL will.
 	principalOf func(net.Conn) auth.Principal
 
-	// closeLog rate-limits the "closing connection" lines (logsafe.go).
-	closeLog *logLimiter
+	// closeLog rate-limits the "closing connection" lines (logsafe.go),
+	// refuseLog the refused connections'.
+	closeLog, refuseLog *logLimiter
+	connMetrics         connectionMetrics
+	memory              *requestMemory // queued.max.request.bytes
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{} // bounded by MaxConnections
+	perIP  map[string]int     // open connections by client IP address
 	closed bool
 	wg     sync.WaitGroup // one per connection goroutine
 }
 
 // NewServer returns a server for cfg.Backend.
 func NewServer(cfg Config) *Server {
-	if cfg.MaxRequestBytes <= 0 {
-		cfg.MaxRequestBytes = defaultMaxRequestBytes
-	}
-	if cfg.MaxConnections <= 0 {
-		cfg.MaxConnections = defaultMaxConnections
-	}
+	cfg = cfg.WithDefaults()
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -85,8 +123,14 @@ func NewServer(cfg Config) *Server {
 	if err != nil {
 		cfg.Logger.Warn("authentication metrics not registered", "error", err)
 	}
-	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{},
-		authz: newAuthorizationMetrics(cfg.Metrics), closeLog: newLogLimiter(time.Now, closeLogWindow, closeLogBurst)}
+	connMetrics, err := newConnectionMetrics(cfg.Metrics)
+	if err != nil {
+		cfg.Logger.Warn("connection metrics not registered", "error", err)
+	}
+	return &Server{cfg: cfg, backend: cfg.Backend, log: cfg.Logger, sessions: newFetchSessions(), metrics: metrics, conns: map[*conn]struct{}{}, perIP: map[string]int{},
+		authz: newAuthorizationMetrics(cfg.Metrics), closeLog: newLogLimiter(time.Now, closeLogWindow, closeLogBurst),
+		refuseLog: newLogLimiter(time.Now, closeLogWindow, closeLogBurst), connMetrics: connMetrics,
+		memory: newRequestMemory(cfg.QueuedMaxRequestBytes, connMetrics.queuedBytes.Set)}
 }
 
 // Serve serves a PLAINTEXT listener on ln (ServeListener).
@@ -112,14 +156,16 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 			break
 		}
 		secured := l.wrap(nc)
-		c := &conn{server: s, listener: &l, nc: secured, w: bufio.NewWriterSize(secured, 64<<10), principal: auth.Anonymous, clientHost: remoteHost(nc)}
-		if s.principalOf != nil {
-			c.principal = s.principalOf(nc)
-		}
-		if !s.track(c) {
-			s.log.Warn("refusing connection: too many", "remote", nc.RemoteAddr(), "max", s.cfg.MaxConnections)
+		c := &conn{server: s, listener: &l, nc: secured, principal: auth.Anonymous, clientHost: remoteHost(nc)}
+		if reason, limit := s.track(c); reason != "" {
+			s.connMetrics.refused.WithLabelValues(l.Name, reason).Inc()
+			s.refuseLog.log(s.log, "refusing connection", "remote", nc.RemoteAddr().String(), "listener", l.Name, "reason", reason, "max", limit)
 			nc.Close()
 			continue
+		}
+		c.w = bufio.NewWriterSize(secured, writeBufferBytes)
+		if s.principalOf != nil {
+			c.principal = s.principalOf(nc)
 		}
 		s.wg.Add(1)
 		go func() {
@@ -141,21 +187,41 @@ func (s *Server) ServeListener(ctx context.Context, ln net.Listener, l Listener)
 	return fmt.Errorf("netio: accept: %w", err)
 }
 
-func (s *Server) track(c *conn) bool {
+// track admits c, or says why not (a refusal reason and the limit it
+// met): the node has max.connections, or c's address its
+// max.connections.per.ip (or its override).
+func (s *Server) track(c *conn) (reason string, limit int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.conns) >= s.cfg.MaxConnections {
-		return false
+	if s.closed {
+		return refusedShutdown, 0
+	}
+	if len(s.conns) >= s.cfg.MaxConnections {
+		return refusedMaxConnections, s.cfg.MaxConnections
+	}
+	perIP, ok := s.cfg.MaxConnectionsPerIPOverrides[c.clientHost]
+	if !ok {
+		perIP = max(s.cfg.MaxConnectionsPerIP, 0)
+	}
+	if s.perIP[c.clientHost] >= perIP {
+		return refusedPerIP, perIP
 	}
 	s.conns[c] = struct{}{}
-	return true
+	s.perIP[c.clientHost]++
+	s.connMetrics.open.WithLabelValues(c.listener.Name).Inc()
+	return "", 0
 }
 
 func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
+	if s.perIP[c.clientHost]--; s.perIP[c.clientHost] <= 0 {
+		delete(s.perIP, c.clientHost)
+	}
+	s.connMetrics.open.WithLabelValues(c.listener.Name).Dec()
 	s.mu.Unlock()
 	c.nc.Close()
+	c.requestDone()
 	s.sessions.forgetConn(c)
 }
 
@@ -177,7 +243,8 @@ type conn struct {
 	listener *Listener
 	nc       net.Conn
 	w        *bufio.Writer
-	frame    []byte // the last request frame, reused
+	frame    []byte // the request frame being served
+	own      []byte // the connection's frame buffer, for frames up to keptBufferBytes
 	out      []byte // the response being encoded, reused
 
 	// principal is who the client is: auth.Anonymous until a TLS client
@@ -185,6 +252,8 @@ type conn struct {
 	// client's IP address, as ACLs name hosts.
 	principal  auth.Principal
 	clientHost string
+	reserved   int64       // the request memory the frame being served holds
+	large      bool        // frame is a buffer of the request memory's
 	sasl       saslSession // a SASL listener's authentication
 	requestKey int16       // the API key being served, for the denial metrics
 }
@@ -200,7 +269,11 @@ func (c *conn) serve(ctx context.Context) {
 		return
 	}
 	for {
-		if err := c.readRequest(); err != nil {
+		if err := c.readRequest(ctx); err != nil {
+			if errors.Is(err, errIdle) {
+				c.server.connMetrics.idleClosed.WithLabelValues(c.listener.Name).Inc()
+				return
+			}
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && ctx.Err() == nil {
 				c.server.closeLog.log(log, "closing connection", "reason", clip(err.Error(), reasonMaxBytes))
 			}
@@ -218,22 +291,13 @@ func (c *conn) serve(ctx context.Context) {
 		}
 		// A connection keeps small buffers between requests; a large
 		// produce or response should not pin its size for the
-		// connection's lifetime.
-		if cap(c.frame) > keptBufferBytes {
-			c.frame = nil
-		}
-		if cap(c.out) > keptBufferBytes {
-			c.out = nil
-		}
+		// connection's lifetime, nor its bytes the request memory.
+		c.requestDone()
 	}
 }
 
 // writeTimeout bounds writing one response to a client.
 const writeTimeout = 60 * time.Second
-
-// keptBufferBytes is the largest request or response buffer a
-// connection keeps for the next request.
-const keptBufferBytes = 1 << 20
 
 // handle parses, serves and answers one request frame. An error closes
 // the connection.

@@ -72,8 +72,13 @@ func runServe(args []string) error {
 	if err != nil {
 		return err
 	}
+	limits, err := takeConnectionProperties(file.props)
+	if err != nil {
+		return err
+	}
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir}
+		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir,
+		LogDirReserveBytes: file.logDirReserveBytes}
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}
@@ -87,6 +92,8 @@ func runServe(args []string) error {
 	}
 	tuneGC()
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	_, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
+	boundMemory(limits, logger, goMemLimitSet)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -123,8 +130,9 @@ func runServe(args []string) error {
 			return err
 		}
 	}
-	server := netio.NewServer(netio.Config{Backend: node, Logger: logger, NoAutoCreateTopics: nodeConfig.AutoCreateTopicsDisable,
-		ScramCredentials: node.ScramCredentials(), Authorizer: node.Authorizer(), Metrics: node.Metrics()})
+	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, nodeConfig.AutoCreateTopicsDisable
+	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
+	server := netio.NewServer(limits)
 	serveErrs := make(chan error, len(bound))
 	serveCtx, stopServing := context.WithCancel(ctx)
 	defer stopServing()
@@ -269,6 +277,7 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, logDirLine(node.LogDirSpace()))
 		if err := writeStatus(w, node.Cluster(), node.MirrorReports(), node.OfflineLogs()...); err != nil {
 			logger.Info("status page not written", "error", err)
 		}

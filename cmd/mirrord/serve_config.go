@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mirrord/mirrord/engine"
@@ -27,6 +28,9 @@ type serveFile struct {
 	// mirrorConfigFilesDir is mirror.config.files.dir: the directory the
 	// ssl.*.location files of mirror configs must lie in; "" anywhere.
 	mirrorConfigFilesDir string
+	// logDirReserveBytes is log.dir.reserve.bytes (mirrord's own; 0: the
+	// default, broker.Config.LogDirReserveBytes; "0" in the file: none).
+	logDirReserveBytes int64
 }
 
 // readServeConfig reads a server.properties and overlays the flags set on
@@ -55,6 +59,17 @@ func readServeConfig(path string, flags *flag.FlagSet) (serveFile, error) {
 	if dir, ok := props["mirror.config.files.dir"]; ok {
 		f.mirrorConfigFilesDir = strings.TrimSpace(dir)
 		delete(props, "mirror.config.files.dir")
+	}
+	if value, ok := props["log.dir.reserve.bytes"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil || n < 0 {
+			return f, fmt.Errorf("serve: --config: log.dir.reserve.bytes %q: want a number of bytes >= 0", value)
+		}
+		f.logDirReserveBytes = n
+		if n == 0 {
+			f.logDirReserveBytes = -1 // none
+		}
+		delete(props, "log.dir.reserve.bytes")
 	}
 	names := engine.ServerPropertyNames()
 	flags.Visit(func(fl *flag.Flag) {

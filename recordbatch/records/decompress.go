@@ -191,7 +191,7 @@ func decompressSnappy(dst, src []byte, limit int) ([]byte, error) {
 	if isXerial(src) {
 		return decompressXerial(dst, src[xerialHeaderSize:], limit)
 	}
-	n, err := s2.DecodedLen(src)
+	n, err := snappyDecodedLen(src)
 	if err != nil {
 		return nil, err
 	}
@@ -214,7 +214,7 @@ func decompressXerial(dst, blocks []byte, limit int) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		n, err := s2.DecodedLen(block)
+		n, err := snappyDecodedLen(block)
 		if err != nil {
 			return nil, err
 		}

@@ -1,7 +1,7 @@
 // Package records decodes and validates the records inside a v2 record
 // batch, the part that package recordbatch never touches. The broker uses
 // it in three places: Produce validation (Validate, after Kafka's
-// LogValidator for magic 2), ListOffsets by timestamp (FirstAtOrAfter), and
+// LogValidator for magic 2, streaming), ListOffsets by timestamp (FirstAtOrAfter), and
 // reading a transaction marker (ControlType). It does no I/O and starts no
 // goroutines.
 //
@@ -56,6 +56,21 @@
 // fails with ErrTooLarge, naming the batch, after decoding at most a small
 // multiple of the limit. Decoders and scratch buffers are pooled, so that
 // validating a batch allocates nothing once the pools are warm.
+//
+// Memory does not grow with what a batch decompresses to. Validate and
+// FirstAtOrAfter read the records as the codec produces them, through a
+// 64 KiB window (sectionReader), skipping keys and values: a validation
+// holds the window and its codec's state, which is bounded whatever a
+// header declares: gzip a 32 KiB window; lz4 a frame's blocks, at most
+// 4 MiB by the format; zstd a window of at most ZstdWindowMax (8 MiB, a
+// frame declaring more is ErrTooLarge); snappy-java's xerial blocks up
+// to 64 KiB in the stream's own buffer. What cannot stream - a raw snappy
+// block (decoded whole, and refused when it declares more than snappy's
+// 64/3 expansion of its size) or a xerial block over 64 KiB, and
+// Recompress (three times the section's size) - is paid for from one
+// node-wide DecompressBudget (128 MiB), waiting its turn when it is
+// spent. Decompress itself still returns the section whole: callers
+// bound how many run at once (the log cleaner's threads).
 //
 // Errors name the batch by base offset and the record by index and byte
 // position in the records section. A malformed batch wraps

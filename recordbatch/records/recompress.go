@@ -30,7 +30,7 @@ var ErrNegativeTimestamp = errors.New("records: invalid negative timestamp")
 //     largest (-1 when none has one), or logAppendTime when that is not
 //     -1: then the batch is marked LogAppendTime (attributes bit 3).
 //
-// b must be a valid batch (ValidateProduce). scratch supplies capacity
+// Memory: see DecompressBudget. b must be a valid batch (ValidateProduce). scratch supplies capacity
 // for the uncompressed records and is returned for reuse. Errors wrap
 // recordbatch.ErrCorrupt, ErrTooLarge (past limit, see Decompress) or
 // ErrNegativeTimestamp.
@@ -41,6 +41,14 @@ func Recompress(dst, scratch []byte, b recordbatch.Batch, to Compression, logApp
 	h := recordbatch.Header{Codec: to.Codec, LeaderEpoch: b.LeaderEpoch(), Transactional: b.Transactional(),
 		ProducerID: b.ProducerID(), ProducerEpoch: b.ProducerEpoch(), BaseSequence: b.BaseSequence(),
 		BaseTimestamp: noTimestamp, MaxTimestamp: noTimestamp}
+	// Recompress holds the records decompressed, rewritten and compressed
+	// at once: it measures them first, streaming, and takes three times
+	// their size from the node's DecompressBudget.
+	size, err := sectionSize(b, limit)
+	if err != nil {
+		return dst, scratch, err
+	}
+	defer decompressed.release(decompressed.acquire(3 * int64(size)))
 	section := scratch[:0]
 	err = withRecords(b, limit, func(in []byte) error {
 		var rewriteErr error

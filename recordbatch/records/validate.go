@@ -107,43 +107,59 @@ func ValidateProduce(b recordbatch.Batch, limit int, check *TimestampCheck, refu
 	if b.Control() && count != 1 {
 		return refused, corrupt(b, "control batch with %d records, want 1", count)
 	}
-	err := withRecords(b, limit, func(section []byte) error {
-		var err error
-		refused, err = validateSection(b, section, count, check, refused)
-		return err
-	})
-	return refused, err
+	r := openSection(b, limit)
+	defer r.close()
+	given := len(refused)
+	refused, err := validateRecords(r, count, check, refused)
+	if err != nil {
+		return refused[:given], err
+	}
+	return refused, nil
 }
 
-func validateSection(b recordbatch.Batch, section []byte, count int32, check *TimestampCheck, refused []RecordError) ([]RecordError, error) {
-	it := NewIter(section)
+// validateRecords walks the count records of r as Validate says,
+// streaming, and then the rest of the section.
+func validateRecords(r *sectionReader, count int32, check *TimestampCheck, refused []RecordError) ([]RecordError, error) {
+	b := r.b
 	for i := range count {
-		if !it.Next() {
-			if err := it.Err(); err != nil {
-				return refused, fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+		if !r.next() {
+			if _, err := r.finish(); err != nil {
+				return refused, err
 			}
 			return refused, corrupt(b, "%d records, header counts %d", i, count)
 		}
-		record := it.Record()
-		if record.OffsetDelta != i {
-			return refused, corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, it.Position(), record.OffsetDelta, i)
+		record := &r.record
+		if record.offsetDelta != i {
+			end := r.position
+			if _, err := r.finish(); err != nil {
+				return refused, err
+			}
+			return refused, corrupt(b, "record %d at byte %d has offset delta %d, want %d", i, end, record.offsetDelta, i)
 		}
 		if b.Control() {
-			if _, err := controlType(b, record.Key, false); err != nil {
+			if _, err := controlType(b, record.keyLength, record.key, false); err != nil {
+				if _, drainErr := r.finish(); drainErr != nil {
+					return refused, drainErr
+				}
 				return refused, err
 			}
 		}
 		if check != nil {
-			if check.CompactedPartition != "" && record.Key == nil {
+			if check.CompactedPartition != "" && record.keyNull {
 				refused = append(refused, RecordError{Index: i,
 					Message: fmt.Sprintf("Compacted topic cannot accept message without key in topic partition %s.", check.CompactedPartition)})
-			} else if message := check.refuse(b, record); message != "" {
+			} else if message := check.refuse(b, record.timestampDelta, record.offsetDelta, record.keyLength, record.valueLength); message != "" {
 				refused = append(refused, RecordError{Index: i, Message: message, Timestamp: true})
 			}
 		}
 	}
-	if it.Position() != len(section) {
-		return refused, corrupt(b, "%d bytes after the %d records the header counts", len(section)-it.Position(), count)
+	end := r.position
+	length, err := r.finish()
+	if err != nil {
+		return refused, err
+	}
+	if end != length {
+		return refused, corrupt(b, "%d bytes after the %d records the header counts", length-end, count)
 	}
 	return refused, nil
 }
@@ -152,12 +168,12 @@ func validateSection(b recordbatch.Batch, section []byte, count int32, check *Ti
 // TimestampCheck). The record's timestamp is its batch's maxTimestamp in
 // a LogAppendTime batch, as Kafka reads it; its offset is the batch's
 // base offset plus its delta, as sent.
-func (c *TimestampCheck) refuse(b recordbatch.Batch, record Record) string {
-	timestamp := b.BaseTimestamp() + record.TimestampDelta
+func (c *TimestampCheck) refuse(b recordbatch.Batch, timestampDelta int64, offsetDelta int32, keyLength, valueLength int) string {
+	timestamp := b.BaseTimestamp() + timestampDelta
 	if b.LogAppendTime() {
 		timestamp = b.MaxTimestamp()
 	}
-	offset := int64(b.BaseOffset()) + int64(record.OffsetDelta)
+	offset := int64(b.BaseOffset()) + int64(offsetDelta)
 	if !c.LogAppendTime && timestamp != noTimestamp {
 		if difference := c.Now - timestamp; difference > c.BeforeMax || -difference > c.AfterMax {
 			return fmt.Sprintf("Timestamp %d of message with offset %d is out of range. The timestamp should be within [%d, %d]",
@@ -167,7 +183,7 @@ func (c *TimestampCheck) refuse(b recordbatch.Batch, record Record) string {
 	}
 	if b.LogAppendTime() {
 		return fmt.Sprintf("Invalid timestamp type in message DefaultRecord(offset=%d, timestamp=%d, key=%d bytes, value=%d bytes). Producer should not set timestamp type to LogAppendTime.",
-			offset, timestamp, len(record.Key), len(record.Value))
+			offset, timestamp, keyLength, valueLength)
 	}
 	return ""
 }
@@ -175,11 +191,12 @@ func (c *TimestampCheck) refuse(b recordbatch.Batch, record Record) string {
 // noTimestamp is a record without a timestamp (RecordBatch.NO_TIMESTAMP).
 const noTimestamp = -1
 
-// controlType reads a control record key: version 0, and type abort or
-// commit unless anyType.
-func controlType(b recordbatch.Batch, key []byte, anyType bool) (int16, error) {
-	if len(key) != controlKeySize {
-		return 0, corrupt(b, "control record key of %d bytes, want %d", len(key), controlKeySize)
+// controlType reads a control record key of keyLength bytes: version 0,
+// and type abort or commit unless anyType. key holds its bytes when
+// keyLength is controlKeySize.
+func controlType(b recordbatch.Batch, keyLength int, key []byte, anyType bool) (int16, error) {
+	if keyLength != controlKeySize || len(key) != controlKeySize {
+		return 0, corrupt(b, "control record key of %d bytes, want %d", keyLength, controlKeySize)
 	}
 	version := int16(binary.BigEndian.Uint16(key))
 	kind := int16(binary.BigEndian.Uint16(key[2:]))
@@ -243,7 +260,8 @@ func controlRecordType(b recordbatch.Batch) (int16, error) {
 			return corrupt(b, "%d bytes after the control record", len(section)-it.Position())
 		}
 		var err error
-		kind, err = controlType(b, it.Record().Key, true)
+		key := it.Record().Key
+		kind, err = controlType(b, len(key), key, true)
 		return err
 	})
 	return kind, err
@@ -257,9 +275,10 @@ func controlRecordType(b recordbatch.Batch) (int16, error) {
 // Like Kafka it skips a batch whose maxTimestamp is below timestamp
 // without reading its records. found is false when no record qualifies.
 //
-// It reads records only up to the one it returns, checking that they
-// parse but not their count or offset deltas, so it works on batches
-// compaction has thinned. Errors are those of Validate.
+// It reads records only up to the one it returns, streaming (as
+// Validate), checking that they parse but not their count or offset
+// deltas, so it works on batches compaction has thinned. Errors are those
+// of Validate; what follows the record it returns is not read.
 func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, from recordbatch.Offset, limit int) (offset recordbatch.Offset, recordTimestamp int64, found bool, err error) {
 	if err := checkFraming(b); err != nil {
 		return 0, 0, false, err
@@ -267,24 +286,21 @@ func FirstAtOrAfter(b recordbatch.Batch, timestamp int64, from recordbatch.Offse
 	if b.MaxTimestamp() < timestamp || b.RecordCount() <= 0 {
 		return 0, 0, false, nil
 	}
-	err = withRecords(b, limit, func(section []byte) error {
-		it := NewIter(section)
-		for it.Next() {
-			record := it.Record()
-			recordTimestamp = b.BaseTimestamp() + record.TimestampDelta
-			if b.LogAppendTime() {
-				recordTimestamp = b.MaxTimestamp()
-			}
-			if recordOffset := b.BaseOffset() + recordbatch.Offset(record.OffsetDelta); recordTimestamp >= timestamp && recordOffset >= from {
-				offset, found = recordOffset, true
-				return nil
-			}
+	r := openSection(b, limit)
+	defer r.close()
+	for r.next() {
+		recordTimestamp = b.BaseTimestamp() + r.record.timestampDelta
+		if b.LogAppendTime() {
+			recordTimestamp = b.MaxTimestamp()
 		}
-		if err := it.Err(); err != nil {
-			return fmt.Errorf("records: base offset %d: %w", b.BaseOffset(), err)
+		if recordOffset := b.BaseOffset() + recordbatch.Offset(r.record.offsetDelta); recordTimestamp >= timestamp && recordOffset >= from {
+			offset, found = recordOffset, true
+			break
 		}
-		return nil
-	})
+	}
+	if !found {
+		_, err = r.finish()
+	}
 	if err != nil || !found {
 		return 0, 0, false, err
 	}
