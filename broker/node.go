@@ -428,7 +428,7 @@ func (n *Node) Partition(topicName string, index int32) (netio.Partition, error)
 
 // LocalPartition is one partition of the node, or
 // kerr.UnknownTopicOrPartition, or the error of an offline partition
-// (ErrPartitionOffline, kerr.KafkaStorageError).
+// (ErrPartitionOffline, netio.ErrStorage).
 func (n *Node) LocalPartition(topicName string, index int32) (*Partition, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()

@@ -26,7 +26,7 @@ import (
 // directory's failed/ folder.
 
 // ErrPartitionOffline marks the error of a partition whose log could not
-// be opened; it also wraps kerr.KafkaStorageError and the cause.
+// be opened; it also wraps netio.ErrStorage and the cause.
 var ErrPartitionOffline = errors.New("broker: partition offline")
 
 // OfflinePartition is a partition that is offline and why.
@@ -37,9 +37,8 @@ type OfflinePartition struct {
 }
 
 // offlineError is what an offline partition answers: its text is the
-// partition and the cause; it wraps ErrPartitionOffline,
-// kerr.KafkaStorageError (the code the network edge answers) and the
-// cause.
+// partition and the cause; it wraps ErrPartitionOffline, netio.ErrStorage
+// (the network edge answers KAFKA_STORAGE_ERROR) and the cause.
 type offlineError struct {
 	tp    logstore.TopicPartition
 	cause error
@@ -47,7 +46,7 @@ type offlineError struct {
 
 func (e *offlineError) Error() string { return fmt.Sprintf("broker: %s is offline: %v", e.tp, e.cause) }
 func (e *offlineError) Unwrap() []error {
-	return []error{ErrPartitionOffline, kerr.KafkaStorageError, e.cause}
+	return []error{ErrPartitionOffline, netio.ErrStorage, e.cause}
 }
 
 // newOfflinePartition is a partition of the node whose log could not be
@@ -66,7 +65,7 @@ func (p *Partition) takeOffline(cause error) {
 }
 
 // Offline is nil for a partition that serves, or the error (wrapping
-// ErrPartitionOffline, kerr.KafkaStorageError and the cause) of one whose
+// ErrPartitionOffline, netio.ErrStorage and the cause) of one whose
 // log could not be opened. Nothing may touch the log of an offline
 // partition.
 func (p *Partition) Offline() error {

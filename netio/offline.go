@@ -6,7 +6,7 @@ import (
 
 // OfflineLister is implemented by a Backend that can hold offline
 // partitions: partitions whose log could not be opened. Their Partition
-// calls return an error wrapping kerr.KafkaStorageError, so every API that
+// calls return an error wrapping ErrStorage, so every API that
 // names one answers KAFKA_STORAGE_ERROR and Metadata answers it as Kafka
 // answers the only replica in a failed log dir; DescribeClusterMirrors
 // lists them with their errors (mirrors --describe shows them first).
