@@ -59,22 +59,29 @@ func (p *Partition) Flush() error {
 // Topic is the partition's topic and index.
 func (p *Partition) Topic() logstore.TopicPartition { return p.tp }
 
-// The log, read.
-func (p *Partition) LogStartOffset() rb.Offset { return p.log.LogStartOffset() }
-func (p *Partition) LogEndOffset() rb.Offset   { return p.log.LogEndOffset() }
+// The log, read; -1 while the partition is offline (offline.go).
+func (p *Partition) LogStartOffset() rb.Offset { return offlineOr(p, -1, p.logStartOffset) }
+func (p *Partition) LogEndOffset() rb.Offset   { return offlineOr(p, -1, p.logEndOffset) }
+
+func (p *Partition) logStartOffset() rb.Offset { return p.log.LogStartOffset() }
+func (p *Partition) logEndOffset() rb.Offset   { return p.log.LogEndOffset() }
 
 // LatestEpoch is the latest epoch of the log's epoch cache (rb.NoEpoch
-// for none).
-func (p *Partition) LatestEpoch() rb.Epoch { return p.log.LatestEpoch() }
+// for none, or offline).
+func (p *Partition) LatestEpoch() rb.Epoch {
+	return offlineOr(p, rb.NoEpoch, func() rb.Epoch { return p.log.LatestEpoch() })
+}
 
 // HighWatermark is the partition's high watermark.
-func (p *Partition) HighWatermark() rb.Offset { return p.log.HighWatermark() }
+func (p *Partition) HighWatermark() rb.Offset {
+	return offlineOr(p, -1, func() rb.Offset { return p.log.HighWatermark() })
+}
 
 // CommittedLeaderEpoch is the leader epoch a consumer positioned at
 // offset commits: that of the record before it (rb.NoEpoch at the log's
 // first offset, or when the log holds no epoch for it).
 func (p *Partition) CommittedLeaderEpoch(offset rb.Offset) rb.Epoch {
-	if offset <= p.log.LogStartOffset() {
+	if p.Offline() != nil || offset <= p.log.LogStartOffset() {
 		return rb.NoEpoch
 	}
 	if e, ok := p.log.EpochForOffset(offset - 1); ok {

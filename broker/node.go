@@ -166,18 +166,45 @@ type topic struct {
 	settings  topicSettings
 }
 
+// openedPartition is a partition of the data directory as it opened:
+// its log, or why it is offline.
+type openedPartition struct {
+	logstore.PartitionInfo
+	log     *logstore.Log
+	offline error
+}
+
+// openedPartitions lists the directory's partitions, online and offline,
+// sorted by topic and partition.
+func openedPartitions(dir *logstore.Dir) []openedPartition {
+	var all []openedPartition
+	for _, info := range dir.List() {
+		log, _, _ := dir.Get(info.TopicPartition)
+		all = append(all, openedPartition{PartitionInfo: info, log: log})
+	}
+	for _, o := range dir.Offline() {
+		all = append(all, openedPartition{PartitionInfo: o.PartitionInfo, offline: o.Err})
+	}
+	sort.Slice(all, func(i, j int) bool { return compareTopicPartitions(all[i].TopicPartition, all[j].TopicPartition) < 0 })
+	return all
+}
+
 // dropUnfinishedPartition deletes a partition found past a missing one.
 // Partitions are created in parallel and acknowledged together, so a crash
 // can leave partition 5 of a creation without partition 4; such a
-// partition never held a record. One that did means the directory lost
-// data: an error.
-func dropUnfinishedPartition(dir *logstore.Dir, info logstore.PartitionInfo, log *logstore.Log, missing int) error {
-	if log.LogEndOffset() != 0 || log.LogStartOffset() != 0 {
-		return fmt.Errorf("broker: topic %s: partition %d holds offsets up to %d but partition %d is missing",
-			info.Topic, info.Partition, log.LogEndOffset(), missing)
+// partition never held a record. One that did, or one that cannot be
+// opened to tell, means the directory lost data: an error.
+func dropUnfinishedPartition(dir *logstore.Dir, e openedPartition, missing int) error {
+	if e.offline != nil {
+		return fmt.Errorf("broker: topic %s: partition %d cannot be opened (%w) and partition %d is missing",
+			e.Topic, e.Partition, e.offline, missing)
 	}
-	if err := dir.Delete(info.TopicPartition); err != nil {
-		return fmt.Errorf("broker: remove %s, left by a crash past missing partition %d: %w", info.TopicPartition, missing, err)
+	if e.log.LogEndOffset() != 0 || e.log.LogStartOffset() != 0 {
+		return fmt.Errorf("broker: topic %s: partition %d holds offsets up to %d but partition %d is missing",
+			e.Topic, e.Partition, e.log.LogEndOffset(), missing)
+	}
+	if err := dir.Delete(e.TopicPartition); err != nil {
+		return fmt.Errorf("broker: remove %s, left by a crash past missing partition %d: %w", e.TopicPartition, missing, err)
 	}
 	return nil
 }
@@ -209,15 +236,15 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		return nil, err
 	}
 	n.cluster = netio.ClusterInfo{ClusterID: dir.ClusterID(), NodeID: dir.NodeID(), Host: cfg.Host, Port: cfg.Port}
-	for _, info := range dir.List() {
-		log, _, _ := dir.Get(info.TopicPartition)
+	for _, e := range openedPartitions(dir) {
+		info := e.PartitionInfo
 		t := n.topics[info.Topic]
 		have := 0
 		if t != nil {
 			have = len(t.partitions)
 		}
 		if int(info.Partition) != have {
-			if err := dropUnfinishedPartition(dir, info, log, have); err != nil {
+			if err := dropUnfinishedPartition(dir, e, have); err != nil {
 				dir.Close()
 				return nil, err
 			}
@@ -227,11 +254,31 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 		}
 		if t == nil {
 			t = &topic{name: info.Topic, id: info.TopicID, internal: slices.Contains(cfg.InternalTopics, info.Topic), settings: n.nodeSettings()}
-			t.settings.log = log.Config() // an internal log's is its own
-			n.topics[info.Topic], n.byID[t.id] = t, t
+			if e.log != nil {
+				t.settings.log = e.log.Config() // an internal log's is its own
+			}
+			n.topics[info.Topic] = t
 		}
-		t.partitions = append(t.partitions, newPartition(n, info.TopicPartition, log, t.settings.limits))
+		if t.id == (rb.TopicID{}) { // its first partitions' partition.metadata could not be read
+			t.id = info.TopicID
+		}
+		if e.offline != nil {
+			if t.internal {
+				dir.Close()
+				return nil, fmt.Errorf("broker: internal topic %s cannot be opened: %w", info.Topic, e.offline)
+			}
+			n.log.Error("partition offline: its log cannot be opened; the node serves the others", "partition", info.TopicPartition.String(),
+				"error", e.offline)
+			t.partitions = append(t.partitions, newOfflinePartition(n, info.TopicPartition, e.offline, t.settings.limits))
+			continue
+		}
+		t.partitions = append(t.partitions, newPartition(n, info.TopicPartition, e.log, t.settings.limits))
 		t.partitions[len(t.partitions)-1].internal = t.internal
+	}
+	for _, t := range n.topics {
+		if t.id != (rb.TopicID{}) {
+			n.byID[t.id] = t
+		}
 	}
 	if err := n.loadTopicConfigs(); err != nil {
 		dir.Close()
@@ -380,13 +427,17 @@ func (n *Node) Partition(topicName string, index int32) (netio.Partition, error)
 }
 
 // LocalPartition is one partition of the node, or
-// kerr.UnknownTopicOrPartition.
+// kerr.UnknownTopicOrPartition, or the error of an offline partition
+// (ErrPartitionOffline, netio.ErrStorage).
 func (n *Node) LocalPartition(topicName string, index int32) (*Partition, error) {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	t, ok := n.topics[topicName]
 	if !ok || index < 0 || int(index) >= len(t.partitions) {
 		return nil, kerr.UnknownTopicOrPartition
+	}
+	if err := t.partitions[index].Offline(); err != nil {
+		return nil, err
 	}
 	return t.partitions[index], nil
 }
@@ -498,6 +549,11 @@ func (n *Node) EnsureTopic(_ context.Context, name string, id rb.TopicID, partit
 		t = &topic{name: name, id: id, settings: n.nodeSettings()}
 		n.topics[name], n.byID[id] = t, t
 		n.log.Info("created topic with a given ID", "topic", name, "id", id.String(), "partitions", partitions)
+	}
+	if t.id == (rb.TopicID{}) && len(online(t.partitions)) == 0 && n.byID[id] == nil {
+		// No partition.metadata of it could be read (all offline): the
+		// mirror names the ID, and RebuildPartition writes it.
+		t.id, n.byID[id] = id, t
 	}
 	if t.id != id {
 		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, t.id, id)

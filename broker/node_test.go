@@ -27,12 +27,18 @@ func startNode(t *testing.T, dir string) (*Node, string) {
 // the node before the test ends (it may be called twice).
 func serveNode(t *testing.T, dir string) (*Node, string, func()) {
 	t.Helper()
+	return serveNodeWith(t, dir, logstore.DefaultConfig())
+}
+
+// serveNodeWith is serveNode with a partition log configuration.
+func serveNodeWith(t *testing.T, dir string, logConfig logstore.Config) (*Node, string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	node, err := Open(Config{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port)}, nil)
+	node, err := Open(Config{FS: vfs.OS, DataDir: dir, Log: logConfig, Host: addr.IP.String(), Port: int32(addr.Port)}, nil)
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

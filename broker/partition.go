@@ -41,6 +41,9 @@ type Partition struct {
 	// timestamps are checked against.
 	limits atomic.Pointer[produceLimits]
 	now    func() time.Time
+	// offline holds the error of a partition whose log could not be
+	// opened (offline.go); log is not to be touched while it is set.
+	offline atomic.Pointer[error]
 
 	mu        sync.Mutex
 	changed   chan struct{} // closed and replaced when the offsets change
@@ -75,7 +78,7 @@ func (p *Partition) Changed() <-chan struct{} {
 }
 
 func (p *Partition) LeaderEpoch() rb.Epoch {
-	return max(p.log.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
+	return max(p.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
 }
 
 func (p *Partition) Offsets() netio.Offsets {

@@ -63,7 +63,7 @@ func (n *Node) applyRetention() int {
 	var partitions []*Partition
 	for _, t := range n.topics {
 		if !t.internal && t.settings.log.Cleanup.Delete() {
-			partitions = append(partitions, t.partitions...)
+			partitions = append(partitions, online(t.partitions)...)
 		}
 	}
 	n.mu.RUnlock()

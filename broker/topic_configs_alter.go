@@ -26,7 +26,7 @@ func (n *Node) nodeSettings() topicSettings {
 // apply makes overrides the topic's and their settings its partitions';
 // n.mu is held (or the node is not yet shared).
 func (t *topic) apply(overrides map[string]string, settings topicSettings, origin string) error {
-	for _, p := range t.partitions {
+	for _, p := range online(t.partitions) { // RebuildPartition gives an offline one the topic's
 		if err := p.log.SetConfig(settings.log); err != nil {
 			return fmt.Errorf("broker: topic %s: %w", t.name, err)
 		}

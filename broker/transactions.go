@@ -768,6 +768,10 @@ func (t *transactions) complete(m *txnMetadata) error {
 	var errs []error
 	for _, tp := range m.partitions {
 		p, err := t.node.LocalPartition(tp.Topic, tp.Partition)
+		if errors.Is(err, ErrPartitionOffline) {
+			errs = append(errs, err) // retried, as Kafka retries a marker on KAFKA_STORAGE_ERROR
+			continue
+		}
 		if err != nil {
 			continue // deleted: nowhere to write, as in Kafka
 		}
@@ -814,13 +818,14 @@ func (t *transactions) sortedIDs() []string {
 	return ids
 }
 
-// partitionsOf lists the node's partitions, sorted by topic and index.
+// partitionsOf lists the node's online partitions, sorted by topic and
+// index.
 func partitionsOf(n *Node) []*Partition {
 	n.mu.RLock()
 	defer n.mu.RUnlock()
 	var all []*Partition
 	for _, t := range n.topics {
-		all = append(all, t.partitions...)
+		all = append(all, online(t.partitions)...)
 	}
 	sort.Slice(all, func(i, j int) bool { return compareTopicPartitions(all[i].tp, all[j].tp) < 0 })
 	return all

@@ -164,7 +164,10 @@ func (t *transactions) recover() error {
 		p.log.SetHighWatermark(p.log.LogEndOffset())
 		p.mu.Unlock()
 		if err != nil {
-			return err
+			// Only this partition: it goes offline, the node opens.
+			t.log.Error("partition offline: its producer state cannot be replayed from its log", "partition", p.tp.String(), "error", err)
+			p.takeOffline(err)
+			continue
 		}
 		if report.inconsistent != nil {
 			t.log.Warn("producer state replayed from an inconsistent log", "partition", p.tp.String(), "error", report.inconsistent)
@@ -193,7 +196,7 @@ func (t *transactions) recover() error {
 			t.log.Warn("transaction not completed at open; the reaper retries", "transactional.id", id, "error", err)
 		}
 	}
-	return t.abortOrphans(partitions, owners)
+	return t.abortOrphans(online(partitions), owners)
 }
 
 // expired reports whether m's transaction has run past its timeout (as

@@ -137,7 +137,12 @@ func (a *mirrorAdmin) SetTopicsDesiredState(ctx context.Context, name string, ch
 	case netio.RecoverMirroring:
 		event = mirrorstate.Recover{}
 	}
-	if err := m.do(ctx, func(ctx context.Context) { m.step(ctx, m.topicEvents(matched, event)) }); err != nil {
+	if err := m.do(ctx, func(ctx context.Context) {
+		if change == netio.RecoverMirroring {
+			m.rebuildOffline(ctx, matched) // offline.go
+		}
+		m.step(ctx, m.topicEvents(matched, event))
+	}); err != nil {
 		return nil, err
 	}
 	m.refreshSoon() // partitions new to the mirror come with the metadata

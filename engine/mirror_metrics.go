@@ -119,7 +119,8 @@ func (n *Node) mirrorMetricsBuilt() *mirrorMetrics {
 				"Includes the broker's long-poll wait: a fetcher with nothing new to fetch shows about fetch.wait.max.ms.",
 			Buckets: fetchLatencyBuckets,
 		}, []string{"mirror", "source_broker"})
-		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n))
+		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n),
+			newOfflineCollector(n))
 	})
 	return mm
 }
@@ -259,7 +260,7 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load(), UncleanTruncations: mp.metrics.uncleanTruncations.Load()}
-	if hw >= 0 {
+	if hw >= 0 && leo >= 0 { // leo -1: the local log is offline
 		r.LagRecords = max(hw-leo, 0)
 		r.LagLowerBound = age < 0 || age > staleAfter
 	}

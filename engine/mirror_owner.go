@@ -206,6 +206,10 @@ func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionE
 func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Action) performed {
 	var r performed
 	emit := func(event mirrorstate.Event) { r.events = append(r.events, partitionEvent{mp, event}) }
+	if offline := offlineActions(mp, actions); offline != nil { // offline.go
+		emit(offline)
+		return r
+	}
 	for _, action := range actions {
 		switch a := action.(type) {
 		case mirrorstate.StartFetching:

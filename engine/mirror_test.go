@@ -187,12 +187,22 @@ func offsetAt(ctx context.Context, client *kgo.Client, leader int32, topic strin
 // every partition of topic, or fails at the deadline.
 func waitMirrored(t *testing.T, source, target *kgo.Client, topic string, partitions int32) {
 	t.Helper()
+	all := make([]int32, partitions)
+	for p := range all {
+		all[p] = int32(p)
+	}
+	waitMirroredPartitions(t, source, target, topic, all...)
+}
+
+// waitMirroredPartitions is waitMirrored for some partitions of topic.
+func waitMirroredPartitions(t *testing.T, source, target *kgo.Client, topic string, partitions ...int32) {
+	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	poll := time.NewTicker(50 * time.Millisecond)
 	defer poll.Stop()
 	for {
 		var differ string
-		for p := range partitions {
+		for _, p := range partitions {
 			want, wantID, wantHW := rawPartition(t, source, topic, p)
 			got, gotID, gotHW, err := fetchRaw(target, topic, p)
 			switch {

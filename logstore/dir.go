@@ -41,12 +41,30 @@ type PartitionInfo struct {
 
 type partition struct {
 	info PartitionInfo
-	log  *Log
+	log  *Log // nil while the partition is offline
+	// offline is why the log could not be opened (nil: online). The
+	// topic ID is zero when partition.metadata was what failed.
+	offline error
+}
+
+// OfflinePartition is a partition whose log could not be opened: the
+// rest of the directory serves, this partition answers nothing until
+// Rebuild replaces it (Kafka takes a replica in a failed log dir
+// offline the same way).
+type OfflinePartition struct {
+	PartitionInfo
+	// Path is the partition's directory; Err says what failed, naming
+	// the file.
+	Path string
+	Err  error
 }
 
 // Dir is a data directory: meta.properties (cluster.id, node.id) and one
 // directory per partition, named <topic>-<partition> as Kafka names them,
-// holding partition.metadata (the topic ID) and the log. Deleted
+// holding partition.metadata (the topic ID) and the log. A partition
+// whose partition.metadata or log cannot be opened is offline (Offline):
+// the rest of the directory opens. Rebuild moves such a partition aside,
+// to failed/<topic>-<partition>.<unix ms>, and starts it empty. Deleted
 // partitions are renamed to <name>.<random>-delete first, so a crash
 // mid-delete is finished at the next open.
 //
@@ -74,6 +92,9 @@ const (
 	maxTopicNameLength      = 249
 	defaultNodeID           = 1
 	partitionMetadataFormat = "version: 0\ntopic_id: %s\n"
+	// FailedDir is the data directory's folder of partition directories
+	// Rebuild moved aside, kept for the operator.
+	FailedDir = "failed"
 )
 
 // OpenDir opens (creating if needed) the data directory at dirPath and every
@@ -149,10 +170,7 @@ func (d *Dir) loadPartitions() error {
 			continue
 		}
 		data, ok, err := ReadFile(d.fs, path.Join(full, partitionMetadataName))
-		if err != nil {
-			return err
-		}
-		if !ok {
+		if err == nil && !ok {
 			// Create crashed before the partition existed: nothing in it
 			// was ever acknowledged.
 			if err := d.fs.RemoveAll(full); err != nil {
@@ -160,17 +178,28 @@ func (d *Dir) loadPartitions() error {
 			}
 			continue
 		}
-		id, err := decodePartitionMetadata(data)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %w", ErrCorrupt, path.Join(full, partitionMetadataName), err)
-		}
-		log, err := Open(d.fs, full, d.cfg)
-		if err != nil {
-			return err
-		}
-		d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
+		d.partitions[tp] = d.openPartition(tp, full, data, err)
 	}
 	return nil
+}
+
+// openPartition opens the log of one partition directory whose
+// partition.metadata read gave data and readErr. What fails takes this
+// partition offline, not the directory.
+func (d *Dir) openPartition(tp TopicPartition, full string, data []byte, readErr error) *partition {
+	p := &partition{info: PartitionInfo{TopicPartition: tp}}
+	if readErr != nil {
+		p.offline = fmt.Errorf("logstore: %s: %w", path.Join(full, partitionMetadataName), readErr)
+		return p
+	}
+	id, err := decodePartitionMetadata(data)
+	if err != nil {
+		p.offline = fmt.Errorf("%w: %s: %w", ErrCorrupt, path.Join(full, partitionMetadataName), err)
+		return p
+	}
+	p.info.TopicID = id
+	p.log, p.offline = Open(d.fs, full, d.cfg)
+	return p
 }
 
 func parsePartitionDirName(name string) (TopicPartition, bool) {
@@ -298,27 +327,97 @@ func (d *Dir) Get(tp TopicPartition) (*Log, PartitionInfo, bool) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	p, ok := d.partitions[tp]
-	if !ok {
+	if !ok || p.offline != nil {
 		return nil, PartitionInfo{}, false
 	}
 	return p.log, p.info, true
 }
 
-// List returns every partition, sorted by topic and partition.
+// List returns every online partition, sorted by topic and partition.
 func (d *Dir) List() []PartitionInfo {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	infos := make([]PartitionInfo, 0, len(d.partitions))
 	for _, p := range d.partitions {
-		infos = append(infos, p.info)
-	}
-	sort.Slice(infos, func(i, j int) bool {
-		if infos[i].Topic != infos[j].Topic {
-			return infos[i].Topic < infos[j].Topic
+		if p.offline == nil {
+			infos = append(infos, p.info)
 		}
-		return infos[i].Partition < infos[j].Partition
-	})
+	}
+	sortPartitions(infos, func(i int) TopicPartition { return infos[i].TopicPartition })
 	return infos
+}
+
+// Offline returns the partitions whose log could not be opened, sorted by
+// topic and partition.
+func (d *Dir) Offline() []OfflinePartition {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var offline []OfflinePartition
+	for _, p := range d.partitions {
+		if p.offline != nil {
+			offline = append(offline, OfflinePartition{PartitionInfo: p.info, Path: path.Join(d.path, p.info.String()), Err: p.offline})
+		}
+	}
+	sortPartitions(offline, func(i int) TopicPartition { return offline[i].TopicPartition })
+	return offline
+}
+
+func sortPartitions[T any](s []T, tp func(i int) TopicPartition) {
+	sort.Slice(s, func(i, j int) bool {
+		a, b := tp(i), tp(j)
+		if a.Topic != b.Topic {
+			return a.Topic < b.Topic
+		}
+		return a.Partition < b.Partition
+	})
+}
+
+// Rebuild replaces partition tp, online or offline, by an empty log of
+// topic ID id: its directory is moved aside to the failed folder (kept for
+// the operator, never deleted here) and a new one is created. It returns
+// the new log and where the old directory went. Durable when it returns.
+func (d *Dir) Rebuild(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed {
+		return nil, "", ErrClosed
+	}
+	p, ok := d.partitions[tp]
+	if !ok {
+		return nil, "", fmt.Errorf("%w: %s", ErrNotFound, tp)
+	}
+	if p.log != nil {
+		if err := p.log.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			return nil, "", err
+		}
+	}
+	delete(d.partitions, tp) // offline until the new log is made
+	failed := path.Join(d.path, FailedDir)
+	if err := d.fs.MkdirAll(failed); err != nil {
+		return nil, "", err
+	}
+	aside := path.Join(failed, fmt.Sprintf("%s.%d", tp, time.Now().UnixMilli()))
+	if err := d.fs.Rename(path.Join(d.path, tp.String()), aside); err != nil {
+		d.partitions[tp] = &partition{info: p.info, offline: fmt.Errorf("logstore: %s: move aside: %w", tp, err)}
+		return nil, "", err
+	}
+	if err := errors.Join(d.fs.SyncDir(failed), d.fs.SyncDir(d.path)); err != nil {
+		d.partitions[tp] = &partition{info: p.info, offline: fmt.Errorf("logstore: %s: moved to %s: %w", tp, aside, err)}
+		return nil, aside, err
+	}
+	log, err := d.createOne(tp, id, cfg)
+	if err == nil {
+		err = d.fs.SyncDir(d.path)
+	}
+	if err != nil {
+		if log != nil {
+			log.Close()
+		}
+		d.partitions[tp] = &partition{info: p.info, offline: fmt.Errorf("logstore: %s: moved to %s, recreate: %w", tp, aside, err)}
+		return nil, aside, err
+	}
+	d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
+	return log, aside, nil
 }
 
 // Delete closes and removes the partition tp. It is durable when it
@@ -331,8 +430,10 @@ func (d *Dir) Delete(tp TopicPartition) error {
 		return fmt.Errorf("%w: %s", ErrNotFound, tp)
 	}
 	delete(d.partitions, tp)
-	if err := p.log.Close(); err != nil && !errors.Is(err, ErrClosed) {
-		return err
+	if p.log != nil {
+		if err := p.log.Close(); err != nil && !errors.Is(err, ErrClosed) {
+			return err
+		}
 	}
 	full := path.Join(d.path, tp.String())
 	var suffix [8]byte
@@ -371,7 +472,9 @@ func (d *Dir) Close() error {
 func (d *Dir) closeLogs() error {
 	logs := make([]*Log, 0, len(d.partitions))
 	for _, p := range d.partitions {
-		logs = append(logs, p.log)
+		if p.log != nil {
+			logs = append(logs, p.log)
+		}
 	}
 	errs := make([]error, len(logs))
 	eachAtOnce(len(logs), func(i int) { errs[i] = logs[i].Close() })
@@ -417,7 +520,9 @@ func (d *Dir) flushEvery(interval time.Duration) {
 		d.mu.Lock()
 		logs := make([]*Log, 0, len(d.partitions))
 		for _, p := range d.partitions {
-			logs = append(logs, p.log)
+			if p.log != nil {
+				logs = append(logs, p.log)
+			}
 		}
 		d.mu.Unlock()
 		for _, log := range logs {

@@ -38,7 +38,8 @@ package mirrorwire
 //     0, ours), by topic ID and partition with an error code each.
 //     Upstream answers them inside Mirrors (by topic name, the maximum
 //     over the mirrors); an answer by ID cannot confuse a topic with a
-//     later one of the same name.
+//     later one of the same name. OfflinePartitions (tag 1, ours) lists
+//     the node's partitions whose log could not be opened.
 //   - Also mirrord's, as tagged fields (absent: unknown or none, so older
 //     clients read the same answer): a mirror carries
 //     SourceUnreachableSinceMillis (tag 0), SourceError (tag 1) and
@@ -512,6 +513,9 @@ type DescribeClusterMirrorsResponse struct {
 	Mirrors []DescribeClusterMirrorsMirror
 	// LastMirrorEpochs (tag 0, mirrord's) answers the lookups.
 	LastMirrorEpochs []DescribeClusterMirrorsEpochTopic
+	// OfflinePartitions (tag 1, mirrord's) are the node's partitions
+	// whose log could not be opened (offline.go), sorted.
+	OfflinePartitions []DescribeClusterMirrorsOfflinePartition
 }
 
 // DescribeClusterMirrorsMirror is one mirror described.
@@ -608,7 +612,7 @@ func (r *DescribeClusterMirrorsResponse) RequestKind() kmsg.Request {
 func (r *DescribeClusterMirrorsResponse) AppendTo(dst []byte) []byte {
 	dst = r.ErrorHead.appendTo(dst)
 	dst = appendArray(dst, r.Mirrors, appendDescribedMirror)
-	dst = kbin.AppendUvarint(dst, countTrue(len(r.LastMirrorEpochs) > 0))
+	dst = kbin.AppendUvarint(dst, countTrue(len(r.LastMirrorEpochs) > 0, len(r.OfflinePartitions) > 0))
 	if len(r.LastMirrorEpochs) > 0 {
 		dst = appendTag(dst, 0, func(dst []byte) []byte {
 			return appendArray(dst, r.LastMirrorEpochs, func(dst []byte, t *DescribeClusterMirrorsEpochTopic) []byte {
@@ -622,6 +626,11 @@ func (r *DescribeClusterMirrorsResponse) AppendTo(dst []byte) []byte {
 				})
 				return appendNoTags(dst)
 			})
+		})
+	}
+	if len(r.OfflinePartitions) > 0 {
+		dst = appendTag(dst, 1, func(dst []byte) []byte {
+			return appendArray(dst, r.OfflinePartitions, appendOfflinePartition)
 		})
 	}
 	return dst
@@ -684,10 +693,14 @@ func (r *DescribeClusterMirrorsResponse) ReadFrom(src []byte) error {
 	m.ErrorHead.read(&d)
 	m.Mirrors = readArray(&d, 12, readDescribedMirror)
 	d.tags(func(tag uint32, v *reader) bool {
-		if tag != 0 {
+		switch tag {
+		case 0:
+			m.LastMirrorEpochs = readArray(v, 18, readEpochTopic)
+		case 1:
+			m.OfflinePartitions = readArray(v, offlinePartitionBytesMin, readOfflinePartition)
+		default:
 			return false
 		}
-		m.LastMirrorEpochs = readArray(v, 18, readEpochTopic)
 		return true
 	})
 	*r = m

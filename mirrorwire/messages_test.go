@@ -87,6 +87,8 @@ func mirrorSamples() []mirrorMessage {
 			{MirrorName: "gone", ErrorCode: kerr.ResourceNotFound.Code, ErrorMessage: strPtr("no mirror gone"), SourceUnreachableSinceMillis: -1},
 		}, LastMirrorEpochs: []DescribeClusterMirrorsEpochTopic{
 			{TopicID: [16]byte{1, 2}, Partitions: []DescribeClusterMirrorsEpochPartition{{PartitionIndex: 0, LastMirrorEpoch: 4, LastMirrorOffset: 100}, {5, 3, -1, -1}}},
+		}, OfflinePartitions: []DescribeClusterMirrorsOfflinePartition{
+			{TopicName: "orders", PartitionIndex: 1, ErrorMessage: "logstore: corrupt: /data/orders-1/partition.metadata: ..."}, {TopicName: "pay"},
 		}},
 	}
 }

@@ -139,8 +139,10 @@ func metadataTopic(c *conn, req *kmsg.MetadataRequest, t TopicInfo) kmsg.Metadat
 		mp.Replicas, mp.ISR = []int32{node}, []int32{node}
 		if p, err := c.server.backend.Partition(t.Name, i); err == nil {
 			mp.LeaderEpoch = int32(p.LeaderEpoch())
-		} else {
-			mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
+		} else if mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError); mp.ErrorCode == kerr.KafkaStorageError.Code {
+			// An offline log: as Kafka's metadata for the only replica in
+			// a failed log dir (KRaftMetadataCache.getPartitionMetadata).
+			mp.ErrorCode, mp.Leader, mp.OfflineReplicas = kerr.LeaderNotAvailable.Code, -1, []int32{node}
 		}
 		mt.Partitions = append(mt.Partitions, mp)
 	}

@@ -276,7 +276,9 @@ func serveDescribeClusterMirrors(ctx context.Context, c *conn, _ RequestHeader, 
 	if err := lookUpLastMirrorEpochs(ctx, c, req, resp); err != nil {
 		resp.Mirrors, resp.LastMirrorEpochs = nil, nil
 		resp.ErrorHead = mirrorErrorAnswer(c, err)
+		return resp, nil
 	}
+	resp.OfflinePartitions = describedOffline(c)
 	return resp, nil
 }
 

@@ -162,8 +162,9 @@ func describeTopic(c *conn, name string, start, limit int32) (kmsg.DescribeTopic
 		sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
 		if p, err := backend.Partition(name, i); err == nil {
 			sp.LeaderEpoch = int32(p.LeaderEpoch())
-		} else {
-			sp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError)
+		} else if sp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError); sp.ErrorCode == kerr.KafkaStorageError.Code {
+			// An offline log: no leader, the node offline (as Kafka).
+			sp.ErrorCode, sp.LeaderID, sp.OfflineReplicas = 0, -1, []int32{node}
 		}
 		st.Partitions = append(st.Partitions, sp)
 	}

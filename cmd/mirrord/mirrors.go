@@ -559,6 +559,7 @@ type describedMirror struct {
 // describeOutput is the --describe --json document: the mirrors, and the
 // rows of the table (-1 for what the table prints as "-").
 type describeOutput struct {
+	Offline    []describedOffline   `json:"offlinePartitions,omitempty"` // offline.go; absent when none
 	Mirrors    []describedMirror    `json:"mirrors"`
 	Partitions []describedPartition `json:"partitions"`
 }
@@ -576,7 +577,7 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("describe: %w", err)
 	}
-	described := describeOutput{Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
+	described := describeOutput{Offline: offlineRows(r.OfflinePartitions), Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
 	var unreachable []string // the text lines above the table
 	now := time.Now()
 	for _, m := range r.Mirrors {
@@ -597,6 +598,9 @@ func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOpt
 		encoder := json.NewEncoder(out)
 		encoder.SetIndent("", "  ")
 		return encoder.Encode(described)
+	}
+	if err := printOffline(out, described.Offline); err != nil {
+		return err
 	}
 	for _, line := range unreachable {
 		if _, err := fmt.Fprintln(out, line); err != nil {

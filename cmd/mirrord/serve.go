@@ -278,22 +278,24 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		fmt.Fprintln(w, logDirLine(node.LogDirSpace()))
-		if err := writeStatus(w, node.Cluster(), node.MirrorReports()); err != nil {
+		if err := writeStatus(w, node.Cluster(), node.MirrorReports(), node.OfflineLogs()...); err != nil {
 			logger.Info("status page not written", "error", err)
 		}
 	})
 	return mux
 }
 
-// writeStatus writes the status page: the node, then each mirror with
+// writeStatus writes the status page: the node, its offline partitions
+// with their errors, then each mirror with
 // whether its source answers, its consumer group offset sync in one
 // line, and its partitions' state and lag (in
 // records and in time, as /metrics reports them; "-" while the source
 // high watermark is unknown, ">=N" while it is older than the staleness
 // bound, with its age beside it).
-func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport) error {
+func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport, offline ...netio.OfflineLog) error {
 	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 	fmt.Fprintf(tw, "mirrord node %d, cluster %s, %s\n", cluster.NodeID, cluster.ClusterID, net.JoinHostPort(cluster.Host, strconv.Itoa(int(cluster.Port))))
+	writeOfflineStatus(tw, offline) // offline.go: before the mirrors
 	if len(mirrors) == 0 {
 		fmt.Fprintln(tw, "\nno mirrors")
 	}

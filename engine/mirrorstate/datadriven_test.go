@@ -168,6 +168,9 @@ func (s *story) event(t *testing.T, d *datadriven.TestData) Event {
 			e.LastMirrorEpoch, e.LastMirrorOffset = rb.Epoch(num("lme-epoch")), rb.Offset(num("lme-offset"))
 		}
 		return e
+	case "log-offline":
+		err, _, now := failure()
+		return LogOffline{Err: err, Now: now}
 	case "recover":
 		return Recover{}
 	default:

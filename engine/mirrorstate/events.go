@@ -104,6 +104,15 @@ type StepFailed struct {
 	Now       time.Time
 }
 
+// LogOffline: the partition's local log could not be opened (the node
+// holds it offline). Non-retryable, from any state but STOPPED (then the
+// topic is writable, the mirror's no more): FAILED, waiting for
+// --recover, which rebuilds the log empty before it re-fetches.
+type LogOffline struct {
+	Err error
+	Now time.Time
+}
+
 // Tick: the time is Now. A FAILED partition whose retry is due retries.
 type Tick struct{ Now time.Time }
 
@@ -124,6 +133,7 @@ func (TruncationDone) mirrorEvent()      {}
 func (PauseDone) mirrorEvent()           {}
 func (StopStepDone) mirrorEvent()        {}
 func (StepFailed) mirrorEvent()          {}
+func (LogOffline) mirrorEvent()          {}
 func (Tick) mirrorEvent()                {}
 func (Recover) mirrorEvent()             {}
 
@@ -152,8 +162,9 @@ func (e StopStepDone) String() string {
 func (e StepFailed) String() string {
 	return fmt.Sprintf("StepFailed(%v, retryable %t)", e.Err, e.Retryable)
 }
-func (e Tick) String() string  { return fmt.Sprintf("Tick(%d)", e.Now.UnixMilli()) }
-func (Recover) String() string { return "Recover" }
+func (e LogOffline) String() string { return fmt.Sprintf("LogOffline(%v)", e.Err) }
+func (e Tick) String() string       { return fmt.Sprintf("Tick(%d)", e.Now.UnixMilli()) }
+func (Recover) String() string      { return "Recover" }
 
 // Action is something the owner must do for the partition, in the order
 // Step returns them. A Persist comes first and must be durable before the

@@ -363,6 +363,9 @@ func (p *Machine) accepts(event Event) bool {
 			return true
 		}
 		return false
+	case LogOffline:
+		// Already waiting for --recover, or a writable topic's.
+		return p.state != Stopped && !(p.state == Failed && !p.retryable)
 	case Recover:
 		return p.state == Failed
 	case Tick:
@@ -400,6 +403,13 @@ func (p *Machine) apply(event Event) (rerun bool) {
 		p.fail(e.Now, e.Err, e.Retryable)
 	case StepFailed:
 		p.fail(e.Now, e.Err, e.Retryable)
+	case LogOffline:
+		if p.state != Failed {
+			p.fail(e.Now, e.Err, false)
+			break
+		}
+		// FAILED with a retry scheduled: no retry, the log is gone.
+		p.retryable, p.nextRetryAt, p.errorText, p.dirty = false, time.Time{}, truncateErrorText(e.Err.Error()), true
 	case Tick:
 		p.leaveFailed()
 	case Recover:
@@ -644,6 +654,8 @@ func checkEvent(event Event) {
 	case FetchFailed:
 		bad = e.Err == nil || e.Now.UnixMilli() < 0
 	case StepFailed:
+		bad = e.Err == nil || e.Now.UnixMilli() < 0
+	case LogOffline:
 		bad = e.Err == nil || e.Now.UnixMilli() < 0
 	case LeaderEpochBumped:
 		bad = e.Epoch < 0
