@@ -23,19 +23,78 @@ type AppendInfo struct {
 // and the first base offset >= LogEndOffset (gaps are allowed: compaction
 // leaves them; see checkHeader for why no stricter rule holds); leader
 // epochs must not decrease; a batch holds no more records than its
-// offsets span. Every batch's framing and CRC are checked first; on any
-// error nothing of batches is written.
+// offsets span. Every batch's framing and CRC are checked first; on an
+// invalid batch nothing of batches is written.
+//
+// Batches larger together than segment.bytes (a mirror's fetch.max.bytes
+// above its topic's segment.bytes) are written in pieces that each fit a
+// segment, cut between batches, after all of them were checked; a write
+// that fails part way leaves the pieces before it (whole batches, a
+// prefix the mirror fetches on from). Only a single batch larger than a
+// segment is ErrTooLarge, as Kafka refuses it.
 func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
-	info, err := l.validate(batches)
+	if int64(len(batches)) <= l.cfg.SegmentBytes {
+		info, err := l.validate(batches)
+		if err != nil {
+			return AppendInfo{}, err
+		}
+		return info, l.write(batches, info)
+	}
+	pieces, err := l.segmentPieces(batches)
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	return info, l.write(batches, info)
+	var total AppendInfo
+	for _, piece := range pieces {
+		info, err := l.validate(piece) // against the log as the pieces before left it
+		if err == nil {
+			err = l.write(piece, info)
+		}
+		if err != nil {
+			return total, err
+		}
+		if total.Batches == 0 {
+			total.FirstOffset = info.FirstOffset
+		}
+		total.LastOffset, total.MaxTimestamp = info.LastOffset, max(total.MaxTimestamp, info.MaxTimestamp)
+		total.Batches += info.Batches
+		total.Bytes += info.Bytes
+	}
+	return total, nil
+}
+
+// segmentPieces checks batches as validate does, then cuts them between
+// batches into pieces of at most segment.bytes.
+func (l *Log) segmentPieces(batches []byte) ([][]byte, error) {
+	var pieces [][]byte
+	start, end := 0, 0
+	it := rb.NewIter(batches, false)
+	for it.Next() {
+		size := len(it.Batch())
+		if int64(size) > l.cfg.SegmentBytes {
+			return nil, fmt.Errorf("%w: batch %d of %d bytes, segment.bytes %d", ErrTooLarge, len(pieces), size, l.cfg.SegmentBytes)
+		}
+		if int64(end+size-start) > l.cfg.SegmentBytes {
+			pieces = append(pieces, batches[start:end])
+			start = end
+		}
+		end += size
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidAppend, err)
+	}
+	pieces = append(pieces, batches[start:end])
+	// Every piece is checked before any is written: offsets, epochs and
+	// CRCs across the whole of batches, as one append would.
+	if _, err := l.check(batches); err != nil {
+		return nil, err
+	}
+	return pieces, nil
 }
 
 // AppendAssign appends batches of a writable topic: it stamps each batch,
@@ -69,13 +128,19 @@ func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, er
 	return info, l.write(batches, info)
 }
 
-// validate checks batches against the log without changing anything.
+// validate checks batches, to be written at once into one segment,
+// against the log without changing anything.
 func (l *Log) validate(batches []byte) (AppendInfo, error) {
-	if len(batches) == 0 {
-		return AppendInfo{}, fmt.Errorf("%w: no batches", ErrInvalidAppend)
-	}
 	if int64(len(batches)) > l.cfg.SegmentBytes {
 		return AppendInfo{}, fmt.Errorf("%w: %d bytes, segment.bytes %d", ErrTooLarge, len(batches), l.cfg.SegmentBytes)
+	}
+	return l.check(batches)
+}
+
+// check checks batches' framing, CRCs, offsets and epochs against the log.
+func (l *Log) check(batches []byte) (AppendInfo, error) {
+	if len(batches) == 0 {
+		return AppendInfo{}, fmt.Errorf("%w: no batches", ErrInvalidAppend)
 	}
 	info := AppendInfo{MaxTimestamp: -1, Bytes: len(batches)}
 	next := l.logEndOffset()

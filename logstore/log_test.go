@@ -177,7 +177,9 @@ func TestAppendRejects(t *testing.T) {
 		{"decreasing leader epoch", testBatch(10, 1, 0), []error{ErrInvalidAppend}},
 		{"no epoch after epochs", testBatch(10, rb.NoEpoch, 0), []error{ErrInvalidAppend}},
 		{"epoch decreasing inside one append", two(10, 15, 3, 2), []error{ErrInvalidAppend}},
-		{"larger than segment.bytes", slices.Concat(testBatch(10, 2, 0), testBatch(15, 2, 0), testBatch(20, 2, 0), testBatch(25, 2, 0)), []error{ErrTooLarge}},
+		{"one batch larger than segment.bytes", slices.Concat(testBatch(10, 2, 0), bigBatch(15, 2, 4)), []error{ErrTooLarge}},
+		{"crc flip in a later segment's piece", flip(slices.Concat(testBatch(10, 2, 0), testBatch(15, 2, 0), testBatch(20, 2, 0), testBatch(25, 2, 0)), int(3*batchSize)+rb.HeaderSize+7),
+			[]error{ErrInvalidAppend, rb.ErrCorrupt}},
 		{"more records than its offsets span", withRecordCount(testBatch(10, 2, 0), 6), []error{ErrInvalidAppend}},
 		{"offset span above MaxInt32", two(10, 10+math.MaxInt32+1, 2, 2), []error{ErrInvalidAppend}},
 	}
@@ -216,6 +218,43 @@ func TestAppendRejects(t *testing.T) {
 }
 
 func flip(b []byte, i int) []byte { b[i] ^= 0x40; return b }
+
+// bigBatch is a batch of the test's shape with n times its records.
+func bigBatch(base rb.Offset, leaderEpoch rb.Epoch, n int) []byte {
+	records := make([]rb.Record, 5*n)
+	for i := range records {
+		records[i] = rb.Record{Value: bytes.Repeat([]byte{byte(i)}, 100)}
+	}
+	return rb.Append(nil, rb.Spec{BaseOffset: base, LeaderEpoch: leaderEpoch, BaseTimestamp: baseTimestamp, ProducerID: -1, Records: records})
+}
+
+// TestAppendLargerThanSegment: a mirror's fetch of more bytes than its
+// topic's segment.bytes (fetch.max.bytes above it) is written across
+// segments, cut between batches, as the same batches appended one by one
+// would be; epochs and offsets as given.
+func TestAppendLargerThanSegment(t *testing.T) {
+	fsys := vfs.NewMem()
+	log := openLog(t, fsys, "/d", testConfig()) // segments of three batches
+	var batches [][]byte
+	for i := range 8 {
+		batches = append(batches, testBatch(rb.Offset(10*i), rb.Epoch(1+i/4), baseTimestamp))
+	}
+	info := mustAppend(t, log, slices.Concat(batches...))
+	if info.FirstOffset != 0 || info.LastOffset != 74 || info.Batches != 8 || info.Bytes != int(8*batchSize) {
+		t.Errorf("append info %+v, want offsets 0-74, 8 batches, %d bytes", info, 8*batchSize)
+	}
+	if got := log.Segments(); got != 3 {
+		t.Errorf("%d segments, want 3 (three batches each)", got)
+	}
+	checkContents(t, log, batches)
+	if got, want := log.Epochs(), []epoch.Entry{{Epoch: 1, StartOffset: 0}, {Epoch: 2, StartOffset: 40}}; !slices.Equal(got, want) {
+		t.Errorf("epochs %v, want %v", got, want)
+	}
+	closeLog(t, log)
+	log = openLog(t, fsys, "/d", testConfig())
+	checkContents(t, log, batches)
+	closeLog(t, log)
+}
 
 func setByte(b []byte, i int, v byte) []byte { b[i] = v; return b }
 
