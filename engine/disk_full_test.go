@@ -7,6 +7,9 @@ package engine
 
 import (
 	"context"
+	"log/slog"
+	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -16,6 +19,7 @@ import (
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/kversion"
@@ -222,4 +226,49 @@ func produceRequest(topic string, topicID [16]byte, partition int32, label strin
 	req.Acks, req.TimeoutMillis = -1, 5000
 	req.Topics = []kmsg.ProduceRequestTopic{{Topic: topic, TopicID: topicID, Partitions: []kmsg.ProduceRequestTopicPartition{{Partition: partition, Records: batch}}}}
 	return req
+}
+
+// TestMirrorWaitsForSpace: a mirror whose appends the node refuses
+// because its log directory is below log.dir.reserve.bytes waits for
+// space: its partitions stay MIRRORING and spend none of their FAILED
+// retries (mirror.failed.retry.max.attempts, which gave up on them after
+// minutes of a full disk), and once space returns they catch up byte for
+// byte by themselves.
+func TestMirrorWaitsForSpace(t *testing.T) {
+	cluster, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(2, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cluster.Close()
+	sourceAddr := cluster.ListenAddrs()[0]
+	produceMixed(t, sourceAddr, "events", 2, 3)
+
+	const reserve = 1 << 20
+	var free atomic.Int64
+	free.Store(reserve / 2)
+	var log syncBuffer
+	target, targetAddr := startNodeConfig(t, NodeConfig{FS: vfs.OS, DataDir: t.TempDir(), Log: logstore.DefaultConfig(),
+		LogDirReserveBytes: reserve, FreeSpace: func(string) (int64, int64, error) { return free.Load(), 1 << 30, nil },
+		Logger: slog.New(slog.NewTextHandler(&log, nil))})
+	startMirroringWith(t, target, mirrorConfig(sourceAddr), "events")
+
+	deadline := time.Now().Add(30 * time.Second)
+	poll := time.NewTicker(20 * time.Millisecond)
+	defer poll.Stop()
+	for !strings.Contains(log.String(), "mirror fetch waits for space") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the mirror never waited for space; its partitions: %+v", describeMirror(t, target).Partitions)
+		}
+		<-poll.C
+	}
+	for _, p := range describeMirror(t, target).Partitions {
+		if p.State != "MIRRORING" || p.RetryCount != 0 {
+			t.Fatalf("partition %d while the disk is low: %s, %d retries (%s); want MIRRORING, none", p.Partition, p.State, p.RetryCount, p.Error)
+		}
+	}
+	free.Store(1 << 30)
+	waitMirrored(t, newClient(t, sourceAddr), newClient(t, targetAddr), "events", 2)
+	if !strings.Contains(log.String(), "mirror fetch resumes") {
+		t.Errorf("no line says the mirror resumed")
+	}
 }

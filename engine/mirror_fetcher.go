@@ -7,8 +7,10 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	"github.com/mirrord/mirrord/broker"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -36,6 +38,10 @@ type fetcher struct {
 	// fields last sent. An incremental request names only partitions whose
 	// fields changed since (KIP-227); a full one names all and refills it.
 	sent map[*mirrorPartition]sentPartition
+	// lowSpace is set by apply when the node refused an append because
+	// its log directory is below log.dir.reserve.bytes: the fetcher waits
+	// for space (waitForSpace) instead of failing the partitions.
+	lowSpace atomic.Bool
 }
 
 // sentPartition is the fields of a partition in a Fetch request that
@@ -101,6 +107,9 @@ func (f *fetcher) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
+		if f.lowSpace.Swap(false) && !f.waitForSpace(ctx) {
+			return
+		}
 		f.mirror.health.observe(fetchPath(f.broker), err)
 		if err == nil {
 			failures = 0
@@ -119,6 +128,31 @@ func (f *fetcher) run(ctx context.Context) {
 		case <-timer.C:
 		}
 	}
+}
+
+// lowSpaceRecheck is how often a fetcher waiting for space looks again.
+const lowSpaceRecheck = time.Second
+
+// waitForSpace waits until the node's log directory is above its reserve
+// again (false: ctx ended first). The disk filling is the node's state,
+// not the partitions': they stay MIRRORING, lag growing, and spend none
+// of their FAILED retries (mirror.failed.retry.max.attempts would give up
+// on them after minutes of a full disk); the status page and
+// mirrord_log_dir_low_space say why. What the refused append held is
+// fetched again from the log end once writes resume.
+func (f *fetcher) waitForSpace(ctx context.Context) bool {
+	f.log.Warn("mirror fetch waits for space in the log directory", "log_dir_reserve_bytes", f.mirror.node.LogDirSpace().ReserveBytes)
+	ticker := time.NewTicker(lowSpaceRecheck)
+	defer ticker.Stop()
+	for f.mirror.node.LogDirSpace().Low {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-ticker.C:
+		}
+	}
+	f.log.Info("mirror fetch resumes: the log directory has space again")
+	return true
 }
 
 // take makes set the fetcher's partitions, letting go of those it had
@@ -359,6 +393,10 @@ func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.Fetch
 	}
 	if whole := wholeBatches(rp.RecordBatches); len(whole) > 0 {
 		info, err := mp.local.AppendMirrored(whole)
+		if errors.Is(err, broker.ErrLogDirLowSpace) {
+			f.lowSpace.Store(true)
+			return
+		}
 		if err != nil {
 			f.fail(mp, err, true)
 			f.mirror.refreshSoon()
