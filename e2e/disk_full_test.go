@@ -4,6 +4,7 @@ package e2e
 // Needs root (mount); skips with the reason otherwise.
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -183,4 +184,69 @@ func checkReadable(t *testing.T, request func(kmsg.Request) kmsg.Response, want 
 		}
 	}
 	t.Fatalf("read up to %d, want %d acknowledged records", next, want)
+}
+
+// TestDiskFullMirrorTopic: a mirror whose node's data directory fills up
+// (a 32 MiB tmpfs, 16 MiB of it ballast) stops at the reserve with its
+// partition still MIRRORING (no FAILED retries spent) and the node saying
+// why in its log; when the operator frees the ballast it catches up by
+// itself, byte for byte.
+func TestDiskFullMirrorTopic(t *testing.T) {
+	t.Parallel()
+	fs := mountTmpfs(t, "32m")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	source := startServer(t)
+	topics := map[string]int32{"full": 1}
+	createTopics(ctx, t, source.addr, topics)
+	tps := topicPartitions(topics)
+	producer := newClient(t, source.addr, kgo.ProducerBatchCompression(kgo.NoCompression()))
+	value := make([]byte, 64<<10)
+	const records = 320 // 20 MiB: more than the tmpfs holds beside the ballast
+	for i := range records {
+		value[0], value[1] = byte(i), byte(i>>8)
+		if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "full", Value: value}).FirstErr(); err != nil {
+			t.Fatalf("produce %d: %v", i, err)
+		}
+	}
+	ballast := filepath.Join(fs, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, 16<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := startServerIn(t, filepath.Join(fs, "data"))
+	runMirrorsOK(ctx, t, target.addr, "--create", "--mirror", "m", "--mirror-config", writeMirrorConfig(t, source.addr))
+	runMirrorsOK(ctx, t, target.addr, "--start", "--mirror", "m", "--topics", "full")
+
+	reason := pollUntil(ctx, 60*time.Second, func(context.Context) string {
+		text, err := os.ReadFile(target.proc.LogPath)
+		if err != nil {
+			return err.Error()
+		}
+		if !bytes.Contains(text, []byte("mirror fetch waits for space")) {
+			return "the mirror has not waited for space"
+		}
+		return ""
+	})
+	if reason != "" {
+		failWithDescribe(ctx, t, target.addr, "%s", reason)
+	}
+	ends, err := endOffsets(ctx, target.addr, tps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ends[tps[0]] >= records {
+		t.Fatalf("the mirror holds all %d records on a full disk", records)
+	}
+	described, _ := describeMirror(ctx, t, target.addr, "m")
+	for _, p := range described.Partitions {
+		if p.State != "MIRRORING" {
+			t.Errorf("partition %s-%d on a full disk: %s (%s), want MIRRORING", p.Topic, p.Partition, p.State, p.Error)
+		}
+	}
+	t.Logf("the mirror waits for space at offset %d of %d", ends[tps[0]], records)
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	waitMirrorCaughtUp(ctx, t, source.addr, target.addr, tps)
+	compareMirrored(t, readAll(ctx, t, source.addr, tps), readAll(ctx, t, target.addr, tps))
 }
