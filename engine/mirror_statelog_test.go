@@ -232,12 +232,18 @@ func TestStateTopicRefusesClients(t *testing.T) {
 // cleanup) stops serving and closes the node, once.
 func serveNode(t *testing.T, dir string) (*Node, string, func()) {
 	t.Helper()
+	return serveNodeLog(t, dir, logstore.DefaultConfig())
+}
+
+// serveNodeLog is serveNode with the logs' config.
+func serveNodeLog(t *testing.T, dir string, cfg logstore.Config) (*Node, string, func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	addr := ln.Addr().(*net.TCPAddr)
-	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port)})
+	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: cfg, Host: addr.IP.String(), Port: int32(addr.Port)})
 	if err != nil {
 		ln.Close()
 		t.Fatal(err)

@@ -4,55 +4,19 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
-	"github.com/mirrord/mirrord/vfs"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
-
-// serveStoppable serves a node over dir until stop (idempotent, also
-// run at the end of the test).
-func serveStoppable(t *testing.T, dir string, cfg logstore.Config) (*Node, string, func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().(*net.TCPAddr)
-	node, err := OpenNode(NodeConfig{FS: vfs.OS, DataDir: dir, Log: cfg, Host: addr.IP.String(), Port: int32(addr.Port)})
-	if err != nil {
-		ln.Close()
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- netio.NewServer(netio.Config{Backend: node}).Serve(ctx, ln) }()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			cancel()
-			if err := <-done; err != nil {
-				t.Errorf("serve: %v", err)
-			}
-			if err := node.Close(); err != nil {
-				t.Errorf("close node: %v", err)
-			}
-		})
-	}
-	t.Cleanup(stop)
-	return node, ln.Addr().String(), stop
-}
 
 // TestMirrorRebuildsOfflinePartition: two mirrored partitions corrupted
 // while the node is down (a junk partition.metadata; a bad magic byte
@@ -71,7 +35,7 @@ func TestMirrorRebuildsOfflinePartition(t *testing.T) {
 	cfg := logstore.DefaultConfig()
 	cfg.SegmentBytes, cfg.IndexIntervalBytes = 4096, 0 // each mirrored round a segment; each batch but a segment's first indexed
 	dir := filepath.Join(t.TempDir(), "target")
-	target, targetAddr, stop := serveStoppable(t, dir, cfg)
+	target, targetAddr, stop := serveNodeLog(t, dir, cfg)
 	produceMixed(t, sourceAddr, "events", 3, 3)
 	config := mirrorConfig(sourceAddr)
 	config["fetch.max.bytes"] = "2048" // each append within a segment
@@ -88,7 +52,7 @@ func TestMirrorRebuildsOfflinePartition(t *testing.T) {
 	}
 	corruptMagic(t, filepath.Join(dir, "events-1"))
 
-	target, targetAddr, _ = serveStoppable(t, dir, cfg)
+	target, targetAddr, _ = serveNodeLog(t, dir, cfg)
 	if offline := target.OfflinePartitions(); len(offline) != 2 || offline[0].Partition != 0 || offline[1].Partition != 1 {
 		t.Fatalf("offline partitions %v, want events-0 and events-1", offline)
 	}
