@@ -27,10 +27,13 @@ const (
 	soakDeadlineLong     = 30 * time.Minute
 	soakKillDelayMin     = 50 * time.Millisecond // mirroring time before a timed kill
 	soakKillDelayMax     = 600 * time.Millisecond
-	soakKillPointWait    = 2 * time.Second      // a kill waiting for an open transaction or a cleaning lands timed after this
-	soakKillPointPoll    = 2 * time.Millisecond // how often it looks
-	soakConvergeWait     = 90 * time.Second     // both cleaners reach the same compacted log
+	soakKillPointWait    = 1500 * time.Millisecond // a kill waiting for an open transaction or a cleaning lands timed after this
+	soakKillPointPoll    = 2 * time.Millisecond    // how often it looks
+	soakConvergeWait     = 90 * time.Second        // both cleaners reach the same compacted log
 	soakCleanerBackoffMs = "100"
+	// soakMirrorCleanerRate: bytes a second; a cleaning of the compacted
+	// partition's few tens of KB takes a good part of a second.
+	soakMirrorCleanerRate = "24576"
 )
 
 // soakLong reports whether MIRRORD_SOAK=1 asks for the long runs.
@@ -67,11 +70,14 @@ func TestSoakMirrorKill(t *testing.T) {
 	txnTps := topicPartitions(soakTopics)
 	allTps := append(append([]topicPartition(nil), txnTps...), topicPartition{soakCompactTopic, 0})
 
-	target := startServer(t, "--log-cleaner-backoff-ms", soakCleanerBackoffMs)
+	// The mirror's cleaner is throttled so that a cleaning lasts long
+	// enough for a kill to land in it.
+	target := startServer(t, "--log-cleaner-backoff-ms", soakCleanerBackoffMs, "--log-cleaner-io-max-bytes-per-second", soakMirrorCleanerRate)
 	runMirrorsOK(ctx, t, target.addr, "--create", "--mirror", "m", "--mirror-config", writeMirrorConfig(t, source.addr))
 	runMirrorsOK(ctx, t, target.addr, "--start", "--mirror", "m", "--topics", soakTxnTopic+","+soakCompactTopic)
 	waitMirrorAdvances(ctx, t, target, allTps, nil)
 	admin := kadm.NewClient(newClient(t, target.addr))
+	waitCompactedMirrorTopic(ctx, t, admin)
 
 	count := soakCount{kills: map[string]int{}}
 	address := target.addr
@@ -108,6 +114,36 @@ func TestSoakMirrorKill(t *testing.T) {
 	checkDescribedCaughtUp(ctx, t, target.addr, source.addr, sourceEnds)
 	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, &count)
 	count.report(t, "soak mirror kill -9", time.Since(started))
+}
+
+// waitCompactedMirrorTopic waits until the mirror copied the compacted
+// topic's configs (KIP-1279's config sync, persisted), so its cleaner
+// runs from the first round on.
+func waitCompactedMirrorTopic(ctx context.Context, t *testing.T, admin *kadm.Client) {
+	t.Helper()
+	reason := pollUntil(ctx, mirrorCatchUpWait, func(ctx context.Context) string {
+		described, err := admin.DescribeTopicConfigs(ctx, soakCompactTopic)
+		if err != nil {
+			return err.Error()
+		}
+		rc, err := described.On(soakCompactTopic, nil)
+		if err != nil {
+			return err.Error()
+		}
+		configs := map[string]kadm.Config{}
+		for _, c := range rc.Configs {
+			configs[c.Key] = c
+		}
+		for key, want := range cleanerDiffConfigs {
+			if !dynamic(configs, key, want) {
+				return fmt.Sprintf("%s is %+v, want %s", key, configs[key], want)
+			}
+		}
+		return ""
+	})
+	if reason != "" {
+		t.Fatalf("the mirror's %s: not the source's configs within %v: %s", soakCompactTopic, mirrorCatchUpWait, reason)
+	}
 }
 
 // awaitKillPoint waits for the moment a kill aimed at: "timed" after
