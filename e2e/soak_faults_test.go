@@ -116,15 +116,8 @@ func TestSoakFailbackFarNodeKill(t *testing.T) {
 	}
 	address := pair.b.addr
 	runMirrorsOK(ctx, t, pair.a.addr, "--start", "--mirror", "b-to-a", "--topics", failoverTopic)
-	// A can end nothing of its start while B is frozen: no partition past
-	// the alignment (A first learns B's partitions, then aligns them).
-	described, out := describeMirror(ctx, t, pair.a.addr, "b-to-a")
-	for _, p := range described.Partitions {
-		if p.State != "LOG_ALIGNMENT" {
-			t.Fatalf("with B frozen, A's failback shows %+v, want nothing past LOG_ALIGNMENT\n%s", p, out)
-		}
-	}
-	t.Logf("B frozen and killed with A's failback at: %d partitions in LOG_ALIGNMENT (none yet: A waits on B's metadata)", len(described.Partitions))
+	aligning := thawUntilAligning(ctx, t, pair.a, pair.b)
+	t.Logf("B killed with %d of A's %d partitions in LOG_ALIGNMENT", aligning, len(pair.tps))
 	pair.b.kill() // SIGKILL ends a stopped process too
 	pair.b.start()
 	if pair.b.addr != address {
@@ -134,4 +127,37 @@ func TestSoakFailbackFarNodeKill(t *testing.T) {
 	waitMirrorCaughtUp(ctx, t, pair.b.addr, pair.a.addr, pair.tps)
 	compareMirrored(t, readAll(ctx, t, pair.b.addr, pair.tps), readAll(ctx, t, pair.a.addr, pair.tps))
 	checkTruncatedKept(t, pair.a, pair.tps, 30)
+}
+
+const soakThawsMax = 200 // SIGCONT-SIGSTOP steps of the frozen far node
+
+// thawUntilAligning lets the frozen B run for an instant at a time
+// (SIGCONT then SIGSTOP at once) until A's --describe lists b-to-a's
+// partitions in LOG_ALIGNMENT: A learned B's partitions and its
+// alignment's requests to B are in flight. It requires that no partition
+// got past LOG_ALIGNMENT (then the kill would not be mid-alignment) and
+// returns how many are in it.
+func thawUntilAligning(ctx context.Context, t *testing.T, a, b *server) int {
+	t.Helper()
+	for range soakThawsMax {
+		described, out := describeMirror(ctx, t, a.addr, "b-to-a")
+		aligning := 0
+		for _, p := range described.Partitions {
+			if p.State != "LOG_ALIGNMENT" {
+				t.Fatalf("with B frozen, A's failback shows %+v, want nothing past LOG_ALIGNMENT\n%s", p, out)
+			}
+			aligning++
+		}
+		if aligning > 0 {
+			return aligning
+		}
+		if err := syscall.Kill(b.proc.Pid(), syscall.SIGCONT); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(b.proc.Pid(), syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatalf("A's failback never listed b-to-a's partitions in LOG_ALIGNMENT in %d steps of B", soakThawsMax)
+	return 0
 }
