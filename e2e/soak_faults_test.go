@@ -90,12 +90,13 @@ func TestSoakSourceKill(t *testing.T) {
 
 // TestSoakFailbackFarNodeKill: after a failover to B, A fails back
 // (mirror b-to-a): it learns B's partitions, then its log alignment asks
-// B where the logs diverge. B is frozen (SIGSTOP) before the start, so A's
-// requests to B are in flight and the alignment cannot end (no partition
-// past LOG_ALIGNMENT), then killed with SIGKILL and restarted on its data
-// directory and address. A's alignment completes
-// against the restarted B: A ends B's byte for byte, the records it wrote
-// past the mirror kept in truncated/.
+// B where the logs diverge. B is frozen (SIGSTOP) before the start and
+// let run an instant at a time until A lists the partitions in
+// LOG_ALIGNMENT (none past it): the alignment's requests to B are in
+// flight. Then B is killed with SIGKILL and restarted on its data
+// directory and address. A's alignment completes against the restarted
+// B: A ends B's byte for byte, the records it wrote past the mirror kept
+// in truncated/.
 func TestSoakFailbackFarNodeKill(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
