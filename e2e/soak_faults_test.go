@@ -84,7 +84,7 @@ func TestSoakSourceKill(t *testing.T) {
 	checkCommitted(ctx, t, source.addr, workload.ended(), &soakCount{})
 	checkCommitted(ctx, t, target.addr, workload.ended(), &count)
 	checkDescribedCaughtUp(ctx, t, target.addr, source.addr, sourceEnds)
-	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, &count)
+	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, source.dataDir, target.dataDir, &count)
 	count.report(t, "soak source kill -9", time.Since(started))
 }
 

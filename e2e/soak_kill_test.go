@@ -120,7 +120,7 @@ func TestSoakMirrorKill(t *testing.T) {
 	checkCommitted(ctx, t, source.addr, workload.ended(), &soakCount{})
 	checkCommitted(ctx, t, target.addr, workload.ended(), &count)
 	checkDescribedCaughtUp(ctx, t, target.addr, source.addr, sourceEnds)
-	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, &count)
+	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, source.dataDir, target.dataDir, &count)
 	count.report(t, "soak mirror kill -9", time.Since(started))
 }
 
@@ -245,7 +245,7 @@ func checkMirrorPrefix(ctx context.Context, t *testing.T, sourceAddr, mirrorAddr
 // until the mirror holds the source's compacted partition byte for byte
 // at the same end offset. Then every record there is one the source
 // acknowledged at that offset, once, and the latest of each key is there.
-func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload, sourceAddr, mirrorAddr string, count *soakCount) {
+func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload, sourceAddr, mirrorAddr, sourceDir, mirrorDir string, count *soakCount) {
 	t.Helper()
 	tp := topicPartition{soakCompactTopic, 0}
 	late := newClient(t, sourceAddr, kgo.ProducerBatchCompression(kgo.Lz4Compression()))
@@ -275,7 +275,8 @@ func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload,
 			len(m.batches), m.batchCount, len(s.batches), s.batchCount, firstDifference(m.batches, s.batches))
 	})
 	if reason != "" {
-		t.Fatalf("%s: the mirror's compacted log is not the source's within %v (%d new keys written): %s", tp, soakConvergeWait, written, reason)
+		t.Fatalf("%s: the mirror's compacted log is not the source's within %v (%d new keys written): %s\nlast difference: %s\nsegments: source %d, mirror %d",
+			tp, soakConvergeWait, written, reason, batchDifference(s.batches, m.batches), segmentCount(sourceDir, tp), segmentCount(mirrorDir, tp))
 	}
 	acked := w.compacted.sorted()[tp]
 	count.compactedRecords = len(acked)
@@ -312,4 +313,33 @@ func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload,
 		}
 	}
 	t.Logf("%s: %d records held of %d acknowledged (%d keys), identical on both after %d new keys", tp, len(held), len(acked), len(latest), written)
+}
+
+// batchDifference names the first batches of two logs that differ: base
+// offset, last offset and record count of each.
+func batchDifference(source, mirror []byte) string {
+	describe := func(rest []byte) (string, []byte) {
+		if len(rest) < batchHeaderBytes {
+			return "end", nil
+		}
+		size := 12 + int(int32(beUint32(rest[batchLengthAt:])))
+		base := int64(beUint32(rest))<<32 | int64(beUint32(rest[4:]))
+		return fmt.Sprintf("[%d..%d] %d records %d bytes", base, base+int64(int32(beUint32(rest[batchLastDeltaAt:]))), int32(beUint32(rest[57:])), size), rest[min(size, len(rest)):]
+	}
+	var shown []string
+	for i := 0; i < 100000 && len(shown) < 3 && (len(source) > 0 || len(mirror) > 0); i++ {
+		ds, restS := describe(source)
+		dm, restM := describe(mirror)
+		if ds != dm || !bytes.Equal(source[:len(source)-len(restS)], mirror[:len(mirror)-len(restM)]) {
+			shown = append(shown, fmt.Sprintf("batch %d: source %s, mirror %s", i, ds, dm))
+		}
+		source, mirror = restS, restM
+	}
+	return strings.Join(shown, "; ")
+}
+
+// segmentCount counts tp's segment files in a data directory.
+func segmentCount(dataDir string, tp topicPartition) int {
+	logs, _ := filepath.Glob(filepath.Join(dataDir, tp.String(), "*.log"))
+	return len(logs)
 }
