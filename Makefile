@@ -8,7 +8,7 @@ BIN       := bin/mirrord
 FUZZ_TARGETS := $(shell grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.cache/*') 2>/dev/null | \
 	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*)/[^/]*:func (Fuzz.*)$$|\1:\2|')
 
-.PHONY: all build tools test vet unit interop fuzz fuzz-short bench bench-full bench-micro demo clean kgo-suite
+.PHONY: all build tools test vet unit interop fuzz fuzz-short bench bench-full bench-micro demo clean kgo-suite soak
 
 all: build
 
@@ -68,6 +68,12 @@ test: tools vet unit fuzz-short
 
 # Longer fuzzing: make fuzz FUZZTIME=5m
 fuzz: fuzz-short
+
+# The soak and fault suites of issue 19 with their long round counts
+# (MIRRORD_SOAK=1; make test runs the same tests short). Each prints its
+# counts (rounds, records, kills, lost, duplicated) at its end.
+soak:
+	MIRRORD_SOAK=1 $(GO) test -race -count=1 -timeout 45m -run '^TestSoak' -v ./e2e/
 
 # The report: mirrord beside the physical limit and its peers (kgo copier,
 # Kafka 4.4, MirrorMaker 2, Kafka replication), lag and 10,000 idle
