@@ -73,7 +73,7 @@ fuzz: fuzz-short
 # (MIRRORD_SOAK=1; make test runs the same tests short). Each prints its
 # counts (rounds, records, kills, lost, duplicated) at its end.
 soak:
-	MIRRORD_SOAK=1 $(GO) test -race -count=1 -timeout 45m -run '^TestSoak' -v ./e2e/
+	MIRRORD_SOAK=1 $(GO) test -race -count=1 -timeout 45m -run '^(TestSoak|TestFault)' -v ./e2e/
 
 # The report: mirrord beside the physical limit and its peers (kgo copier,
 # Kafka 4.4, MirrorMaker 2, Kafka replication), lag and 10,000 idle
