@@ -127,8 +127,10 @@ func (l *Log) segmentIndex(offset rb.Offset) int {
 // latest offset of each key in the dirty range (as much of it as the
 // offset map holds), then rewrites the segments from the log start to the
 // end of the mapped range, a group of segments at a time, into cleaned
-// segments that replace them (see swapCleaned), and checkpoints the end
-// of the mapped range as the next cleaning's first dirty offset. Only
+// segments that replace them (see swapCleaned); after each group's swap
+// it checkpoints how far the swapped groups reach into the mapped range
+// (checkpointGroup), so after the last one the end of the mapped range is
+// the next cleaning's first dirty offset. Only
 // sealed segments below the last stable offset are read; appends, reads
 // and truncations go on meanwhile (a group whose segments changed under
 // it is dropped, not swapped). Offsets are never renumbered.
@@ -186,9 +188,11 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 		retention:  l.cfg.DeleteRetention.Milliseconds(),
 		stats:      &stats,
 	}
+	next := 0 // the index in segments of the first segment after the group
 	for _, group := range l.groupSegments(segments, stats.End, c.FirstUncleanable) {
 		stats.Segments += len(group)
 		stats.Groups++
+		next += len(group)
 		swapped, err := l.cleanGroup(group, read, filter, opts.Throttle, &stats)
 		if err != nil {
 			return stats, err
@@ -199,12 +203,50 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 			stats.End = stats.FirstDirty
 			return stats, nil
 		}
+		groupEnd := c.FirstUncleanable
+		if next < len(segments) {
+			groupEnd = segments[next].base
+		}
+		if err := l.checkpointGroup(min(groupEnd, stats.End), c.FirstDirty); err != nil {
+			return stats, err
+		}
 	}
-	l.mu.Lock()
-	err = l.writeCleanerOffset(stats.End)
-	l.mu.Unlock()
 	stats.Duration = time.Since(started)
-	return stats, err
+	return stats, nil
+}
+
+// checkpointGroup makes a swapped group's progress durable: the cleaner
+// checkpoint moves to cleanedTo, the end of the group's offsets capped at
+// the end of the mapped range, when that is past the cleaning's first
+// dirty offset. A cleaning cut short (a crash,
+// a failed write, a group dropped later) then costs the next one only
+// the groups not swapped, not the whole dirty range again, as it did
+// when the checkpoint moved only after the last group: a log whose
+// cleanings never outlive the kills or faults meant to stop them still
+// gets clean, group by group.
+//
+// It is a checkpoint a whole cleaning of [firstDirty, cleanedTo) could
+// have written. What a checkpoint C promises the next cleaning is that
+// every record below C whose key has a later record below C is gone
+// (tombstones and transaction markers by their own rules, which do not
+// depend on C). For a record r below cleanedTo whose key has a later
+// record at o < cleanedTo: if o < firstDirty, r was gone before this
+// cleaning (the old checkpoint's promise); otherwise o lies in
+// [firstDirty, End), the range the offset map holds, so the map holds
+// the key at an offset >= o > r, and the filter dropped r when the
+// groups below cleanedTo, all swapped (they are swapped in offset order,
+// and their swaps are durable before this write), were rewritten. Keys
+// met only at or past cleanedTo are in the map too, so those groups lost
+// even more than the promise asks; the next cleaning maps them again
+// from cleanedTo. A crash between the swap and this write leaves the old
+// checkpoint: the next cleaning redoes the group, as before.
+func (l *Log) checkpointGroup(cleanedTo, firstDirty rb.Offset) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if cleanedTo <= firstDirty || cleanedTo == l.cleanerOffset {
+		return nil
+	}
+	return l.writeCleanerOffset(cleanedTo)
 }
 
 // buildOffsetMap maps the keys of the dirty segments from c.FirstDirty on,
