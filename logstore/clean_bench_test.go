@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/recordbatch/records"
@@ -157,4 +158,60 @@ func rawCopy(b *testing.B, dir string, bytes int64) {
 	if err := out.Sync(); err != nil {
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkCleanSmallSegments cleans a log of many small sealed segments
+// (3 one-record batches each over 50 keys, as a topic with segment.ms=100
+// rolls them) on the OS file system: all of them merge into one group, so
+// the cost is per segment (open, read, three files removed), and it must
+// grow linearly with their number. It reports the cleaning's time per
+// segment.
+func BenchmarkCleanSmallSegments(b *testing.B) {
+	for _, segments := range []int{1000, 2000} {
+		b.Run(fmt.Sprint(segments), func(b *testing.B) {
+			var total time.Duration
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				log := smallSegmentsLog(b, filepath.Join(b.TempDir(), "t-0"), segments)
+				b.StartTimer()
+				started := time.Now()
+				stats, err := log.Clean(CleanOptions{Map: NewOffsetMap(1<<20, 0.9), LastStableOffset: log.LogEndOffset()})
+				total += time.Since(started)
+				b.StopTimer()
+				if err != nil || stats.Segments != segments {
+					b.Fatalf("cleaned %d of %d segments: %v", stats.Segments, segments, err)
+				}
+				if err := log.Close(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(total.Microseconds())/float64(b.N*segments), "µs/segment")
+		})
+	}
+}
+
+func smallSegmentsLog(b *testing.B, dir string, segments int) *Log {
+	b.Helper()
+	cfg := DefaultConfig()
+	cfg.Cleanup = CleanupCompact
+	log, err := Open(vfs.OS, dir, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for s := range segments + 1 {
+		for r := range 3 {
+			n := s*3 + r
+			record := rb.Record{Key: fmt.Appendf(nil, "key-%d", n%50), Value: fmt.Appendf(nil, "value %d", n)}
+			batch := rb.Append(nil, rb.Spec{BaseOffset: log.LogEndOffset(), BaseTimestamp: 1_700_000_000_000, ProducerID: -1, Records: []rb.Record{record}})
+			if _, err := log.Append(batch); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if s < segments {
+			if err := log.Roll(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	return log
 }
