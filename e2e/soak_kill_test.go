@@ -250,7 +250,18 @@ func checkMirrorPrefix(ctx context.Context, t *testing.T, sourceAddr, mirrorAddr
 // had logged no cleaning for minutes, its compacted partition held 1,826
 // segments (the source's 2) and still its first records (offsets 0, 1,
 // 2: never cleaned), and it did not converge within soakConvergeWait
-// even unthrottled. 20 rounds converge.
+// even unthrottled. 20 rounds converge. Cause (seed 1796149767220835021,
+// which converged with 1,237 segments after 141 new keys): a cleaning
+// maps the whole dirty range before it writes, and in this race-detector
+// build each lz4 batch (kgo's 4 MiB frame blocks: pierrec/lz4 pools the
+// buffer, and sync.Pool drops a quarter of them under -race) costs ~6 ms
+// to decompress, twice per cleaning: a copy of the mirror's partition at
+// round ~100 (598 segments, 4,794 batches) took 57.7 s to clean under
+// -race beside the running soak, 0.32 s without -race. So after the
+// first rounds no cleaning outlives a round (2 of 200 kills landed
+// mid-cleaning, and no cleaner checkpoint was ever written before the
+// last restart), and the last, unthrottled cleaning takes tens of seconds
+// per 1,000 segments: 1,237 fit in soakConvergeWait, 1,826 did not.
 func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload, sourceAddr, mirrorAddr, sourceDir, mirrorDir string, count *soakCount) {
 	t.Helper()
 	tp := topicPartition{soakCompactTopic, 0}
