@@ -147,6 +147,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 		return stats, ErrClosed
 	}
 	c := l.cleanable(opts.LastStableOffset, now)
+	cuts := l.cuts
 	var segments []*segment
 	read := map[*segment]segmentState{}
 	for _, s := range l.segments {
@@ -193,13 +194,14 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 		stats.Segments += len(group)
 		stats.Groups++
 		next += len(group)
-		swapped, err := l.cleanGroup(group, read, filter, opts.Throttle, &stats)
+		swapped, err := l.cleanGroup(group, read, cuts, filter, opts.Throttle, &stats)
 		if err != nil {
 			return stats, err
 		}
 		if !swapped {
-			// A truncation or retention changed the segments: what was
-			// mapped may be gone. The next cleaning starts over.
+			// A truncation or retention changed the segments, or a
+			// truncation the log: what was mapped may be gone. The next
+			// cleaning starts over.
 			stats.End = stats.FirstDirty
 			return stats, nil
 		}
@@ -207,7 +209,7 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 		if next < len(segments) {
 			groupEnd = segments[next].base
 		}
-		if err := l.checkpointGroup(min(groupEnd, stats.End), c.FirstDirty); err != nil {
+		if err := l.checkpointGroup(min(groupEnd, stats.End), c.FirstDirty, cuts); err != nil {
 			return stats, err
 		}
 	}
@@ -240,10 +242,10 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 // even more than the promise asks; the next cleaning maps them again
 // from cleanedTo. A crash between the swap and this write leaves the old
 // checkpoint: the next cleaning redoes the group, as before.
-func (l *Log) checkpointGroup(cleanedTo, firstDirty rb.Offset) error {
+func (l *Log) checkpointGroup(cleanedTo, firstDirty rb.Offset, cuts uint64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if cleanedTo <= firstDirty || cleanedTo == l.cleanerOffset {
+	if cleanedTo <= firstDirty || cleanedTo == l.cleanerOffset || l.cuts != cuts {
 		return nil
 	}
 	return l.writeCleanerOffset(cleanedTo)
@@ -327,7 +329,7 @@ func (l *Log) groupSegments(segments []*segment, end, firstUncleanable rb.Offset
 
 // cleanGroup writes what the filter keeps of a group's batches into a
 // cleaned segment and swaps it in.
-func (l *Log) cleanGroup(group []*segment, read map[*segment]segmentState, filter *batchFilter, throttle func(int64), stats *CleanStats) (bool, error) {
+func (l *Log) cleanGroup(group []*segment, read map[*segment]segmentState, cuts uint64, filter *batchFilter, throttle func(int64), stats *CleanStats) (bool, error) {
 	cleaned, err := createCleanedSegment(l.fs, l.dir, group[0].base, l.cfg)
 	if err != nil {
 		return false, err
@@ -335,7 +337,7 @@ func (l *Log) cleanGroup(group []*segment, read map[*segment]segmentState, filte
 	if err := writeCleaned(cleaned, group, filter, throttle, stats); err != nil {
 		return false, errors.Join(err, discardCleaned(l.fs, l.dir, cleaned))
 	}
-	return l.swapCleaned(cleaned, group, read)
+	return l.swapCleaned(cleaned, group, read, cuts)
 }
 
 // segmentState is what a cleaning saw of a segment it read.

@@ -114,3 +114,46 @@ func TestCleanInterruptedKeepsProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestCleanTruncatedMidwayKeepsKeys truncates the log while a cleaning
+// writes its third group, below the end of the range it mapped (a mirror
+// aligning to its source can cut below its high watermark): the groups
+// after the cut must not be swapped, since the offset map holds offsets
+// of removed records and would drop each key's last record left. Then
+// the latest record below the cut of every key is still there, after
+// that cleaning and after the next.
+func TestCleanTruncatedMidwayKeepsKeys(t *testing.T) {
+	const cut = 1500 // below the mapped end, progressSegments*progressBatches
+	c := buildProgressLog(t, vfs.NewMem())
+	calls, mapped := 0, progressSegments*progressBatches
+	var truncated error
+	throttle := func(int64) { // told of each batch mapped, then of each batch and write of the groups
+		calls++
+		if calls == mapped+2*progressSegmentBytes/100 {
+			truncated = c.log.TruncateTo(cut)
+		}
+	}
+	stats, err := c.log.Clean(CleanOptions{Map: NewOffsetMap(1<<20, 0.9), LastStableOffset: c.log.LogEndOffset(), Throttle: throttle})
+	if err != nil || truncated != nil {
+		t.Fatalf("clean: %v; truncate: %v", err, truncated)
+	}
+	if c.log.LogEndOffset() != cut || calls <= mapped {
+		t.Fatalf("log end %d, %d throttle calls: the truncation did not happen mid-cleaning", c.log.LogEndOffset(), calls)
+	}
+	for pass := range 2 {
+		got := contents(t, c.log)
+		for key := range progressKeys {
+			last := -1
+			for n := range cut {
+				if n*7%progressKeys == key {
+					last = n
+				}
+			}
+			if !slices.Contains(got, fmt.Sprintf("%d:k%d=v%d", last, key, last)) {
+				t.Fatalf("pass %d (first cleaning mapped [%d, %d), %d groups): key k%d lost its last record, offset %d; the log holds %v",
+					pass, stats.FirstDirty, stats.End, stats.Groups, key, last, got)
+			}
+		}
+		c.clean(NewOffsetMap(1<<20, 0.9))
+	}
+}

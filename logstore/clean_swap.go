@@ -68,9 +68,11 @@ func discardCleaned(fs vfs.FS, dir string, s *segment) error {
 
 // swapCleaned replaces the group's segments with cleaned (steps 2-5
 // above) under the log's lock, unless the group is no longer in the log
-// as the cleaning read it (a truncation or retention changed it): then
-// cleaned is discarded and swapped is false.
-func (l *Log) swapCleaned(cleaned *segment, group []*segment, read map[*segment]segmentState) (swapped bool, err error) {
+// as the cleaning read it (a truncation or retention changed it) or the
+// log was truncated since the cleaning began (cuts: its map may hold
+// keys of removed records): then cleaned is discarded and swapped is
+// false.
+func (l *Log) swapCleaned(cleaned *segment, group []*segment, read map[*segment]segmentState, cuts uint64) (swapped bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	at := -1
@@ -79,7 +81,7 @@ func (l *Log) swapCleaned(cleaned *segment, group []*segment, read map[*segment]
 			at = i
 		}
 	}
-	if at < 0 || at+len(group) >= len(l.segments) || l.closed || l.failed != nil {
+	if at < 0 || at+len(group) >= len(l.segments) || l.closed || l.failed != nil || l.cuts != cuts {
 		return false, discardCleaned(l.fs, l.dir, cleaned)
 	}
 	for k, s := range group {

@@ -64,6 +64,12 @@ type Log struct {
 	// before the first cleaning); cleaning serializes cleanings (Clean).
 	cleanerOffset rb.Offset
 	cleaning      sync.Mutex
+	// cuts counts the truncations (TruncateTo, TruncateFullyAndStartAt)
+	// since the open: a cleaning under way when one happens swaps nothing
+	// more, as Kafka aborts it, since its offset map may hold the keys of
+	// removed records (a record kept only because its key's later record
+	// was, would be dropped with nothing left after it).
+	cuts uint64
 	// truncations are the cuts of the open under way, kept and not yet
 	// reported (report).
 	truncations []Truncation

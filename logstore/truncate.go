@@ -19,6 +19,7 @@ func (l *Log) TruncateTo(offset rb.Offset) error {
 	if offset >= l.logEndOffset() {
 		return nil
 	}
+	l.cuts++
 	if offset < l.logStartOffset {
 		return l.truncateFullyAndStartAt(offset)
 	}
@@ -137,6 +138,7 @@ func (l *Log) TruncateFullyAndStartAt(offset rb.Offset) error {
 // one without segments.
 func (l *Log) truncateFullyAndStartAt(offset rb.Offset) error {
 	l.lastAppend = lastAppend{}
+	l.cuts++
 	if offset > l.logStartOffset {
 		c := offsetsCheckpoint{logStartOffset: offset, highWatermark: offset}
 		if err := WriteFileAtomic(l.fs, l.dir, offsetsCheckpointName, c.encode()); err != nil {
