@@ -21,8 +21,6 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-
-	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 // The node's memory under hostile requests (issue 19): twenty connections
@@ -57,15 +55,7 @@ const (
 
 func TestMemoryCeilingUnderHostileRequests(t *testing.T) {
 	t.Parallel()
-	binary := os.Getenv("MIRRORD_E2E_BINARY")
-	if binary == "" {
-		build := &mirrordtest.Binary{NoRace: true}
-		t.Cleanup(func() { build.Remove() })
-		var err error
-		if binary, err = build.Path(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	binary := noRaceBinary(t)
 	properties := filepath.Join(t.TempDir(), "server.properties")
 	if err := os.WriteFile(properties, []byte(memoryTestProperties), 0o600); err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -28,6 +29,23 @@ type server struct {
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
 	return startServerOf(t, mirrordBinary, args...)
+}
+
+// noRaceBinary is mirrord built without the race detector, as `make
+// build` builds it (MIRRORD_E2E_BINARY, when set, names one), removed at
+// the end of the test.
+func noRaceBinary(t *testing.T) string {
+	t.Helper()
+	if binary := os.Getenv("MIRRORD_E2E_BINARY"); binary != "" {
+		return binary
+	}
+	build := &mirrordtest.Binary{NoRace: true}
+	t.Cleanup(func() { build.Remove() })
+	binary, err := build.Path()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return binary
 }
 
 // startServerOf is startServer running the mirrord at binary.

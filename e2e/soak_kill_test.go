@@ -74,8 +74,20 @@ func TestSoakMirrorKill(t *testing.T) {
 	allTps := append(append([]topicPartition(nil), txnTps...), topicPartition{soakCompactTopic, 0})
 
 	// The mirror's cleaner is throttled so that a cleaning lasts long
-	// enough for a kill to land in it.
-	target := startServer(t, "--log-cleaner-backoff-ms", soakCleanerBackoffMs, "--log-cleaner-io-max-bytes-per-second", soakMirrorCleanerRate)
+	// enough for a kill to land in it. The long run's mirror is the
+	// binary `make build` builds: under the race detector an lz4 frame
+	// decompresses in 13.5 ms instead of 30 us (pierrec/lz4 takes a 4 MiB
+	// block buffer for each, and the race detector's sync.Pool drops a
+	// quarter of those returned), so after 200 rounds its cleaner, which
+	// maps the whole dirty range before it rewrites anything, needed
+	// minutes for the ~2,000 segments and never got through a round
+	// (seeds 1796147926402372530, 1796148599823893323,
+	// 1796150933225649619); the short run stays raced.
+	binary := mirrordBinary
+	if soakLong() {
+		binary = noRaceBinary(t)
+	}
+	target := startServerOf(t, binary, "--log-cleaner-backoff-ms", soakCleanerBackoffMs, "--log-cleaner-io-max-bytes-per-second", soakMirrorCleanerRate)
 	runMirrorsOK(ctx, t, target.addr, "--create", "--mirror", "m", "--mirror-config", writeMirrorConfig(t, source.addr))
 	runMirrorsOK(ctx, t, target.addr, "--start", "--mirror", "m", "--topics", soakTxnTopic+","+soakCompactTopic)
 	waitMirrorAdvances(ctx, t, target, allTps, nil)
@@ -245,26 +257,15 @@ func checkMirrorPrefix(ctx context.Context, t *testing.T, sourceAddr, mirrorAddr
 // until the mirror holds the source's compacted partition byte for byte
 // at the same end offset. Then every record there is one the source
 // acknowledged at that offset, once, and the latest of each key is there.
-// Open finding (make soak, seeds 1796147926402372530 and
-// 1796148599823893323): after 200 kills ~2 s apart the mirror's cleaner
-// had logged no cleaning for minutes, its compacted partition held 1,826
-// segments (the source's 2) and still its first records (offsets 0, 1,
-// 2: never cleaned), and it did not converge within soakConvergeWait
-// even unthrottled. 20 rounds converge. Cause (seed 1796149767220835021,
-// which converged with 1,237 segments after 141 new keys): a cleaning
-// maps the whole dirty range before it writes, and in this race-detector
-// build each lz4 batch (kgo's 4 MiB frame blocks: pierrec/lz4 pools the
-// buffer, and sync.Pool drops a quarter of them under -race) costs ~6 ms
-// to decompress, twice per cleaning: a copy of the mirror's partition at
-// round ~100 (598 segments, 4,794 batches) took 57.7 s to clean under
-// -race beside the running soak, 0.32 s without -race. So after the
-// first rounds no cleaning outlives a round (2 of 200 kills landed
-// mid-cleaning, and no cleaner checkpoint was ever written before the
-// last restart), and the last, unthrottled cleaning takes tens of seconds
-// per 1,000 segments: 1,237 fit in soakConvergeWait, 1,826 and 1,991
-// (seed 1796150933225649619, no mirror cleaning logged in the 97 s after
-// the last restart) did not. Per-group checkpoints (logstore
-// checkpointGroup) do not help here: segment.bytes is 1 GiB, one group.
+// The long run found (seeds 1796147926402372530, 1796148599823893323,
+// 1796150933225649619) that after 200 kills ~2 s apart a raced mirror's
+// compacted partition held ~2,000 segments and never converged: a
+// cleaning maps the whole dirty range before it writes, and under the race
+// detector each lz4 batch costs ~6 ms to decompress, so no cleaning
+// outlived a round (a copy of the partition at round ~100, 598 segments,
+// took 57.7 s to clean under -race, 0.32 s without). The long run's mirror
+// is therefore the unraced build (see TestSoakMirrorKill); the cleaner
+// also keeps its progress per group now (logstore checkpointGroup).
 func checkCompactedConverges(ctx context.Context, t *testing.T, w *soakWorkload, sourceAddr, mirrorAddr, sourceDir, mirrorDir string, count *soakCount) {
 	t.Helper()
 	tp := topicPartition{soakCompactTopic, 0}
