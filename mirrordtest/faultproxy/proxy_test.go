@@ -148,6 +148,8 @@ func TestProxyFaults(t *testing.T) {
 			// poll for it. A response cut short was cut before the
 			// client saw the end, so none can come later.
 			deadline := time.Now().Add(testWait)
+			poll := time.NewTicker(time.Millisecond)
+			defer poll.Stop()
 			for range 10000 {
 				mu.Lock()
 				n := len(observed)
@@ -155,7 +157,7 @@ func TestProxyFaults(t *testing.T) {
 				if n >= want || time.Now().After(deadline) {
 					break
 				}
-				time.Sleep(time.Millisecond)
+				<-poll.C
 			}
 			mu.Lock()
 			defer mu.Unlock()
