@@ -49,7 +49,7 @@ func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	if err != nil {
 		return AppendInfo{}, err
 	}
-	var total AppendInfo
+	total := AppendInfo{MaxTimestamp: -1}
 	for _, piece := range pieces {
 		info, err := l.validate(piece) // against the log as the pieces before left it
 		if err == nil {

@@ -240,8 +240,8 @@ func TestAppendLargerThanSegment(t *testing.T) {
 		batches = append(batches, testBatch(rb.Offset(10*i), rb.Epoch(1+i/4), baseTimestamp))
 	}
 	info := mustAppend(t, log, slices.Concat(batches...))
-	if info.FirstOffset != 0 || info.LastOffset != 74 || info.Batches != 8 || info.Bytes != int(8*batchSize) {
-		t.Errorf("append info %+v, want offsets 0-74, 8 batches, %d bytes", info, 8*batchSize)
+	if info.FirstOffset != 0 || info.LastOffset != 74 || info.Batches != 8 || info.Bytes != int(8*batchSize) || info.MaxTimestamp != baseTimestamp {
+		t.Errorf("append info %+v, want offsets 0-74, 8 batches, %d bytes, max timestamp %d", info, 8*batchSize, baseTimestamp)
 	}
 	if got := log.Segments(); got != 3 {
 		t.Errorf("%d segments, want 3 (three batches each)", got)

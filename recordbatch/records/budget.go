@@ -45,6 +45,9 @@ func newBudget(capacity int64) *budget { return &budget{capacity: capacity} }
 // took, for release.
 func (b *budget) acquire(n int64) int64 {
 	n = min(max(n, 0), b.capacity)
+	if n == 0 {
+		return 0 // nothing to wait for (an uncompressed section)
+	}
 	b.mu.Lock()
 	if len(b.waiters) == 0 && b.used+n <= b.capacity {
 		b.take(n)
