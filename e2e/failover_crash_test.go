@@ -170,14 +170,12 @@ func checkStoppedState(ctx context.Context, t *testing.T, pair *mirrorPair, lme 
 	}
 }
 
-// TestAlignmentResumesAfterCrash: a kill -9 of the old primary right
-// after it received failback's start (its log alignment in flight or
-// done), and a restart, end with A equal to B byte for byte, the
-// truncated records kept.
-func TestAlignmentResumesAfterCrash(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
-	defer cancel()
+// divergedPair is a mirror pair ready for failback: A wrote 30 records a
+// partition that B's paused mirror never fetched, B was stopped and wrote
+// 10 of its own, and A has the mirror b-to-a created, not started. A's
+// alignment truncates its 30 (kept in truncated/, checkTruncatedKept).
+func divergedPair(ctx context.Context, t *testing.T) *mirrorPair {
+	t.Helper()
 	pair := startMirrorPair(ctx, t)
 	runMirrorsOK(ctx, t, pair.b.addr, "--pause", "--mirror", "a-to-b", "--topics", failoverTopic)
 	for _, tp := range pair.tps {
@@ -188,6 +186,18 @@ func TestAlignmentResumesAfterCrash(t *testing.T) {
 		produceTo(ctx, t, newClient(t, pair.b.addr), pair.maker, tp, 10, newLedger())
 	}
 	runMirrorsOK(ctx, t, pair.a.addr, "--create", "--mirror", "b-to-a", "--mirror-config", writeMirrorConfig(t, pair.b.addr))
+	return pair
+}
+
+// TestAlignmentResumesAfterCrash: a kill -9 of the old primary right
+// after it received failback's start (its log alignment in flight or
+// done), and a restart, end with A equal to B byte for byte, the
+// truncated records kept.
+func TestAlignmentResumesAfterCrash(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
+	defer cancel()
+	pair := divergedPair(ctx, t)
 	exit := killWhenSaved(ctx, t, pair.a, "b-to-a", "names", "--start", "--mirror", "b-to-a", "--topics", failoverTopic)
 	t.Logf("--start answered with exit %d before the kill landed", exit)
 	pair.a.start()

@@ -101,16 +101,7 @@ func TestSoakFailbackFarNodeKill(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), failoverDeadline)
 	defer cancel()
-	pair := startMirrorPair(ctx, t)
-	runMirrorsOK(ctx, t, pair.b.addr, "--pause", "--mirror", "a-to-b", "--topics", failoverTopic)
-	for _, tp := range pair.tps {
-		produceTo(ctx, t, newClient(t, pair.a.addr), pair.maker, tp, 30, newLedger())
-	}
-	stopMirror(ctx, t, pair.b, "a-to-b")
-	for _, tp := range pair.tps {
-		produceTo(ctx, t, newClient(t, pair.b.addr), pair.maker, tp, 10, newLedger())
-	}
-	runMirrorsOK(ctx, t, pair.a.addr, "--create", "--mirror", "b-to-a", "--mirror-config", writeMirrorConfig(t, pair.b.addr))
+	pair := divergedPair(ctx, t)
 
 	if err := syscall.Kill(pair.b.proc.Pid(), syscall.SIGSTOP); err != nil {
 		t.Fatal(err)

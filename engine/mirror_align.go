@@ -37,10 +37,6 @@ import (
 // READ_ONLY_TOPIC's).
 var ErrMirrorLoop = &kerr.Error{Message: "MIRROR_LOOP", Code: 1001, Description: "The cluster asked still mirrors this partition from the asking cluster."}
 
-// truncatedDir is the data directory's folder of records failback
-// truncation removed.
-const truncatedDir = "truncated"
-
 // lastMirrorEpochAnswer is the source's answer for one partition.
 type lastMirrorEpochAnswer struct {
 	epoch  rb.Epoch
@@ -227,7 +223,7 @@ func (m *mirror) keepTruncated(mp *mirrorPartition, from, to rb.Offset) (string,
 	// One folder per partition, named as its log's folder (which fits any
 	// legal topic name, as in Kafka), and a short name in it.
 	fs := m.node.cfg.FS
-	dir := path.Join(m.node.cfg.DataDir, truncatedDir, logstore.TopicPartition{Topic: mp.topic, Partition: mp.partition}.String())
+	dir := path.Join(m.node.cfg.DataDir, logstore.TruncatedDir, logstore.TopicPartition{Topic: mp.topic, Partition: mp.partition}.String())
 	if err := fs.MkdirAll(dir); err != nil {
 		return "", err
 	}

@@ -45,7 +45,7 @@ func TestKeepTruncatedLongTopicName(t *testing.T) {
 	if err != nil {
 		t.Fatalf("keep offsets [1, 3) of a %d-character topic: %v", len(topic), err)
 	}
-	if want := filepath.Join(dir, truncatedDir, topic+"-0", "1-3.batches"); file != want {
+	if want := filepath.Join(dir, logstore.TruncatedDir, topic+"-0", "1-3.batches"); file != want {
 		t.Fatalf("kept in %s, want %s", file, want)
 	}
 	kept, err := os.ReadFile(file)
