@@ -55,7 +55,22 @@ type Report struct {
 	Lags         []LagResult
 	Scales       []ScaleResult
 	Commits      []CommitResult // the group-commit scenario (commit_test.go)
+	Tables       []Table        // scenarios with figures of their own (times, counts)
 	Notes        []string       // free text: skipped scenarios, caveats
+}
+
+// Table is a section of the report for a scenario whose figures are not a
+// throughput (a time to stop, to open, descriptors held): its rows are
+// formatted by the scenario, and it judges its own goals, which join the
+// report's goals after the throughput ones. Number holds the figures the
+// rows were formatted from, by name, for a later run to compare.
+type Table struct {
+	Title   string             `json:"title"`
+	Intro   string             `json:"intro"`
+	Columns []string           `json:"columns"`
+	Rows    [][]string         `json:"rows"`
+	Numbers map[string]float64 `json:"numbers"`
+	Goals   []goal             `json:"goals"`
 }
 
 // spread is one figure of a row over its usable samples: Min <= Median <= Max.
@@ -430,6 +445,9 @@ func writeReport(dir string, r Report) (paths []string, err error) {
 	}
 	rows := aggregateAll(r.Measurements)
 	goals := evaluateGoals(rows, r.Lags, r.Scales)
+	for _, t := range r.Tables {
+		goals = append(goals, t.Goals...)
+	}
 	document, err := encodeReport(r, rows, goals)
 	if err != nil {
 		return nil, err
@@ -497,6 +515,7 @@ type reportDocument struct {
 	Scales       []scaleDocument       `json:"scales"`
 	Commits      []commitDocument      `json:"commits"`
 	CommitRows   []commitRow           `json:"commitRows"`
+	Tables       []Table               `json:"tables"`
 	Rows         []row                 `json:"rows"`
 	Goals        []goal                `json:"goals"`
 	Notes        []string              `json:"notes"`
@@ -545,6 +564,7 @@ func encodeReport(r Report, rows []row, goals []goal) ([]byte, error) {
 		Scales:       make([]scaleDocument, len(r.Scales)),
 		Commits:      encodeCommits(r.Commits),
 		CommitRows:   append([]commitRow{}, aggregateCommits(r.Commits)...),
+		Tables:       append([]Table{}, r.Tables...),
 		Rows:         append([]row{}, rows...),
 		Goals:        append([]goal{}, goals...),
 		Notes:        append([]string{}, r.Notes...),
@@ -585,7 +605,7 @@ func decodeReport(data []byte) (reportDocument, error) {
 // report is the Report the document was written from (Measurements, Lags,
 // Scales, Commits and Notes; the rows and goals follow from it).
 func (d reportDocument) report() Report {
-	r := Report{Mode: d.Mode, Started: d.Started, Machine: d.Machine, Notes: d.Notes}
+	r := Report{Mode: d.Mode, Started: d.Started, Machine: d.Machine, Tables: d.Tables, Notes: d.Notes}
 	for _, m := range d.Measurements {
 		samples := make([]Sample, len(m.Samples))
 		for j, s := range m.Samples {
@@ -617,6 +637,9 @@ func renderMarkdown(r Report, rows []row, goals []goal) []byte {
 	writeScaleTable(&b, r.Scales)
 	commits := aggregateCommits(r.Commits)
 	writeCommitTable(&b, commits)
+	for _, t := range r.Tables {
+		writeTable(&b, t)
+	}
 	writeGoals(&b, goals)
 	writeNotes(&b, append(slices.Clip(r.Notes), commitNotes(commits)...), rows)
 	return []byte(b.String())
@@ -673,6 +696,31 @@ func writeScaleTable(b *strings.Builder, scales []ScaleResult) {
 	for _, s := range scales {
 		fmt.Fprintf(b, "| %d | %s | %s | %s |\n", s.Partitions, formatNumber(s.CPUPerSecond*100),
 			formatMegabytes(s.RSS), formatNumber(s.SetupTime.Seconds()))
+	}
+	b.WriteString("\n")
+}
+
+// writeTable renders a scenario's own section.
+func writeTable(b *strings.Builder, t Table) {
+	fmt.Fprintf(b, "## %s\n\n", t.Title)
+	if t.Intro != "" {
+		fmt.Fprintf(b, "%s\n\n", oneLine(t.Intro))
+	}
+	if len(t.Rows) == 0 {
+		b.WriteString("Nothing measured.\n\n")
+		return
+	}
+	cells := make([]string, len(t.Columns))
+	for i, c := range t.Columns {
+		cells[i] = markdownCell(c)
+	}
+	fmt.Fprintf(b, "| %s |\n|%s\n", strings.Join(cells, " | "), strings.Repeat(" --- |", len(t.Columns)))
+	for _, r := range t.Rows {
+		cells = cells[:0]
+		for _, c := range r {
+			cells = append(cells, markdownCell(c))
+		}
+		fmt.Fprintf(b, "| %s |\n", strings.Join(cells, " | "))
 	}
 	b.WriteString("\n")
 }

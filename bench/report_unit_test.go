@@ -263,7 +263,10 @@ func exampleReport() Report {
 		Lags:    []LagResult{{Variant: "1 partition, lz4, 50 MB/s", RateBytes: 50e6, Count: 5000, P50: 800 * time.Microsecond, P99: 4 * time.Millisecond, Max: 9 * time.Millisecond}},
 		Scales:  []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.012, RSS: 300e6, SetupTime: 12 * time.Second}},
 		Commits: exampleCommits(),
-		Notes:   []string{"serve-kafka: no Java on this machine"},
+		Tables: []Table{{Title: "Stop", Intro: "--stop of every partition, end to end.", Columns: []string{"Partitions", "stop s"},
+			Rows: [][]string{{"10000", "0.42"}}, Numbers: map[string]float64{"stop10000Seconds": 0.42},
+			Goals: []goal{measuredGoal("--stop of 10,000 partitions <= 1 s", 0.42, 1, true, "10000 partitions: 0.42 s")}}},
+		Notes: []string{"serve-kafka: no Java on this machine"},
 	}
 }
 
@@ -286,7 +289,8 @@ func TestReportWritesFiles(t *testing.T) {
 	for _, s := range []string{"# Benchmark report: quick", "2 cores, linux/amd64, go1.26; started 2026-05-01 14:03:00 UTC",
 		"| limit | loopback copy | 2000 [1900-2100] |", "| 1200 [1100-1300] |", "0.60x", "**met**: mirror throughput",
 		"**not measured**: serving throughput", "## Lag", "## Idle partitions", "no Java",
-		"| mirrord | 1 | 1000 [800-1250] | 1.00 | 2.00 | 5.00 | 300 | 0.50x | 0.50x | 3 |", "offset commits / kafka: not synced"} {
+		"| mirrord | 1 | 1000 [800-1250] | 1.00 | 2.00 | 5.00 | 300 | 0.50x | 0.50x | 3 |", "offset commits / kafka: not synced",
+		"## Stop\n\n--stop of every partition, end to end.\n\n| Partitions | stop s |\n| --- | --- |\n| 10000 | 0.42 |", "**met**: --stop of 10,000 partitions <= 1 s (0.42"} {
 		if !strings.Contains(markdown, s) {
 			t.Errorf("markdown lacks %q:\n%s", s, markdown)
 		}
@@ -313,7 +317,11 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(aggregateAll(again.Measurements), rows) {
 		t.Errorf("rows from the file's samples differ from the run's")
 	}
-	if goals := evaluateGoals(rows, again.Lags, again.Scales); !reflect.DeepEqual(document.Goals, goals) {
+	goals := evaluateGoals(rows, again.Lags, again.Scales)
+	for _, table := range again.Tables {
+		goals = append(goals, table.Goals...)
+	}
+	if !reflect.DeepEqual(again.Tables, r.Tables) || !reflect.DeepEqual(document.Goals, goals) {
 		t.Errorf("goals from the file %+v, want %+v", document.Goals, goals)
 	}
 	if !again.Started.Equal(r.Started) || again.Mode != r.Mode || !reflect.DeepEqual(again.Lags, r.Lags) ||
