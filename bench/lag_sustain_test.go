@@ -88,13 +88,13 @@ func lagSustainScenario(tb testing.TB, mode benchMode) (Table, []LagResult, erro
 	}
 	table := Table{
 		Title:   lagSustainTitle,
-		Columns: []string{"Run", "Rate asked (MB/s)", "Reached (MB/s)", "Records", "p50 (ms)", "p99 (ms)", "p99 last third (ms)", "Max (ms)", "Nodes busy (cores)", "Outcome"},
+		Columns: []string{"Run", "Rate asked (MB/s)", "Reached (MB/s)", "Records", "p50 (ms)", "p99 (ms)", "p99 last third (ms)", "Max (ms)", "Nodes busy (cores)", "Nodes waiting for a core (s/s)", "Outcome"},
 		Numbers: map[string]float64{},
 	}
 	row := func(name string, asked float64, m lagMeasured, outcome string) []string {
 		return []string{name, formatNumber(asked / 1e6), formatNumber(m.RateBytes / 1e6), fmt.Sprint(m.Count),
 			formatMilliseconds(m.P50), formatMilliseconds(m.P99), formatMilliseconds(m.tailP99), formatMilliseconds(m.Max),
-			fmt.Sprintf("%.2f of %d", m.NodesBusy, m.Cores), outcome}
+			fmt.Sprintf("%.2f of %d", m.NodesBusy, m.Cores), fmt.Sprintf("%.2f", m.queued), outcome}
 	}
 	searchTime, bisections := lagSearchTime(mode)
 	probe := func(rate float64) (bool, error) {
@@ -176,6 +176,7 @@ func lagSustainScenario(tb testing.TB, mode benchMode) (Table, []LagResult, erro
 				table.Numbers[prefix+"p99_ms"] = durationMilliseconds(m.P99)
 				table.Numbers[prefix+"max_ms"] = durationMilliseconds(m.Max)
 				table.Numbers[prefix+"nodes_busy_cores"] = m.NodesBusy
+				table.Numbers[prefix+"nodes_queued_seconds_per_second"] = m.queued
 				if load.goal > 0 {
 					table.Goals = append(table.Goals, lagLoadGoal(load, &m.LagResult))
 				}

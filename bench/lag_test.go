@@ -3,8 +3,9 @@ package bench
 // The lag scenario: how long after a record's produce is acknowledged by
 // the source is it visible on the mirror, at a steady produce rate.
 //
-// A source `mirrord serve` process holds a writable topic (1 partition;
-// in full mode also 64), a mirror process mirrors it. This process only
+// A source `mirrord serve` process holds a writable topic per run (1
+// partition; in full mode also 64), a mirror process mirrors them
+// (lagNodes; lag_sustain_test.go chooses the rates). This process only
 // sends bytes and reads headers, so that the two mirrord processes have
 // the machine's cores to themselves:
 //
@@ -36,8 +37,8 @@ package bench
 //
 // One batch per partition goes first, untimed, and is seen on the mirror
 // before the timing starts (the mirror's fetcher is long-polling by
-// then). The producer stops after a bounded time (smoke 2 s, quick 15 s,
-// full 60 s) or lagRecordsMax records; the run ends when the watcher has
+// then). The producer stops after a bounded time (lagProduceTime, or
+// lagSearchTime for a search run) or lagRecordsMax records; the run ends when the watcher has
 // seen every partition's last acknowledged offset. A record's lag is seen
 // minus acknowledged, both on this process's monotonic clock; every
 // acknowledged offset must be seen, every acknowledged run must follow the
@@ -54,7 +55,7 @@ package bench
 //
 // The mirror long-polls the source with fetch.wait.max.ms = 500: the
 // source answers a waiting Fetch as soon as a partition it names is
-// appended to (netio's Changed channels), so the wait bounds only how
+// appended to (netio's Watchers), so the wait bounds only how
 // often an idle mirror asks, not the lag. A low lag here comes from that
 // wake-up, not from polling fast; 500 ms keeps an idle mirror at two
 // requests a second while staying well below request.timeout.ms.
@@ -65,10 +66,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -153,6 +156,10 @@ func startLagNodes(tb testing.TB) (*lagNodes, error) {
 type lagMeasured struct {
 	LagResult
 	tailP99 time.Duration
+	// queued is the time the source's and the mirror's threads spent
+	// ready to run but waiting for a core, per second of the run
+	// (/proc/<pid>/task/*/schedstat): the machine's share of the lag.
+	queued float64
 }
 
 // run creates a topic of partitions on the source, mirrors it and times
@@ -168,11 +175,13 @@ func (n *lagNodes) run(tb testing.TB, duration time.Duration, partitions int32, 
 		return lagMeasured{}, err
 	}
 	run := newLagRun(topic, partitions, n.pool)
+	queuedBefore := runQueueWait(source.proc.Pid()) + runQueueWait(mirror.proc.Pid())
 	cpuBefore, started := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}, time.Now()
 	if err := run.execute(source.addr, mirror.addr, rateBytes, duration); err != nil {
 		return lagMeasured{}, fmt.Errorf("lag, %d partitions at %.0f MB/s: %w", partitions, rateBytes/1e6, err)
 	}
 	cpuAfter := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}
+	queued := runQueueWait(source.proc.Pid()) + runQueueWait(mirror.proc.Pid()) - queuedBefore
 	lags, err := run.lags()
 	if err != nil {
 		return lagMeasured{}, err
@@ -190,14 +199,45 @@ func (n *lagNodes) run(tb testing.TB, duration time.Duration, partitions int32, 
 	wall := time.Since(started).Seconds()
 	busy := (cpu[0] + cpu[1] + cpu[2]) / wall
 	result.NodesBusy, result.Cores = (cpu[0]+cpu[1])/wall, runtime.NumCPU()
+	result.queued = queued.Seconds() / wall
 	tb.Logf("%s: %d records in %v (%.1f MB/s reached; values %.1f MB/s, stored in %.2f of their bytes); "+
 		"p50 %v, p99 %v (last third %v), max %v; %s; %d high watermark rises seen on the mirror; "+
-		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy",
+		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy; "+
+		"the nodes' threads waited %.2f s for a core per second; load average %s",
 		result.Variant, len(lags), run.produceTime.Round(time.Millisecond), reached/1e6,
 		float64(len(lags))*lagRecordBytes/run.produceTime.Seconds()/1e6, n.pool.storedRatio(),
 		result.P50, result.P99, result.tailP99, result.Max,
-		run.answerSummary(), run.rises(), cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU())
+		run.answerSummary(), run.rises(), cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU(), result.queued, loadAverage())
 	return result, nil
+}
+
+// runQueueWait is the time the threads of process pid spent ready to run
+// but waiting for a core (the second field of each
+// /proc/<pid>/task/<tid>/schedstat); 0 where the kernel does not say.
+// Threads that exited are no longer counted.
+func runQueueWait(pid int) time.Duration {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // the thread exited
+		}
+		if fields := strings.Fields(string(data)); len(fields) >= 2 {
+			waited, _ := strconv.ParseInt(fields[1], 10, 64)
+			total += time.Duration(waited)
+		}
+	}
+	return total
+}
+
+// loadAverage is the machine's 1-minute load average, "?" if unknown.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(data)); err == nil && len(fields) > 0 {
+		return fields[0]
+	}
+	return "?"
 }
 
 // lagSetUp creates topic on the source and starts mirroring it, and
