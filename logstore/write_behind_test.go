@@ -22,8 +22,10 @@ type blockingWriteBehindFile struct {
 	fs *blockingWriteBehindFS
 }
 
-func (b *blockingWriteBehindFS) Create(name string) (vfs.File, error) { return b.wrap(b.FS.Create(name)) }
-func (b *blockingWriteBehindFS) Open(name string) (vfs.File, error)   { return b.wrap(b.FS.Open(name)) }
+func (b *blockingWriteBehindFS) Create(name string) (vfs.File, error) {
+	return b.wrap(b.FS.Create(name))
+}
+func (b *blockingWriteBehindFS) Open(name string) (vfs.File, error) { return b.wrap(b.FS.Open(name)) }
 
 func (b *blockingWriteBehindFS) wrap(f vfs.File, err error) (vfs.File, error) {
 	if err != nil {
