@@ -7,11 +7,14 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
 
 	"github.com/mirrord/mirrord/engine/fetchwire"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -333,5 +336,87 @@ func BenchmarkFetchResponsePath(b *testing.B) {
 	})
 	if handedOff == 0 {
 		b.Fatal("no records handed off")
+	}
+}
+
+// TestFetchConnLogin: the connection logs in with the mechanism over
+// SaslHandshake v1 and SaslAuthenticate, refuses what the source refuses,
+// and redials before a session lifetime (KIP-368) ends.
+func TestFetchConnLogin(t *testing.T) {
+	tests := []struct {
+		name           string
+		password       string
+		lifetimeMillis int64
+		want           error
+		wantExpiry     time.Duration // from the login; 0: none
+	}{
+		{"no lifetime", "secret", 0, nil, 0},
+		{"lifetime", "secret", 100_000, nil, 95 * time.Second},
+		{"short lifetime", "secret", 1500, nil, 500 * time.Millisecond},
+		{"refused", "wrong", 0, kerr.SaslAuthenticationFailed, 0},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			var mechanisms []string // bounded: one login
+			source := startFakeSource(t, func(key, version int16, id int32, body []byte) []byte {
+				switch key {
+				case kmsg.ApiVersions.Int16():
+					return apiVersionsAnswer(13, id)
+				case kmsg.SASLHandshake.Int16():
+					req := kmsg.NewPtrSASLHandshakeRequest()
+					req.Version = version
+					if err := req.ReadFrom(body); err != nil {
+						return nil
+					}
+					mechanisms = append(mechanisms, req.Mechanism)
+					resp := kmsg.NewPtrSASLHandshakeResponse()
+					resp.Version = version
+					return frameResponse(resp, id)
+				case kmsg.SASLAuthenticate.Int16():
+					req := kmsg.NewPtrSASLAuthenticateRequest()
+					req.Version = version
+					if err := req.ReadFrom(body[1:]); err != nil { // after the header's tags (v2)
+						return nil
+					}
+					resp := kmsg.NewPtrSASLAuthenticateResponse()
+					resp.Version = version
+					if string(req.SASLAuthBytes) != "\x00mirror\x00secret" {
+						resp.ErrorCode = kerr.SaslAuthenticationFailed.Code
+						message := "Authentication failed: Invalid username or password"
+						resp.ErrorMessage = &message
+					}
+					resp.SessionLifetimeMillis = test.lifetimeMillis
+					return frameResponse(resp, id)
+				}
+				return nil
+			})
+			dialer := testDialer()
+			dialer.mechanism = plain.Auth{User: "mirror", Pass: test.password}.AsMechanism()
+			before := time.Now()
+			conn, err := dialer.dial(context.Background(), source.addr)
+			if !errors.Is(err, test.want) {
+				t.Fatalf("dial: %v, want %v", err, test.want)
+			}
+			if err != nil {
+				if strings.Contains(err.Error(), test.password) {
+					t.Errorf("the error shows the password: %v", err)
+				}
+				return
+			}
+			defer conn.close()
+			after := time.Now()
+			if len(mechanisms) != 1 || mechanisms[0] != "PLAIN" {
+				t.Errorf("handshakes %q, want one for PLAIN", mechanisms)
+			}
+			switch {
+			case test.wantExpiry == 0 && !conn.expiry.IsZero():
+				t.Errorf("expiry %v, want none", conn.expiry)
+			case test.wantExpiry > 0 && (conn.expiry.Before(before.Add(test.wantExpiry)) || conn.expiry.After(after.Add(test.wantExpiry))):
+				t.Errorf("expires in %v after the login, want %v", conn.expiry.Sub(before), test.wantExpiry)
+			}
+			if test.wantExpiry > 0 && (conn.expired(before) || !conn.expired(after.Add(test.wantExpiry+time.Millisecond))) {
+				t.Error("expired does not follow the expiry")
+			}
+		})
 	}
 }
