@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kbin"
@@ -22,8 +23,8 @@ import (
 // A fetcher's own connection to its source broker. The source client
 // (kgo) keeps metadata, admin and every other request; the Fetch round
 // trip alone goes over this connection, which the fetcher owns: it writes
-// the request kmsg encodes and reads the response into a buffer it keeps
-// across rounds, so a response costs no allocation and the records of it
+// the request kmsg encodes and reads the response into a pooled buffer
+// (fetchBuffers), so a response costs no allocation and the records of it
 // go from that buffer to the segment file (fetchwire parses it in place).
 //
 // A connection is set up as kgo sets up its own: TCP (or TLS, with the
@@ -62,11 +63,14 @@ const (
 	// BrokerMaxReadBytes default does: a larger size prefix is not a
 	// Fetch answer.
 	fetchResponseBytesMax = 100 << 20
-	// fetchBufferKeptBytesMax: a read buffer grown past this (an answer
-	// far above fetch.response.max.bytes) is not kept for the next round.
-	fetchBufferKeptBytesMax = 64 << 20
-	fetchClientID           = "mirrord" // client.id, as the kgo client sends it
-	saslRoundsMax           = 32        // SaslAuthenticate rounds of one login, at most
+	// fetchBufferPooledBytesMax: a read buffer larger than this (an
+	// answer far above fetch.response.max.bytes) is not pooled.
+	fetchBufferPooledBytesMax = 64 << 20
+	// fetchBufferGrain: buffers are allocated in multiples of it, so
+	// answers of about one size share them.
+	fetchBufferGrain = 1 << 20
+	fetchClientID    = "mirrord" // client.id, as the kgo client sends it
+	saslRoundsMax    = 32        // SaslAuthenticate rounds of one login, at most
 )
 
 var (
@@ -137,17 +141,19 @@ func (c *fetchConn) setUp(ctx context.Context, mechanism sasl.Mechanism) error {
 	versions := kmsg.NewPtrApiVersionsRequest()
 	versions.Version = 3
 	versions.ClientSoftwareName, versions.ClientSoftwareVersion = "mirrord", "1"
-	body, _, err := c.roundTrip(versions, nil, 0)
+	body, buffer, err := c.roundTrip(versions, 0)
 	if err == nil && len(body) >= 2 && int16(binary.BigEndian.Uint16(body)) == kerr.UnsupportedVersion.Code {
 		// A broker answers a version it does not serve in v0, with its
 		// versions: ask again in v0 (KIP-511).
+		fetchBuffers.release(buffer)
 		versions.Version = 0
-		body, _, err = c.roundTrip(versions, nil, 0)
+		body, buffer, err = c.roundTrip(versions, 0)
 	}
 	resp := kmsg.NewPtrApiVersionsResponse()
 	if err == nil {
 		resp.Version = versions.Version
 		err = resp.ReadFrom(body)
+		fetchBuffers.release(buffer)
 	}
 	if err == nil {
 		err = kerr.ErrorForCode(resp.ErrorCode)
@@ -235,46 +241,104 @@ func (c *fetchConn) login(ctx context.Context, mechanism sasl.Mechanism, authent
 
 // request1 sends a set-up request and decodes its answer into resp.
 func (c *fetchConn) request1(req kmsg.Request, resp kmsg.Response) error {
-	body, _, err := c.roundTrip(req, nil, 0)
+	body, buffer, err := c.roundTrip(req, 0)
 	if err != nil {
 		return err
 	}
+	defer fetchBuffers.release(buffer)
 	resp.SetVersion(req.GetVersion())
-	return resp.ReadFrom(body)
+	return resp.ReadFrom(body) // kmsg copies what it keeps
 }
 
-// roundTrip writes req and reads its response into buffer (grown if
-// needed), returning the body after the response header and the buffer
-// to keep. wait is how long the source may hold the request on top of
-// request.timeout.ms (a Fetch's max wait).
-func (c *fetchConn) roundTrip(req kmsg.Request, buffer []byte, wait time.Duration) (body, kept []byte, err error) {
+// fetchBufferPool pools the buffers the fetchers read answers into: a
+// fetcher takes one once it knows an answer's size and gives it back when
+// the answer's records are applied, so a node holds as many as answers
+// are being read and applied at once (plus fetchBuffersIdleMax idle), not
+// one per fetcher. Last in, first out: a fetcher alone gets its buffer
+// back every round.
+type fetchBufferPool struct {
+	mu   sync.Mutex
+	idle []*[]byte // at most fetchBuffersIdleMax
+}
+
+// fetchBuffers is the process's pool.
+var fetchBuffers fetchBufferPool
+
+// fetchBuffersIdleMax bounds the idle buffers kept.
+const fetchBuffersIdleMax = 8
+
+// take returns a buffer of n bytes.
+func (p *fetchBufferPool) take(n int) *[]byte {
+	p.mu.Lock()
+	var buffer *[]byte
+	if last := len(p.idle) - 1; last >= 0 {
+		buffer = p.idle[last]
+		p.idle[last] = nil
+		p.idle = p.idle[:last]
+	}
+	p.mu.Unlock()
+	if buffer == nil || cap(*buffer) < n {
+		// None, or too small: dropped for one that fits this answer.
+		grown := make([]byte, n, (n+fetchBufferGrain-1)/fetchBufferGrain*fetchBufferGrain)
+		buffer = &grown
+	}
+	*buffer = (*buffer)[:n]
+	return buffer
+}
+
+// release gives a buffer back (nil: none); nothing of it may be used
+// after.
+func (p *fetchBufferPool) release(buffer *[]byte) {
+	if buffer == nil || cap(*buffer) > fetchBufferPooledBytesMax {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.idle) < fetchBuffersIdleMax {
+		p.idle = append(p.idle, buffer)
+	}
+}
+
+// roundTrip writes req and reads its response into a pooled buffer,
+// returning the body after the response header and the buffer, which the
+// caller releases (fetchBuffers.release) when done with body. wait is how
+// long the source may hold the request on top of request.timeout.ms (a
+// Fetch's max wait).
+func (c *fetchConn) roundTrip(req kmsg.Request, wait time.Duration) (body []byte, buffer *[]byte, err error) {
 	c.correlationID++
 	c.request = c.formatter.AppendRequest(c.request[:0], req, c.correlationID)
 	now := time.Now()
 	if err := c.conn.SetDeadline(now.Add(c.timeout + wait)); err != nil {
-		return nil, buffer, err
+		return nil, nil, err
 	}
 	if _, err := c.conn.Write(c.request); err != nil {
-		return nil, buffer, err
+		return nil, nil, err
 	}
 	if _, err := io.ReadFull(c.conn, c.size[:]); err != nil {
-		return nil, buffer, err
+		return nil, nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(c.size[:]))
 	if n < 4 || n > fetchResponseBytesMax {
-		return nil, buffer, fmt.Errorf("%w: a response of %d bytes", errFetchConnFrame, n)
+		return nil, nil, fmt.Errorf("%w: a response of %d bytes", errFetchConnFrame, n)
 	}
-	if cap(buffer) < int(n) {
-		buffer = make([]byte, n)
+	buffer = fetchBuffers.take(int(n))
+	if body, err = c.readBody(req, *buffer); err != nil {
+		fetchBuffers.release(buffer)
+		return nil, nil, err
 	}
-	buffer = buffer[:n]
-	if _, err := io.ReadFull(c.conn, buffer); err != nil {
-		return nil, buffer, err
+	return body, buffer, nil
+}
+
+// readBody reads a response of len(frame) bytes into frame and returns
+// its body.
+func (c *fetchConn) readBody(req kmsg.Request, frame []byte) ([]byte, error) {
+	if _, err := io.ReadFull(c.conn, frame); err != nil {
+		return nil, err
 	}
-	if id := int32(binary.BigEndian.Uint32(buffer)); id != c.correlationID {
-		return nil, buffer, fmt.Errorf("%w: correlation ID %d, want %d", errFetchConnFrame, id, c.correlationID)
+	if id := int32(binary.BigEndian.Uint32(frame)); id != c.correlationID {
+		return nil, fmt.Errorf("%w: correlation ID %d, want %d", errFetchConnFrame, id, c.correlationID)
 	}
-	body = buffer[4:]
+	body := frame[4:]
 	// Flexible responses carry header tags, but ApiVersions' (KIP-511).
 	if req.IsFlexible() && req.Key() != kmsg.ApiVersions.Int16() {
 		b := kbin.Reader{Src: body}
@@ -283,14 +347,9 @@ func (c *fetchConn) roundTrip(req kmsg.Request, buffer []byte, wait time.Duratio
 			b.Span(int(b.Uvarint()))
 		}
 		if !b.Ok() {
-			return nil, buffer, fmt.Errorf("%w: response header", errFetchConnFrame)
+			return nil, fmt.Errorf("%w: response header", errFetchConnFrame)
 		}
 		body = b.Src
 	}
-	if cap(buffer) > fetchBufferKeptBytesMax {
-		kept = nil
-	} else {
-		kept = buffer
-	}
-	return body, kept, nil
+	return body, nil
 }

@@ -147,7 +147,8 @@ func TestFetchConnFraming(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer conn.close()
-			body, _, err := conn.roundTrip(fetch, nil, 0)
+			body, buffer, err := conn.roundTrip(fetch, 0)
+			defer fetchBuffers.release(buffer)
 			if !errors.Is(err, test.want) {
 				t.Fatalf("round trip: %v, want %v", err, test.want)
 			}
@@ -160,34 +161,41 @@ func TestFetchConnFraming(t *testing.T) {
 	}
 }
 
-// TestFetchConnReusesBuffer: the read buffer of a round is handed back
-// and filled again the next round, not reallocated.
-func TestFetchConnReusesBuffer(t *testing.T) {
-	resp := responseWithRecords(4, 8<<10)
-	source := startFakeSource(t, func(key, _ int16, id int32, _ []byte) []byte {
-		if key == kmsg.ApiVersions.Int16() {
-			return apiVersionsAnswer(13, id)
-		}
-		return frameResponse(resp, id)
-	})
-	conn, err := testDialer().dial(context.Background(), source.addr)
-	if err != nil {
-		t.Fatal(err)
+// TestFetchBufferPool: a released buffer is the next one taken if it
+// fits (last in, first out), a smaller one is dropped for one that fits,
+// and the pool keeps neither oversized buffers nor more than its bound.
+func TestFetchBufferPool(t *testing.T) {
+	var pool fetchBufferPool
+	first := pool.take(1000)
+	if len(*first) != 1000 || cap(*first) != fetchBufferGrain {
+		t.Fatalf("a buffer of %d bytes, cap %d", len(*first), cap(*first))
 	}
-	defer conn.close()
-	fetch := kmsg.NewPtrFetchRequest()
-	fetch.Version = fetchwire.Version
-	_, buffer, err := conn.roundTrip(fetch, nil, 0)
-	if err != nil {
-		t.Fatal(err)
+	pool.release(first)
+	if again := pool.take(5000); again != first || len(*again) != 5000 {
+		t.Fatal("the released buffer was not taken again")
 	}
-	first := &buffer[:1][0]
-	for range 3 {
-		if _, buffer, err = conn.roundTrip(fetch, buffer, 0); err != nil {
-			t.Fatal(err)
-		}
-		if &buffer[:1][0] != first {
-			t.Fatal("the read buffer was reallocated")
+	pool.release(first)
+	if larger := pool.take(fetchBufferGrain + 1); larger == first || cap(*larger) != 2*fetchBufferGrain {
+		t.Fatalf("a buffer too small was taken, or the new one has cap %d", cap(*larger))
+	}
+	huge := make([]byte, fetchBufferPooledBytesMax+1)
+	pool.release(&huge)
+	for range fetchBuffersIdleMax + 2 {
+		pool.release(pool.take(10)) // taken from the pool: it holds none
+	}
+	held := make([]*[]byte, fetchBuffersIdleMax+2)
+	for i := range held {
+		held[i] = pool.take(10)
+	}
+	for _, buffer := range held {
+		pool.release(buffer)
+	}
+	if len(pool.idle) != fetchBuffersIdleMax {
+		t.Fatalf("%d idle buffers, want the bound %d", len(pool.idle), fetchBuffersIdleMax)
+	}
+	for _, buffer := range pool.idle {
+		if buffer == &huge {
+			t.Fatal("an oversized buffer was pooled")
 		}
 	}
 }
@@ -217,7 +225,7 @@ func TestFetchConnClosesOnContextEnd(t *testing.T) {
 	fetch := kmsg.NewPtrFetchRequest()
 	fetch.Version = fetchwire.Version
 	started := time.Now()
-	if _, _, err := conn.roundTrip(fetch, nil, 0); err == nil {
+	if _, _, err := conn.roundTrip(fetch, 0); err == nil {
 		t.Fatal("the round trip answered")
 	}
 	if waited := time.Since(started); waited > 30*time.Second {
@@ -307,12 +315,10 @@ func BenchmarkFetchResponsePath(b *testing.B) {
 			b.Fatal(err)
 		}
 		defer conn.close()
-		var buffer []byte
 		b.ReportAllocs()
 		for b.Loop() {
-			var body []byte
-			var err error
-			if body, buffer, err = conn.roundTrip(fetch, buffer, 0); err != nil {
+			body, buffer, err := conn.roundTrip(fetch, 0)
+			if err != nil {
 				b.Fatal(err)
 			}
 			parsed, err := fetchwire.Parse(body)
@@ -332,6 +338,7 @@ func BenchmarkFetchResponsePath(b *testing.B) {
 					handOff(p.RecordBatches)
 				}
 			}
+			fetchBuffers.release(buffer)
 		}
 	})
 	if handedOff == 0 {

@@ -45,10 +45,8 @@ type fetcher struct {
 	lowSpace atomic.Bool
 
 	// conn is the connection to the source broker (nil: dial before the
-	// next Fetch); buffer, the read buffer it fills, kept across rounds:
-	// the records of an answer are applied from it before the next Fetch.
-	conn   *fetchConn
-	buffer []byte
+	// next Fetch).
+	conn *fetchConn
 	// The lookups of an answer, kept across rounds: byID is rebuilt when
 	// the ready set changes; answered and withRecords are emptied.
 	byID        map[[16]byte]map[int32]*mirrorPartition
@@ -235,10 +233,13 @@ func samePartitions(a, b []*mirrorPartition) bool {
 func (f *fetcher) fetchOnce(ctx context.Context) error {
 	req := f.request()
 	started := time.Now()
-	body, err := f.roundTrip(ctx, req)
+	body, buffer, err := f.roundTrip(ctx, req)
 	if err != nil {
 		return err
 	}
+	// The answer's records are applied from the buffer, before it goes
+	// back to the pool.
+	defer fetchBuffers.release(buffer)
 	f.mirror.metrics.observeFetch(f, time.Since(started))
 	resp, err := fetchwire.Parse(body)
 	if err != nil {
@@ -306,37 +307,36 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 		}
 	}
 	f.applyAll(ctx, withRecords, started)
-	clear(withRecords) // the records are the buffer's, reused next round
+	clear(withRecords) // the records are the buffer's, released on return
 	f.withRecords = withRecords[:0]
 	return nil
 }
 
 // roundTrip sends req over the fetcher's connection, dialing the source
 // broker first if it has none (or its SASL session ends soon), and
-// returns the answer's body, valid until the next round trip. An error
+// returns the answer's body and the pooled buffer holding it. An error
 // closes the connection.
-func (f *fetcher) roundTrip(ctx context.Context, req *kmsg.FetchRequest) ([]byte, error) {
+func (f *fetcher) roundTrip(ctx context.Context, req *kmsg.FetchRequest) ([]byte, *[]byte, error) {
 	if f.conn != nil && f.conn.expired(time.Now()) {
 		f.closeConn()
 	}
 	if f.conn == nil {
 		addr, ok := f.mirror.sourceBrokerAddr(f.broker)
 		if !ok {
-			return nil, fmt.Errorf("fetch from broker %d: %w", f.broker, errSourceBrokerUnknown)
+			return nil, nil, fmt.Errorf("fetch from broker %d: %w", f.broker, errSourceBrokerUnknown)
 		}
 		conn, err := f.mirror.dialer.dial(ctx, addr)
 		if err != nil {
-			return nil, fmt.Errorf("fetch from broker %d at %s: %w", f.broker, addr, err)
+			return nil, nil, fmt.Errorf("fetch from broker %d at %s: %w", f.broker, addr, err)
 		}
 		f.conn = conn
 	}
-	body, kept, err := f.conn.roundTrip(req, f.buffer, time.Duration(req.MaxWaitMillis)*time.Millisecond)
-	f.buffer = kept
+	body, buffer, err := f.conn.roundTrip(req, time.Duration(req.MaxWaitMillis)*time.Millisecond)
 	if err != nil {
 		f.closeConn()
-		return nil, fmt.Errorf("fetch from broker %d: %w", f.broker, err)
+		return nil, nil, fmt.Errorf("fetch from broker %d: %w", f.broker, err)
 	}
-	return body, nil
+	return body, buffer, nil
 }
 
 // errSourceBrokerUnknown: the source's metadata has not named the broker
