@@ -48,7 +48,7 @@ const (
 	openProducers     = 4        // produce requests in flight while filling
 	openPollInterval  = 10 * time.Millisecond
 	openAllInterval   = 100 * time.Millisecond
-	openWait          = 30 * time.Minute // a start until all readable, at most (Kafka's recovery of 10,000 partitions)
+	openWait          = 30 * time.Minute // a fill, or a start until all readable, at most (Kafka creating and recovering 10,000 partitions)
 	openRequestWait   = 10 * time.Minute // one request, at most (kgo allows up to 15)
 	openTopicsAtOnce  = 10               // topics per CreateTopics
 	openKillRoundsMax = 1000             // in-flight rounds before the kill, at most
@@ -254,7 +254,7 @@ func openStopName(kill bool) string {
 // openFill creates layout's topics on the node at addr (the first with
 // size.SegmentBytes) and writes size's data to them.
 func openFill(addr string, layout scaleLayout, size openSize) error {
-	ctx, cancel := context.WithTimeout(context.Background(), kafkaFillWait)
+	ctx, cancel := context.WithTimeout(context.Background(), openWait)
 	defer cancel()
 	client, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(openRequestWait))
 	if err != nil {
@@ -428,7 +428,7 @@ func produceOnce(ctx context.Context, client *kgo.Client, req *kmsg.ProduceReque
 // round after round, and calls kill once a whole round was answered and
 // the next one is in flight.
 func openKillUnderLoad(addr string, layout scaleLayout, kill func() error) error {
-	ctx, cancel := context.WithTimeout(context.Background(), kafkaFillWait)
+	ctx, cancel := context.WithTimeout(context.Background(), openWait)
 	defer cancel()
 	// A node's first write to a partition after a clean open can wait for
 	// the disk (mirrord removes its clean-shutdown marker durably):
