@@ -135,6 +135,7 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Scales = scales
 	})
+	step("open", func() { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
 	return report
 }
 

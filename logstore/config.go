@@ -103,7 +103,9 @@ type Config struct {
 	Now func() time.Time
 	// RecoveryTruncated is told of each cut recovery made at open, once
 	// the removed bytes are kept and cut (see Truncation); nil logs each
-	// at WARN through slog.Default. The node logs and counts them.
+	// at WARN through slog.Default. The node logs and counts them. A Dir
+	// opens its partitions several at once: it may be called from as many
+	// goroutines at a time.
 	RecoveryTruncated func(Truncation)
 }
 

@@ -157,6 +157,8 @@ func (d *Dir) loadPartitions() error {
 	if err != nil {
 		return err
 	}
+	var tps []TopicPartition
+	var dirs []string
 	for _, name := range names {
 		full := path.Join(d.path, name)
 		if strings.HasSuffix(name, deletedSuffix) {
@@ -165,22 +167,34 @@ func (d *Dir) loadPartitions() error {
 			}
 			continue
 		}
-		tp, ok := parsePartitionDirName(name)
-		if !ok {
-			continue
+		if tp, ok := parsePartitionDirName(name); ok {
+			tps, dirs = append(tps, tp), append(dirs, full)
 		}
-		data, ok, err := ReadFile(d.fs, path.Join(full, partitionMetadataName))
-		if err == nil && !ok {
-			// Create crashed before the partition existed: nothing in it
-			// was ever acknowledged.
-			if err := d.fs.RemoveAll(full); err != nil {
-				return err
-			}
-			continue
-		}
-		d.partitions[tp] = d.openPartition(tp, full, data, err)
 	}
-	return nil
+	// The partitions open logsAtOnce at a time: each is a few small reads
+	// and maps (and after a crash a recovery of its active segment), whose
+	// waits overlap.
+	opened := make([]*partition, len(tps))
+	errs := make([]error, len(tps))
+	eachAtOnce(len(tps), func(i int) { opened[i], errs[i] = d.loadPartition(tps[i], dirs[i]) })
+	for i, p := range opened {
+		if p != nil {
+			d.partitions[tps[i]] = p
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loadPartition opens the directory full of partition tp; nil, and no
+// error, when Create crashed before it existed (the directory is removed).
+func (d *Dir) loadPartition(tp TopicPartition, full string) (*partition, error) {
+	data, ok, err := ReadFile(d.fs, path.Join(full, partitionMetadataName))
+	if err == nil && !ok {
+		// Create crashed before the partition existed: nothing in it
+		// was ever acknowledged.
+		return nil, d.fs.RemoveAll(full)
+	}
+	return d.openPartition(tp, full, data, err), nil
 }
 
 // openPartition opens the log of one partition directory whose

@@ -126,13 +126,24 @@ func (x *index) full() bool { return (x.entries+1)*x.entrySize > len(x.mapped) }
 
 func (x *index) entry(i int) []byte { return x.mapped[i*x.entrySize : (i+1)*x.entrySize] }
 
-// truncateEntries keeps the first n entries and zeroes the rest in use.
-func (x *index) truncateEntries(n int) {
-	if n >= x.entries {
-		return
+// reset empties the index and maps it again with room for capacity
+// bytes. It cuts the file instead of zeroing the entries in place: after
+// a crash an index holds as many entries as its preallocated file (10 MiB
+// by default), and zeroing them faults in and dirties every page, which
+// made recovering 10,000 partitions write 200 GB.
+func (x *index) reset(capacity int) error {
+	if err := x.unmap(); err != nil {
+		return err
 	}
-	clear(x.mapped[n*x.entrySize : x.entries*x.entrySize])
-	x.entries = n
+	x.entries = 0
+	err := x.withFile(false, func(file vfs.File) error {
+		if err := file.Truncate(0); err != nil {
+			return err
+		}
+		return x.mapFile(file, capacity-capacity%x.entrySize)
+	})
+	x.emptyIfUnmapped()
+	return err
 }
 
 // unmap releases the mapping. Until it is mapped again the index must not

@@ -240,11 +240,9 @@ func (s *segment) indexesBeyond(next rb.Offset) bool {
 // in [0, end), reading headers only, which it checks (checkHeader, limit
 // the next segment's base): a failure wraps recordbatch.ErrCorrupt.
 func (s *segment) rebuildIndexes(end int64, limit rb.Offset) error {
-	if err := s.unseal(); err != nil {
+	if err := s.resetIndexes(); err != nil {
 		return err
 	}
-	s.offsets.truncateEntries(0)
-	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
 	var prevHeader [rb.HeaderSize]byte
 	var prev rb.Batch
@@ -270,11 +268,9 @@ func (s *segment) rebuildIndexes(end int64, limit rb.Offset) error {
 // from position on; its error leaves the segment as it was. It returns
 // the number of bytes cut.
 func (s *segment) recover(check func(b rb.Batch) error, limit rb.Offset, keep func(position int64, cause error) error) (int64, error) {
-	if err := s.unseal(); err != nil {
+	if err := s.resetIndexes(); err != nil {
 		return 0, err
 	}
-	s.offsets.truncateEntries(0)
-	s.times.truncateEntries(0)
 	s.next, s.maxTimestamp, s.maxTimestampRel, s.bytesSinceIndex = s.base, -1, 0, 0
 	// The previous batch is indexed once the batch after it confirms its
 	// offsets (or at the end): its header is copied, as the walk's window
@@ -564,6 +560,19 @@ func (s *segment) seal() error {
 func (s *segment) unmapIndexes() {
 	s.offsets.unmapUntilRead()
 	s.times.unmapUntilRead()
+}
+
+// resetIndexes empties both indexes, mapped with room to grow (unsealed),
+// for a rebuild.
+func (s *segment) resetIndexes() error {
+	if err := s.offsets.reset(s.indexBytesMax); err != nil {
+		return err
+	}
+	if err := s.times.reset(s.indexBytesMax); err != nil {
+		return err
+	}
+	s.unsealed = true
+	return nil
 }
 
 // unseal maps the indexes with room to grow, for appends or a rebuild.
