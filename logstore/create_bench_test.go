@@ -159,3 +159,129 @@ func BenchmarkCreatePartitions(b *testing.B) {
 func addCounts(sum [3]int64, counts *syncCounts) [3]int64 {
 	return [3]int64{sum[0] + counts.creates.Load(), sum[1] + counts.fileSyncs.Load(), sum[2] + counts.dirSyncs.Load()}
 }
+
+// openMirrorDir opens a directory on the OS file system with partitions
+// partitions of one topic, each holding one first batch (its leader
+// epoch checkpointed), as a mirror's partitions are after their first
+// fetch.
+func openMirrorDir(b *testing.B, counts *syncCounts, partitions int, cfg Config) (*Dir, []*Log) {
+	d, err := OpenDir(countingFS{vfs.OS, counts}, path.Join(b.TempDir(), "data"), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tps := make([]TopicPartition, partitions)
+	for i := range tps {
+		tps[i] = TopicPartition{Topic: "t", Partition: int32(i)}
+	}
+	logs, err := d.CreateAll(tps, rb.NewTopicID(), cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, log := range logs {
+		if _, err := log.Append(rb.Append(nil, rb.Spec{BaseTimestamp: baseTimestamp, ProducerID: -1, Records: []rb.Record{{Value: []byte("v")}}})); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return d, logs
+}
+
+// BenchmarkSteadyMirror appends, round-robin, a 4 KiB batch of the same
+// leader epoch to each of 1,000 partitions for two seconds, as a mirror
+// caught up with its source does, and counts the syncs (file and
+// directory) and the files written (checkpoints, segments) per partition
+// per second: with the OS's write-back (the default) and with a flush
+// every second (log.flush.interval.ms=1000, the Dir's flusher).
+func BenchmarkSteadyMirror(b *testing.B) {
+	const partitions = 1000
+	const runFor = 2 * time.Second
+	for _, c := range []struct {
+		name  string
+		flush FlushPolicy
+	}{{"flush=os", FlushOS}, {"flush=1s", FlushInterval}} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Flush, cfg.FlushInterval = c.flush, time.Second
+			var counts syncCounts
+			set := benchSet(4<<10, 4<<10)
+			var syncs, files, appends int64
+			var elapsed time.Duration
+			for range b.N {
+				b.StopTimer()
+				d, logs := openMirrorDir(b, &counts, partitions, cfg)
+				counts.reset()
+				b.StartTimer()
+				start := time.Now()
+				for i := 0; time.Since(start) < runFor; i++ {
+					log := logs[i%partitions]
+					restamp(set, log.LogEndOffset())
+					if _, err := log.Append(set); err != nil {
+						b.Fatal(err)
+					}
+					appends++
+				}
+				elapsed += time.Since(start)
+				syncs += counts.fileSyncs.Load() + counts.dirSyncs.Load()
+				files += counts.creates.Load()
+				b.StopTimer()
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			perPartitionSecond := float64(partitions) * elapsed.Seconds()
+			b.ReportMetric(float64(syncs)/perPartitionSecond, "syncs/partition/s")
+			b.ReportMetric(float64(files)/perPartitionSecond, "files-written/partition/s")
+			b.ReportMetric(float64(appends)/perPartitionSecond, "appends/partition/s")
+		})
+	}
+}
+
+// BenchmarkFlushTick times one tick of the flusher over 1,000 partitions
+// that each hold unflushed bytes: the Dir's flusher (flushAll) against
+// the same flushes one partition after another.
+func BenchmarkFlushTick(b *testing.B) {
+	const partitions = 1000
+	for _, serial := range []bool{true, false} {
+		name := "flusher"
+		if serial {
+			name = "one-by-one"
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := DefaultConfig()
+			cfg.Flush, cfg.FlushInterval = FlushInterval, time.Hour // ticks are the benchmark's
+			var counts syncCounts
+			b.StopTimer()
+			d, logs := openMirrorDir(b, &counts, partitions, cfg)
+			defer d.Close()
+			set := benchSet(4<<10, 4<<10)
+			var tick time.Duration
+			for range b.N {
+				for _, log := range logs {
+					restamp(set, log.LogEndOffset())
+					if _, err := log.Append(set); err != nil {
+						b.Fatal(err)
+					}
+				}
+				counts.reset()
+				b.StartTimer()
+				start := time.Now()
+				if serial {
+					for _, log := range logs {
+						if err := log.Flush(); err != nil {
+							b.Fatal(err)
+						}
+					}
+				} else {
+					d.flushAll()
+				}
+				tick += time.Since(start)
+				b.StopTimer()
+				if got := counts.fileSyncs.Load(); got != partitions {
+					b.Fatalf("%d file syncs in a tick, want %d", got, partitions)
+				}
+			}
+			b.ReportMetric(float64(tick.Microseconds())/1000/float64(b.N), "ms/tick")
+			b.ReportMetric(float64(tick.Microseconds())/float64(b.N*partitions), "us/partition")
+		})
+	}
+}

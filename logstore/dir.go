@@ -446,8 +446,7 @@ func eachAtOnceN(workers, n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// flushEvery runs on the flusher goroutine. A failed flush marks that log
-// failed (its next write returns the error); the others go on.
+// flushEvery runs on the flusher goroutine.
 func (d *Dir) flushEvery(interval time.Duration) {
 	defer close(d.flusherDone)
 	ticker := time.NewTicker(interval)
@@ -458,16 +457,22 @@ func (d *Dir) flushEvery(interval time.Duration) {
 			return
 		case <-ticker.C:
 		}
-		d.mu.Lock()
-		logs := make([]*Log, 0, len(d.partitions))
-		for _, p := range d.partitions {
-			if p.log != nil {
-				logs = append(logs, p.log)
-			}
-		}
-		d.mu.Unlock()
-		for _, log := range logs {
-			_ = log.Flush() // a failure marks the log failed; its next write reports it
+		d.flushAll()
+	}
+}
+
+// flushAll flushes every log, logsAtOnce at a time: the syncs of different
+// logs overlap, so a tick over many partitions takes less than their
+// syncs one after another. A failed flush marks that log failed (its
+// next write returns the error); the others go on.
+func (d *Dir) flushAll() {
+	d.mu.Lock()
+	logs := make([]*Log, 0, len(d.partitions))
+	for _, p := range d.partitions {
+		if p.log != nil {
+			logs = append(logs, p.log)
 		}
 	}
+	d.mu.Unlock()
+	eachAtOnce(len(logs), func(i int) { _ = logs[i].Flush() })
 }
