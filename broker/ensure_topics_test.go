@@ -3,9 +3,12 @@ package broker
 import (
 	"context"
 	"errors"
+	"fmt"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/vfs"
@@ -116,5 +119,98 @@ func TestEnsureTopicsOneFails(t *testing.T) {
 	}
 	if got := n.dir.List(); len(got) != 5 {
 		t.Errorf("%d partitions on disk, want 5: %v", len(got), got)
+	}
+}
+
+// syncCounter is a vfs.FS counting file and directory syncs.
+type syncCounter struct {
+	vfs.FS
+	syncs *atomic.Int64
+}
+
+type syncCountedFile struct {
+	vfs.File
+	syncs *atomic.Int64
+}
+
+func (c syncCounter) SyncDir(dir string) error {
+	c.syncs.Add(1)
+	return c.FS.SyncDir(dir)
+}
+
+func (c syncCounter) Create(name string) (vfs.File, error) {
+	f, err := c.FS.Create(name)
+	if err != nil {
+		return nil, err
+	}
+	return syncCountedFile{f, c.syncs}, nil
+}
+
+func (f syncCountedFile) Sync() error {
+	f.syncs.Add(1)
+	return f.File.Sync()
+}
+
+// BenchmarkEnsureTopics makes 1,000 mirror partitions on the OS file
+// system: one topic of 1,000 partitions, 1,000 topics of one partition
+// one EnsureTopic after another (a mirror's reconcile before
+// EnsureTopics), and the same 1,000 topics in one EnsureTopics. It
+// reports the wall time and the syncs (file and directory) per partition.
+func BenchmarkEnsureTopics(b *testing.B) {
+	const partitions = 1000
+	for _, c := range []struct {
+		name   string
+		ensure func(n *Node) error
+	}{
+		{"topics=1", func(n *Node) error {
+			_, err := n.EnsureTopic(context.Background(), "t", rb.NewTopicID(), partitions)
+			return err
+		}},
+		{"topics=1000/one-by-one", func(n *Node) error {
+			for i := range partitions {
+				if _, err := n.EnsureTopic(context.Background(), fmt.Sprintf("t%04d", i), rb.NewTopicID(), 1); err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"topics=1000/at-once", func(n *Node) error {
+			asked := make([]EnsuredTopic, partitions)
+			for i := range asked {
+				asked[i] = EnsuredTopic{Name: fmt.Sprintf("t%04d", i), ID: rb.NewTopicID(), Partitions: 1}
+			}
+			for _, a := range n.EnsureTopics(context.Background(), asked) {
+				if a.Err != nil {
+					return a.Err
+				}
+			}
+			return nil
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			var syncs atomic.Int64
+			var took time.Duration
+			var synced int64
+			for range b.N {
+				b.StopTimer()
+				n := openTestNodeAt(b, syncCounter{vfs.OS, &syncs}, filepath.Join(b.TempDir(), "data"))
+				syncs.Store(0)
+				b.StartTimer()
+				start := time.Now()
+				if err := c.ensure(n); err != nil {
+					b.Fatal(err)
+				}
+				took += time.Since(start)
+				synced += syncs.Load()
+				b.StopTimer()
+				if err := n.Close(); err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+			}
+			per := float64(b.N * partitions)
+			b.ReportMetric(float64(took.Microseconds())/1000/per, "ms/partition")
+			b.ReportMetric(float64(synced)/per, "syncs/partition")
+		})
 	}
 }

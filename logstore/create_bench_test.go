@@ -3,6 +3,7 @@ package logstore
 import (
 	"fmt"
 	"path"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -77,15 +78,24 @@ func (m countingMapping) Sync() error {
 }
 
 // createPartitions creates count partitions in d: all in one CreateAll of
-// one topic, or one topic each (as count CreateTopics requests of one
-// partition, or a mirror meeting count new topics, would).
-func createPartitions(d *Dir, count int, oneTopic bool) error {
-	if oneTopic {
+// one topic, one topic each in one CreateMany (a mirror meeting count new
+// topics), or one topic each one after another (count CreateTopics
+// requests of one partition).
+func createPartitions(d *Dir, count int, topics string) error {
+	switch topics {
+	case "1":
 		tps := make([]TopicPartition, count)
 		for i := range tps {
 			tps[i] = TopicPartition{Topic: "t", Partition: int32(i)}
 		}
 		_, err := d.CreateAll(tps, rb.NewTopicID(), d.cfg)
+		return err
+	case "many/at-once":
+		news := make([]NewPartition, count)
+		for i := range news {
+			news[i] = NewPartition{PartitionInfo{TopicPartition{fmt.Sprintf("t%04d", i), 0}, rb.NewTopicID()}, d.cfg}
+		}
+		_, err := d.CreateMany(news)
 		return err
 	}
 	for i := range count {
@@ -97,18 +107,15 @@ func createPartitions(d *Dir, count int, oneTopic bool) error {
 }
 
 // BenchmarkCreatePartitions creates 1,000 partitions on the OS file system,
-// in one topic and as 1,000 topics, and then appends a first batch (leader
+// in one topic and as 1,000 topics (in one CreateMany and one by one),
+// and then appends a first batch (leader
 // epoch 0, as a mirror's first fetch of a new partition brings) to each.
 // It reports the wall time and the syncs per partition of each phase.
 func BenchmarkCreatePartitions(b *testing.B) {
 	const partitions = 1000
 	batch := rb.Append(nil, rb.Spec{BaseTimestamp: baseTimestamp, ProducerID: -1, Records: []rb.Record{{Value: []byte("v")}}})
-	for _, oneTopic := range []bool{true, false} {
-		name := "topics=1000"
-		if oneTopic {
-			name = "topics=1"
-		}
-		b.Run(name, func(b *testing.B) {
+	for _, topics := range []string{"1", "many/at-once", "many/one-by-one"} {
+		b.Run("topics="+strings.Replace(topics, "many", "1000", 1), func(b *testing.B) {
 			var counts syncCounts
 			var create, first time.Duration
 			var createCounts, firstCounts [3]int64
@@ -121,7 +128,7 @@ func BenchmarkCreatePartitions(b *testing.B) {
 				counts.reset()
 				b.StartTimer()
 				start := time.Now()
-				if err := createPartitions(d, partitions, oneTopic); err != nil {
+				if err := createPartitions(d, partitions, topics); err != nil {
 					b.Fatal(err)
 				}
 				create += time.Since(start)
