@@ -160,8 +160,13 @@ func (d *Dir) writePartition(c *creation) error {
 
 // newLog makes the empty log of a partition directory just made: Open's
 // result for an empty directory, without Open's reads and syncs (there is
-// nothing to load, and makePartitions syncs the directory). The segment
-// files need no sync: Open remakes them when a crash loses them.
+// nothing to load, and makePartitions syncs the directory). Only the log
+// file of its segment is made: the indexes are made and mapped by the
+// first append (unseal) or by Close (seal), so a new partition costs two
+// files (partition.metadata, the log) and no mapping until it is written.
+// The segment's files need no sync: Open remakes a missing log file, and
+// rebuilds missing indexes (from an empty log, nothing), when a crash
+// loses them.
 func newLog(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -170,10 +175,12 @@ func newLog(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := createSegment(fs, dir, 0, cfg)
+	s, err := createSegmentLog(fs, dir, 0, cfg, "")
 	if err != nil {
 		return nil, err
 	}
+	s.offsets = &index{fs: fs, name: segmentPath(dir, 0, extIndex), entrySize: offsetEntrySize, absent: true}
+	s.times = &index{fs: fs, name: segmentPath(dir, 0, extTimeIndex), entrySize: timeEntrySize, absent: true}
 	return &Log{fs: fs, dir: dir, cfg: cfg, segments: []*segment{s}, epochs: epochs, cleanerOffset: noCleanerOffset}, nil
 }
 

@@ -97,3 +97,51 @@ func TestDirCreateManyRefuses(t *testing.T) {
 		t.Fatalf("after a refused CreateMany: %v, want t-0 alone", got)
 	}
 }
+
+// TestNewPartitionFiles: a new partition holds partition.metadata and its
+// first segment's log file; the first append makes the indexes (and the
+// epoch checkpoint), and so does the Close of a partition never written,
+// so that a clean open finds every file of the segment.
+func TestNewPartitionFiles(t *testing.T) {
+	mem := vfs.NewMem()
+	d := openDir(t, mem, "/d", testConfig())
+	id := rb.NewTopicID()
+	logs, err := d.CreateMany([]NewPartition{
+		{PartitionInfo{TopicPartition{"t", 0}, id}, testConfig()},
+		{PartitionInfo{TopicPartition{"t", 1}, id}, testConfig()},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	list := func(dir string) string {
+		t.Helper()
+		names, err := mem.List(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(names)
+	}
+	for _, dir := range []string{"/d/t-0", "/d/t-1"} {
+		if got, want := list(dir), "[00000000000000000000.log partition.metadata]"; got != want {
+			t.Errorf("new partition %s holds %s, want %s", dir, got, want)
+		}
+	}
+	mustAppend(t, logs[0], testBatch(0, 1, baseTimestamp))
+	if got, want := list("/d/t-0"), "[00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex leader-epoch-checkpoint partition.metadata]"; got != want {
+		t.Errorf("after the first append: %s, want %s", got, want)
+	}
+	ends := []rb.Offset{logs[0].LogEndOffset(), 0}
+	closeDir(t, d)
+	if got, want := list("/d/t-1"), "[.clean-shutdown 00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex log-offsets-checkpoint partition.metadata]"; got != want {
+		t.Errorf("a partition never written, closed: %s, want %s", got, want)
+	}
+	d = openDir(t, mem, "/d", testConfig())
+	defer closeDir(t, d)
+	for p, end := range ends {
+		log, _, ok := d.Get(TopicPartition{"t", int32(p)})
+		if !ok || log.LogEndOffset() != end {
+			t.Fatalf("t-%d after a clean reopen: found %v, log end offset %d, want %d", p, ok, log.LogEndOffset(), end)
+		}
+		mustAppend(t, log, testBatch(end, 1, baseTimestamp))
+	}
+}
