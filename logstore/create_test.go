@@ -145,3 +145,42 @@ func TestNewPartitionFiles(t *testing.T) {
 		mustAppend(t, log, testBatch(end, 1, baseTimestamp))
 	}
 }
+
+// TestNewPartitionWritesBeforeAppend: every write of a log on a partition
+// never appended to, whose segment has no index files yet, works, and it
+// and the durable append after it survive a crash.
+func TestNewPartitionWritesBeforeAppend(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		write func(*Log) error
+		end   rb.Offset
+	}{
+		{"AdvanceLogStart", func(l *Log) error { return l.AdvanceLogStart(7) }, 7},
+		{"TruncateFullyAndStartAt", func(l *Log) error { return l.TruncateFullyAndStartAt(7) }, 7},
+		{"TruncateTo", func(l *Log) error { return l.TruncateTo(0) }, 0},
+		{"Roll", func(l *Log) error { return l.Roll() }, 0},
+		{"Flush", func(l *Log) error { return l.Flush() }, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			mem := vfs.NewMem()
+			d := openDir(t, mem, "/d", testConfig())
+			log := createPartition(t, d, TopicPartition{"t", 0}, rb.NewTopicID())
+			if err := c.write(log); err != nil {
+				t.Fatal(err)
+			}
+			if got := log.LogEndOffset(); got != c.end {
+				t.Fatalf("log end offset %d, want %d", got, c.end)
+			}
+			mustAppend(t, log, testBatch(c.end, 1, baseTimestamp))
+			end := log.LogEndOffset()
+			mem.CrashClean()
+			d = openDir(t, mem, "/d", testConfig())
+			defer closeDir(t, d)
+			log, _, ok := d.Get(TopicPartition{"t", 0})
+			if !ok || log.LogStartOffset() != c.end || log.LogEndOffset() != end {
+				t.Fatalf("after a crash: found %v, log start %d, end %d (end before %d)", ok, log.LogStartOffset(), log.LogEndOffset(), end)
+			}
+			mustAppend(t, log, testBatch(log.LogEndOffset(), 1, baseTimestamp))
+		})
+	}
+}

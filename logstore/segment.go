@@ -591,6 +591,9 @@ func (s *segment) release() error {
 // reference.
 func (s *segment) removeFiles() error {
 	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		if ext == extIndex && s.offsets.absent || ext == extTimeIndex && s.times.absent {
+			continue // never made (see newLog)
+		}
 		if err := s.fs.Remove(segmentPath(s.dir, s.base, ext)); err != nil {
 			return err
 		}
