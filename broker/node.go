@@ -532,38 +532,9 @@ func (n *Node) addPartitions(t *topic, count int32, cfg logstore.Config) error {
 // partitions partitions (a mirror's: the source's ID and partition count,
 // grown when the source grows) and returns its partitions. A topic of
 // that name with another ID is refused, as is an internal name.
-func (n *Node) EnsureTopic(_ context.Context, name string, id rb.TopicID, partitions int32) ([]*Partition, error) {
-	if slices.Contains(n.cfg.InternalTopics, name) {
-		return nil, errInternalTopic(name)
-	}
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	t, ok := n.topics[name]
-	if !ok {
-		if err := validTopicName(name); err != nil {
-			return nil, err
-		}
-		if other, taken := n.byID[id]; taken {
-			return nil, fmt.Errorf("%w: the source's topic ID of %s is the local topic %s's", kerr.TopicAlreadyExists, name, other.name)
-		}
-		t = &topic{name: name, id: id, settings: n.nodeSettings()}
-		n.topics[name], n.byID[id] = t, t
-		n.log.Info("created topic with a given ID", "topic", name, "id", id.String(), "partitions", partitions)
-	}
-	if t.id == (rb.TopicID{}) && len(online(t.partitions)) == 0 && n.byID[id] == nil {
-		// No partition.metadata of it could be read (all offline): the
-		// mirror names the ID, and RebuildPartition writes it.
-		t.id, n.byID[id] = id, t
-	}
-	if t.id != id {
-		return nil, fmt.Errorf("%w: local topic %s has topic ID %s, the source's has %s", kerr.TopicAlreadyExists, name, t.id, id)
-	}
-	if int32(len(t.partitions)) < partitions {
-		if err := n.addPartitions(t, partitions, t.settings.log); err != nil {
-			return nil, err
-		}
-	}
-	return append([]*Partition(nil), t.partitions...), nil
+func (n *Node) EnsureTopic(ctx context.Context, name string, id rb.TopicID, partitions int32) ([]*Partition, error) {
+	ensured := n.EnsureTopics(ctx, []EnsuredTopic{{Name: name, ID: id, Partitions: partitions}})
+	return ensured[0].Local, ensured[0].Err
 }
 
 // CreatePartitions grows a topic to count partitions.

@@ -63,7 +63,7 @@ func serveNodeWith(t *testing.T, dir string, logConfig logstore.Config) (*Node, 
 }
 
 // openTestNodeAt opens a Node over fs at dir; the caller closes it.
-func openTestNodeAt(t *testing.T, fs vfs.FS, dir string) *Node {
+func openTestNodeAt(t testing.TB, fs vfs.FS, dir string) *Node {
 	t.Helper()
 	n, err := Open(Config{FS: fs, DataDir: dir, Log: logstore.DefaultConfig()}, nil)
 	if err != nil {

@@ -402,6 +402,7 @@ func (m *mirror) reconcile(ctx context.Context, resp *kmsg.MetadataResponse) err
 	m.learnSourceBrokers(resp.Brokers)
 	leaders := map[*mirrorPartition]int32{}
 	present := map[string][16]byte{} // the source's topics and their IDs
+	var mirrored []kmsg.MetadataResponseTopic
 	for _, t := range resp.Topics {
 		if t.Topic != nil && t.ErrorCode == 0 {
 			present[*t.Topic] = t.TopicID
@@ -416,7 +417,11 @@ func (m *mirror) reconcile(ctx context.Context, resp *kmsg.MetadataResponse) err
 			m.log.Warn("cannot mirror topic: the source reports no topic ID (Kafka 3.1 or later is needed)", "topic", *t.Topic)
 			continue
 		}
-		added, err := m.ensureTopic(ctx, *t.Topic, t.TopicID, int32(len(t.Partitions)))
+		mirrored = append(mirrored, t)
+	}
+	ensured := m.ensureTopics(ctx, mirrored)
+	for i, t := range mirrored {
+		added, err := ensured[i].added, ensured[i].err
 		if err != nil {
 			m.log.Warn("cannot mirror topic", "topic", *t.Topic, "error", err)
 			events = append(events, m.failTopic(*t.Topic, err)...)
@@ -490,24 +495,38 @@ func failEvent(mp *mirrorPartition, err error) partitionEvent {
 	return partitionEvent{mp, mirrorstate.FetchFailed{Err: err, Retryable: false, Now: time.Now()}}
 }
 
-// ensureTopic creates the local mirror topic (source topic ID, partition
-// count) or grows it, and registers its partitions, returning those new
-// to the mirror (m.mu held).
-func (m *mirror) ensureTopic(ctx context.Context, name string, id [16]byte, partitions int32) ([]*mirrorPartition, error) {
-	local, err := m.node.EnsureTopic(ctx, name, netio.TopicID(id), partitions)
-	if err != nil {
-		return nil, err
+// ensuredTopic is what ensureTopics did for one topic: the partitions new
+// to the mirror, or why the topic could not be made.
+type ensuredTopic struct {
+	added []*mirrorPartition
+	err   error
+}
+
+// ensureTopics creates the local mirror topics (source topic ID, partition
+// count) or grows them, all in one call of the node (their partitions'
+// syncs overlap), and registers their partitions, returning per topic
+// those new to the mirror (m.mu held).
+func (m *mirror) ensureTopics(ctx context.Context, topics []kmsg.MetadataResponseTopic) []ensuredTopic {
+	asked := make([]broker.EnsuredTopic, len(topics))
+	for i, t := range topics {
+		asked[i] = broker.EnsuredTopic{Name: *t.Topic, ID: netio.TopicID(t.TopicID), Partitions: int32(len(t.Partitions))}
 	}
-	var added []*mirrorPartition
-	for i, p := range local {
-		tp := logstore.TopicPartition{Topic: name, Partition: int32(i)}
-		if m.partitions[tp] == nil {
-			mp := m.newPartition(name, id, int32(i), p)
-			m.partitions[tp] = mp
-			added = append(added, mp)
+	out := make([]ensuredTopic, len(topics))
+	for i, e := range m.node.EnsureTopics(ctx, asked) {
+		if e.Err != nil {
+			out[i].err = e.Err
+			continue
+		}
+		for index, p := range e.Local {
+			tp := logstore.TopicPartition{Topic: e.Name, Partition: int32(index)}
+			if m.partitions[tp] == nil {
+				mp := m.newPartition(e.Name, e.ID, int32(index), p)
+				m.partitions[tp] = mp
+				out[i].added = append(out[i].added, mp)
+			}
 		}
 	}
-	return added, nil
+	return out
 }
 
 // newPartition makes a mirrored partition with its machine, restored from

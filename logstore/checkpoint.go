@@ -46,15 +46,6 @@ func WriteFileAtomicFrom(fs vfs.FS, dir, name string, write func(io.Writer) erro
 	return nil
 }
 
-// writeFileSynced is WriteFileAtomic without the directory sync: the
-// caller syncs dir before it counts on the new contents.
-func writeFileSynced(fs vfs.FS, dir, name string, data []byte) error {
-	return writeFileSyncedFrom(fs, dir, name, func(w io.Writer) error {
-		_, err := w.Write(data)
-		return err
-	})
-}
-
 func writeFileSyncedFrom(fs vfs.FS, dir, name string, write func(io.Writer) error) error {
 	target := path.Join(dir, name)
 	tmp := target + tmpSuffix

@@ -265,75 +265,19 @@ func (d *Dir) Create(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, error)
 	return logs[0], nil
 }
 
-// logsAtOnce is how many partitions CreateAll makes, and Close closes, at
-// once: their file and directory syncs overlap (the file system commits
-// them together), which is most of the time either takes.
+// logsAtOnce is how many partitions Close closes at once: their file and
+// directory syncs overlap (the file system commits them together), which
+// is most of the time closing takes.
 const logsAtOnce = 8
 
 // CreateAll makes empty partition logs of one topic with cfg, durable when
-// it returns, in the order of tps. On an error it removes what it made and
-// returns the errors. A crash before it returns may leave any of them.
+// it returns, in the order of tps (CreateMany).
 func (d *Dir) CreateAll(tps []TopicPartition, id rb.TopicID, cfg Config) ([]*Log, error) {
-	for _, tp := range tps {
-		if err := ValidateTopicName(tp.Topic); err != nil {
-			return nil, err
-		}
-		if tp.Partition < 0 {
-			return nil, fmt.Errorf("logstore: partition %d of %q is negative", tp.Partition, tp.Topic)
-		}
+	news := make([]NewPartition, len(tps))
+	for i, tp := range tps {
+		news[i] = NewPartition{PartitionInfo: PartitionInfo{TopicPartition: tp, TopicID: id}, Config: cfg}
 	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.closed {
-		return nil, ErrClosed
-	}
-	for _, tp := range tps {
-		if _, ok := d.partitions[tp]; ok {
-			return nil, fmt.Errorf("%w: %s", ErrExists, tp)
-		}
-	}
-	logs := make([]*Log, len(tps))
-	errs := make([]error, len(tps))
-	eachAtOnce(len(tps), func(i int) { logs[i], errs[i] = d.createOne(tps[i], id, cfg) })
-	err := errors.Join(errs...)
-	if err == nil {
-		// The partition directories' own entries in the data directory.
-		err = d.fs.SyncDir(d.path)
-	}
-	if err != nil {
-		for i, log := range logs {
-			if log != nil {
-				err = errors.Join(err, log.Close(), d.fs.RemoveAll(path.Join(d.path, tps[i].String())))
-			}
-		}
-		return nil, err
-	}
-	for i, log := range logs {
-		d.partitions[tps[i]] = &partition{info: PartitionInfo{TopicPartition: tps[i], TopicID: id}, log: log}
-	}
-	return logs, nil
-}
-
-// createOne makes the directory of tp with its partition.metadata and an
-// empty log, or removes what it made. Open syncs the directory once it
-// made the first segment, which makes the metadata's rename durable too;
-// the data directory's entry for it is CreateAll's to sync.
-func (d *Dir) createOne(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, error) {
-	full := path.Join(d.path, tp.String())
-	if err := d.fs.MkdirAll(full); err != nil {
-		return nil, err
-	}
-	err := writeFileSynced(d.fs, full, partitionMetadataName, fmt.Appendf(nil, partitionMetadataFormat, id))
-	if err == nil {
-		var log *Log
-		if log, err = Open(d.fs, full, cfg); err == nil {
-			return log, nil
-		}
-	}
-	if rerr := d.fs.RemoveAll(full); rerr != nil {
-		return nil, fmt.Errorf("%w (and removing %s failed: %v)", err, full, rerr)
-	}
-	return nil, err
+	return d.CreateMany(news)
 }
 
 // Get returns the log of tp.
@@ -419,19 +363,13 @@ func (d *Dir) Rebuild(tp TopicPartition, id rb.TopicID, cfg Config) (*Log, strin
 		d.partitions[tp] = &partition{info: p.info, offline: fmt.Errorf("logstore: %s: moved to %s: %w", tp, aside, err)}
 		return nil, aside, err
 	}
-	log, err := d.createOne(tp, id, cfg)
-	if err == nil {
-		err = d.fs.SyncDir(d.path)
-	}
+	logs, err := d.makePartitions([]NewPartition{{PartitionInfo: PartitionInfo{TopicPartition: tp, TopicID: id}, Config: cfg}})
 	if err != nil {
-		if log != nil {
-			log.Close()
-		}
 		d.partitions[tp] = &partition{info: p.info, offline: fmt.Errorf("logstore: %s: moved to %s, recreate: %w", tp, aside, err)}
 		return nil, aside, err
 	}
-	d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: log}
-	return log, aside, nil
+	d.partitions[tp] = &partition{info: PartitionInfo{TopicPartition: tp, TopicID: id}, log: logs[0]}
+	return logs[0], aside, nil
 }
 
 // Delete closes and removes the partition tp. It is durable when it
@@ -502,10 +440,13 @@ func (d *Dir) closeLogs() error {
 
 // eachAtOnce runs fn(i) for every i in [0, n), logsAtOnce at a time, and
 // returns when all have returned.
-func eachAtOnce(n int, fn func(i int)) {
+func eachAtOnce(n int, fn func(i int)) { eachAtOnceN(logsAtOnce, n, fn) }
+
+// eachAtOnceN is eachAtOnce with workers at a time.
+func eachAtOnceN(workers, n int, fn func(i int)) {
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(logsAtOnce, n) {
+	for range min(workers, n) {
 		wg.Go(func() {
 			for i := range next {
 				fn(i)
@@ -519,8 +460,7 @@ func eachAtOnce(n int, fn func(i int)) {
 	wg.Wait()
 }
 
-// flushEvery runs on the flusher goroutine. A failed flush marks that log
-// failed (its next write returns the error); the others go on.
+// flushEvery runs on the flusher goroutine.
 func (d *Dir) flushEvery(interval time.Duration) {
 	defer close(d.flusherDone)
 	ticker := time.NewTicker(interval)
@@ -531,16 +471,22 @@ func (d *Dir) flushEvery(interval time.Duration) {
 			return
 		case <-ticker.C:
 		}
-		d.mu.Lock()
-		logs := make([]*Log, 0, len(d.partitions))
-		for _, p := range d.partitions {
-			if p.log != nil {
-				logs = append(logs, p.log)
-			}
-		}
-		d.mu.Unlock()
-		for _, log := range logs {
-			_ = log.Flush() // a failure marks the log failed; its next write reports it
+		d.flushAll()
+	}
+}
+
+// flushAll flushes every log, logsAtOnce at a time: the syncs of different
+// logs overlap, so a tick over many partitions takes less than their
+// syncs one after another. A failed flush marks that log failed (its
+// next write returns the error); the others go on.
+func (d *Dir) flushAll() {
+	d.mu.Lock()
+	logs := make([]*Log, 0, len(d.partitions))
+	for _, p := range d.partitions {
+		if p.log != nil {
+			logs = append(logs, p.log)
 		}
 	}
+	d.mu.Unlock()
+	eachAtOnce(len(logs), func(i int) { _ = logs[i].Flush() })
 }

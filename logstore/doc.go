@@ -15,6 +15,10 @@
 //	log-offsets-checkpoint          "0\nlog-start-offset <n>\nhigh-watermark <n>\n"
 //	.clean-shutdown                 written by Close, removed (durably) before the next write
 //
+// A new partition holds partition.metadata and its first segment's .log
+// only: the indexes are made by its first append (or its Close), the
+// checkpoints by the writes that need them (Dir.CreateMany).
+//
 // Index entries follow Kafka's LogSegment.append. Offsets in them are
 // relative to the segment's base offset, big-endian:
 //

@@ -45,6 +45,9 @@ type index struct {
 	// and mapped is written before lazy is cleared.
 	lazy   atomic.Bool
 	lazyMu sync.Mutex
+	// absent: the file is not made yet (a new partition's first segment,
+	// until its first append or its seal); withFile makes it.
+	absent bool
 }
 
 // openIndex maps the index file name (creating it if missing) with room
@@ -73,7 +76,7 @@ func (x *index) withFile(create bool, fn func(vfs.File) error) error {
 		file vfs.File
 		err  error
 	)
-	if create {
+	if create || x.absent {
 		file, err = x.fs.Create(x.name)
 	} else {
 		file, err = x.fs.Open(x.name)
@@ -81,6 +84,7 @@ func (x *index) withFile(create bool, fn func(vfs.File) error) error {
 	if err != nil {
 		return err
 	}
+	x.absent = false
 	return errors.Join(fn(file), file.Close())
 }
 

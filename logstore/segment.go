@@ -70,22 +70,32 @@ func createSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment,
 // createSegmentFiles is createSegment with suffix after each file name
 // (the cleaner writes <base>.log.cleaned and its indexes).
 func createSegmentFiles(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffix string) (*segment, error) {
+	s, err := createSegmentLog(fs, dir, base, cfg, suffix)
+	if err != nil {
+		return nil, err
+	}
+	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex)+suffix, offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
+		s.log.Close()
+		return nil, err
+	}
+	if s.times, err = openIndex(fs, segmentPath(dir, base, extTimeIndex)+suffix, timeEntrySize, cfg.IndexBytesMax, true); err != nil {
+		s.offsets.close()
+		s.log.Close()
+		return nil, err
+	}
+	s.unsealed = true
+	return s, nil
+}
+
+// createSegmentLog makes the log file of an empty segment; the caller
+// gives it its indexes.
+func createSegmentLog(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffix string) (*segment, error) {
 	log, err := fs.Create(segmentPath(dir, base, extLog) + suffix)
 	if err != nil {
 		return nil, err
 	}
 	s := &segment{fs: fs, dir: dir, base: base, log: log, next: base, maxTimestamp: -1, opened: cfg.now(), indexInterval: cfg.IndexIntervalBytes, indexBytesMax: cfg.IndexBytesMax,
 		writeBehind: cfg.writeBehindBytes()}
-	if s.offsets, err = openIndex(fs, segmentPath(dir, base, extIndex)+suffix, offsetEntrySize, cfg.IndexBytesMax, true); err != nil {
-		log.Close()
-		return nil, err
-	}
-	if s.times, err = openIndex(fs, segmentPath(dir, base, extTimeIndex)+suffix, timeEntrySize, cfg.IndexBytesMax, true); err != nil {
-		s.offsets.close()
-		log.Close()
-		return nil, err
-	}
-	s.unsealed = true
 	s.refs.Store(1)
 	return s, nil
 }
@@ -612,6 +622,9 @@ func (s *segment) release() error {
 // reference.
 func (s *segment) removeFiles() error {
 	for _, ext := range []string{extLog, extIndex, extTimeIndex} {
+		if ext == extIndex && s.offsets.absent || ext == extTimeIndex && s.times.absent {
+			continue // never made (see newLog)
+		}
 		if err := s.fs.Remove(segmentPath(s.dir, s.base, ext)); err != nil {
 			return err
 		}
