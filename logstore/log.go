@@ -211,8 +211,8 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 				return err
 			}
 		}
-		if !active {
-			s.unmapIndexes()
+		if !active || !s.unsealed {
+			s.idle()
 		}
 	}
 	return nil
@@ -503,6 +503,7 @@ func (l *Log) SetConfig(cfg Config) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	cfg.files = l.cfg.files // the Dir's
 	l.cfg = cfg
 	return nil
 }

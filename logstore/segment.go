@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -47,6 +48,19 @@ type segment struct {
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
 	refs atomic.Int32
+
+	// files bounds the open files of idle segments (files.go; nil: no
+	// bound). hmu guards what the cache reads and changes: pins (readers
+	// using the files now), held (written to: never evicted), evicted
+	// (log closed, indexes unmapped) and gone (released); elem is
+	// guarded by files.mu.
+	files   *fileCache
+	hmu     sync.Mutex
+	pins    int
+	held    bool
+	evicted bool
+	gone    bool
+	elem    *list.Element
 }
 
 func segmentPath(dir string, base rb.Offset, ext string) string {
@@ -85,7 +99,17 @@ func createSegmentFiles(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffi
 	}
 	s.unsealed = true
 	s.refs.Store(1)
+	s.track(cfg.files)
 	return s, nil
+}
+
+// track counts the segment's open files in c and holds it (see files.go).
+func (s *segment) track(c *fileCache) {
+	s.files, s.held = c, true
+	s.offsets.files, s.times.files = c, c
+	c.fileOpened(1)
+	c.mapped(len(s.offsets.mapped), 1, false)
+	c.mapped(len(s.times.mapped), 1, false)
 }
 
 // openSegment opens an existing segment. Indexes that are missing or fail
@@ -122,6 +146,7 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, e
 	}
 	s.unsealed = false
 	s.indexMissing = offsetsCreated || timesCreated
+	s.track(cfg.files)
 	return s, nil
 }
 
@@ -520,6 +545,12 @@ func (s *segment) truncateTo(position int64) error {
 // seal is called when the segment stops being active: a final time index
 // entry, then indexes trimmed and everything synced.
 func (s *segment) seal() error {
+	if !s.unsealed && s.isIdle() {
+		return nil // nothing written since it was sealed or opened
+	}
+	if err := s.hold(); err != nil {
+		return err
+	}
 	if s.maxTimestamp >= 0 && !s.times.full() {
 		s.times.appendTime(s.maxTimestamp, s.maxTimestampRel)
 	}
@@ -549,6 +580,9 @@ func (s *segment) unseal() error {
 	if s.unsealed {
 		return nil
 	}
+	if err := s.hold(); err != nil {
+		return err
+	}
 	if err := s.offsets.grow(s.indexBytesMax); err != nil {
 		return err
 	}
@@ -566,6 +600,10 @@ func (s *segment) release() error {
 	if s.refs.Add(-1) > 0 {
 		return nil
 	}
+	if !s.forget() {
+		return nil // evicted: closed already
+	}
+	s.files.fileOpened(-1)
 	err := s.offsets.close()
 	if terr := s.times.close(); err == nil {
 		err = terr
