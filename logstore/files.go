@@ -193,11 +193,7 @@ func (s *segment) unpin() {
 	s.hmu.Lock()
 	s.pins--
 	s.hmu.Unlock()
-	if c.over() {
-		c.mu.Lock()
-		c.evictLocked()
-		c.mu.Unlock()
-	}
+	c.evict()
 }
 
 // hold takes the segment out of the cache for writing: its files open
@@ -210,9 +206,9 @@ func (s *segment) hold() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.hmu.Lock()
-	defer s.hmu.Unlock()
 	if s.evicted {
 		if err := s.reopenFiles(); err != nil {
+			s.hmu.Unlock()
 			return err
 		}
 	}
@@ -223,7 +219,18 @@ func (s *segment) hold() error {
 		c.lru.Remove(s.elem)
 		s.elem = nil
 	}
+	s.hmu.Unlock()
+	c.evictLocked()
 	return nil
+}
+
+// evict closes idle segments while the cache is over a bound.
+func (c *fileCache) evict() {
+	if c != nil && c.over() {
+		c.mu.Lock()
+		c.evictLocked()
+		c.mu.Unlock()
+	}
 }
 
 // idle ends writing to a sealed segment (the log's lock held): its

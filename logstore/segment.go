@@ -110,6 +110,7 @@ func (s *segment) track(c *fileCache) {
 	c.fileOpened(1)
 	c.mapped(len(s.offsets.mapped), 1, false)
 	c.mapped(len(s.times.mapped), 1, false)
+	c.evict() // idle ones, to make room for this one
 }
 
 // openSegment opens an existing segment. Indexes that are missing or fail
