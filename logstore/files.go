@@ -2,6 +2,7 @@ package logstore
 
 import (
 	"container/list"
+	"log/slog"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -64,11 +65,27 @@ type FileCacheStats struct {
 	Hits, Misses, Evictions uint64
 }
 
+// lowOpenFilesMax is a default bound worth a warning: a descriptor limit
+// of less than 2,048 (1,024 is common) makes a node with more segments
+// than that reopen files as it reads them.
+const lowOpenFilesMax = 1024
+
 // newFileCache makes the cache of a Dir with cfg's bounds (0: default).
 func newFileCache(cfg Config) *fileCache {
 	maxFiles, maxBytes := cfg.OpenFilesMax, cfg.IndexCacheBytesMax
-	if maxFiles == 0 {
+	limit := fileLimit()
+	switch {
+	case maxFiles == 0:
 		maxFiles = DefaultOpenFilesMax()
+		if maxFiles < lowOpenFilesMax {
+			slog.Warn("logstore: the descriptor limit (RLIMIT_NOFILE) bounds the open log files to half of it: "+
+				"idle segments are closed and opened again when read; raise ulimit -n for fewer reopens",
+				"rlimit_nofile", limit, "log_open_files_max", maxFiles)
+		}
+	case uint64(maxFiles) >= limit:
+		slog.Warn("logstore: log.open.files.max is not below the descriptor limit (RLIMIT_NOFILE): "+
+			"opening a segment or accepting a connection may fail with EMFILE",
+			"rlimit_nofile", limit, "log_open_files_max", maxFiles)
 	}
 	if maxBytes == 0 {
 		maxBytes = DefaultIndexCacheBytesMax
