@@ -375,14 +375,34 @@ func manyPartitionsTable(r ManyPartitionsResult) Table {
 }
 
 // manyPartitionsReport is runReport's step: 100,000 partitions read
-// twice (quick) or three times (full).
+// twice (quick) or three times (full); 3,000 once in smoke mode.
 func manyPartitionsReport(tb testing.TB, mode benchMode) Table {
 	tb.Helper()
-	passes := 2
-	if mode.Full {
-		passes = 3
+	switch {
+	case mode.Name == "smoke":
+		return manyPartitionsTable(manyPartitionsScenario(tb, 3000, 1))
+	case mode.Full:
+		return manyPartitionsTable(manyPartitionsScenario(tb, 100_000, 3))
 	}
-	return manyPartitionsTable(manyPartitionsScenario(tb, 100_000, passes))
+	return manyPartitionsTable(manyPartitionsScenario(tb, 100_000, 2))
+}
+
+// TestManyPartitions runs the scenario alone (scenarioModeEnv=quick or
+// full) and prints its table and goals.
+func TestManyPartitions(t *testing.T) {
+	if os.Getenv(scenarioModeEnv) == "" {
+		t.Skip("set " + scenarioModeEnv + "=quick or full; TestManyPartitionsSmoke is the smoke test")
+	}
+	mode := scenarioMode(t)
+	table := manyPartitionsReport(t, mode)
+	t.Logf("%s\n%v\n%v", table.Title, table.Columns, table.Rows)
+	for _, g := range table.Goals {
+		value := "-"
+		if g.Value != nil {
+			value = fmt.Sprint(*g.Value)
+		}
+		t.Logf("goal %s: %s (%s; target %v): %s", g.Name, g.Status, value, g.Target, g.Detail)
+	}
 }
 
 // TestManyPartitionsSmoke runs the scenario on 3,000 partitions with a
