@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"path"
 	"sync"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ import (
 // an active one with one batch, closes it and opens it again: every
 // segment is then idle, in the cache's care. It returns the batches of
 // each partition in order.
-func fileCacheDir(t *testing.T, fsys vfs.FS, dirPath string, cfg Config, partitions, segments int) (*Dir, [][][]byte) {
+func fileCacheDir(t testing.TB, fsys vfs.FS, dirPath string, cfg Config, partitions, segments int) (*Dir, [][][]byte) {
 	t.Helper()
 	d := openDir(t, fsys, dirPath, cfg)
 	id := rb.NewTopicID()
@@ -218,6 +219,61 @@ func TestFileCacheBoundAtOpen(t *testing.T) {
 			}
 			closeDir(t, d)
 			checkFileCacheEmpty(t, d)
+		})
+	}
+}
+
+// BenchmarkReadFileCache is the read path's cost of the file cache: a
+// Read (lookup in a sealed segment's index, Slice, Release) of one of 64
+// partitions in turn, by logs outside a Dir (no cache), by a Dir whose
+// bound holds every segment (pins hit), and by a Dir that holds one (every
+// read opens the log file and maps the index again).
+func BenchmarkReadFileCache(b *testing.B) {
+	const partitions = 64
+	for _, c := range []struct {
+		name     string
+		maxFiles int // 0: logs outside a Dir
+	}{
+		{"no-cache", 0},
+		{"hits", 10000},
+		{"misses", 1},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			cfg := testConfig()
+			cfg.Flush = FlushOS
+			cfg.OpenFilesMax = max(c.maxFiles, 1)
+			dir := b.TempDir()
+			d, _ := fileCacheDir(b, vfs.OS, dir, cfg, partitions, 3)
+			logs := make([]*Log, partitions)
+			for p := range logs {
+				logs[p], _, _ = d.Get(TopicPartition{"t", int32(p)})
+			}
+			if c.maxFiles == 0 {
+				if err := d.Close(); err != nil {
+					b.Fatal(err)
+				}
+				for p := range logs {
+					var err error
+					if logs[p], err = Open(vfs.OS, path.Join(dir, fmt.Sprintf("t-%d", p)), cfg); err != nil {
+						b.Fatal(err)
+					}
+					defer logs[p].Close()
+				}
+			} else {
+				defer d.Close()
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				log := logs[i%partitions]
+				offset := rb.Offset(5*(1+i%9) + 2) // a batch of a sealed segment found through its index
+				i++
+				slice, err := log.Read(offset, batchSize, rb.Offset(5*10), true)
+				if err != nil || slice.Length != batchSize {
+					b.Fatalf("read at %d: %+v %v", offset, slice, err)
+				}
+				slice.Release()
+			}
 		})
 	}
 }
