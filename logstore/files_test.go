@@ -277,3 +277,52 @@ func BenchmarkReadFileCache(b *testing.B) {
 		})
 	}
 }
+
+// TestFileCacheAfterUncleanStop: after a crash every active segment is
+// recovered, and then idle too: the Dir opens more partitions than the
+// bound within it. An append maps the recovered indexes with room again,
+// and the next Close trims them to their entries, as a seal does.
+func TestFileCacheAfterUncleanStop(t *testing.T) {
+	const partitions, maxFiles = 12, 4
+	mem := vfs.NewMem()
+	cfg := testConfig()
+	cfg.OpenFilesMax = maxFiles
+	d, want := fileCacheDir(t, mem, "/data", cfg, partitions, 1)
+	for p := range partitions { // the first append removes the clean-shutdown marker
+		log, _, _ := d.Get(TopicPartition{"t", int32(p)})
+		b := testBatch(log.LogEndOffset(), 1, baseTimestamp)
+		mustAppend(t, log, b)
+		want[p] = append(want[p], b)
+	}
+	mem.CrashClean()
+	d = openDir(t, mem, "/data", cfg)
+	if st := d.FileCacheStats(); st.OpenFiles > maxFiles || st.IndexMappings > 0 {
+		t.Fatalf("after an unclean open: %+v, want at most %d open files and no mappings", st, maxFiles)
+	}
+	for p := range partitions {
+		log, _, _ := d.Get(TopicPartition{"t", int32(p)})
+		checkContents(t, log, want[p])
+		if p%2 == 0 {
+			b := testBatch(log.LogEndOffset(), 1, baseTimestamp)
+			mustAppend(t, log, b)
+			want[p] = append(want[p], b)
+		}
+	}
+	closeDir(t, d)
+	checkFileCacheEmpty(t, d)
+	for p := range partitions {
+		dir := fmt.Sprintf("/data/t-%d", p)
+		log := openLog(t, mem, dir, cfg)
+		checkContents(t, log, want[p])
+		active := log.segments[len(log.segments)-1]
+		for _, x := range []*index{active.offsets, active.times} {
+			if size := int64(len(fileBytes(t, mem, x.name))); size != int64(x.entries*x.entrySize) {
+				t.Errorf("partition %d: %s holds %d bytes after a clean close, want its %d entries'", p, x.name, size, x.entries)
+			}
+		}
+		if n := active.times.entries; n == 0 {
+			t.Errorf("partition %d: no time entry after the seal", p)
+		}
+		closeLog(t, log)
+	}
+}

@@ -213,6 +213,8 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 		}
 		if !active || !s.unsealed {
 			s.idle()
+		} else if !clean {
+			s.idleUntrimmed() // recovered: not written until an append
 		}
 	}
 	return nil
