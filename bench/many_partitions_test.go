@@ -87,6 +87,12 @@ func manyPartitionsScenario(tb testing.TB, partitions, passes int, args ...strin
 	started := time.Now()
 	if err := proc.Start(); err != nil {
 		r.Failure = fmt.Sprintf("the node did not start: %v", err)
+		if tail, terr := proc.LogTail(processLogTailSize); terr == nil {
+			if i := strings.LastIndex(tail, "level=ERROR"); i >= 0 {
+				line, _, _ := strings.Cut(tail[i:], "\n")
+				r.Failure += "; its last error: " + line
+			}
+		}
 		return r
 	}
 	r.OpenSeconds = time.Since(started).Seconds()
