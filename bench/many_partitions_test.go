@@ -88,10 +88,8 @@ func manyPartitionsScenario(tb testing.TB, partitions, passes int, args ...strin
 	if err := proc.Start(); err != nil {
 		r.Failure = fmt.Sprintf("the node did not start: %v", err)
 		if tail, terr := proc.LogTail(processLogTailSize); terr == nil {
-			if i := strings.LastIndex(tail, "level=ERROR"); i >= 0 {
-				line, _, _ := strings.Cut(tail[i:], "\n")
-				r.Failure += "; its last error: " + line
-			}
+			lines := strings.Split(strings.TrimSpace(tail), "\n")
+			r.Failure += "; its log ends: " + strings.Join(lines[max(len(lines)-3, 0):], " | ")
 		}
 		return r
 	}
