@@ -79,7 +79,7 @@ soak:
 # Kafka 4.4, MirrorMaker 2, Kafka replication), lag and 10,000 idle
 # partitions, in one run; writes bench/results/<mode>.{md,json,png}.
 bench: tools
-	MIRRORD_BENCH=quick $(GO) test -count=1 -timeout 30m -run '^TestBenchReport$$' -v ./bench/
+	MIRRORD_BENCH=quick $(GO) test -count=1 -timeout 60m -run '^TestBenchReport$$' -v ./bench/
 
 bench-full: tools
 	MIRRORD_BENCH=full $(GO) test -count=1 -timeout 120m -run '^TestBenchReport$$' -v ./bench/

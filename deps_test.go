@@ -37,9 +37,10 @@ var allowed = map[string][]string{
 	"auth":                {"vfs"},  // principals, PEM stores, SASL mechanisms and their credentials
 	"netio":               {"acl", "auth", "epoch", "recordbatch", "mirrorwire"},
 	"engine/mirrorstate":  {"recordbatch"},
+	"engine/fetchwire":    {}, // reads Fetch responses in place: kbin, no I/O
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
 	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"engine":              {"acl", "auth", "broker", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"engine":              {"acl", "auth", "broker", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cmd/mirrord":         {"acl", "auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {}, // starts real Kafka brokers for e2e and bench; imports nothing of the module
@@ -56,6 +57,7 @@ var noIO = map[string][]string{
 	"recordbatch/records": {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"mirrorwire":          {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"engine/mirrorstate":  {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
+	"engine/fetchwire":    {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"},
 	"broker/group":        {"os", "net", "syscall", "io/fs", "golang.org/x/sys/unix"}, // its Store does the I/O
 }
 
@@ -64,6 +66,7 @@ var noIO = map[string][]string{
 var externalOnly = map[string][]string{
 	"mirrorwire":         {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kmsg"},
 	"engine/mirrorstate": {}, // the standard library alone
+	"engine/fetchwire":   {"github.com/twmb/franz-go/pkg/kbin"},
 	"broker/group":       {"github.com/twmb/franz-go/pkg/kbin", "github.com/twmb/franz-go/pkg/kerr", "github.com/twmb/franz-go/pkg/kmsg"},
 }
 

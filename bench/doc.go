@@ -22,7 +22,8 @@
 //     repeat as the plaintext read; the report's TLS table gives TLS over
 //     plaintext, MB/s and CPU-s/GB, for each server (report_tls_test.go);
 //   - lag: record acknowledged at the source to visible on the mirror, at
-//     half of mirrord's measured throughput (lag_test.go);
+//     50% and 80% of the highest rate source and mirror sustain together
+//     (a short search) and at 50 MB/s (lag_sustain_test.go, lag_test.go);
 //   - cleaner-mirrord, cleaner-kafka: one segment of keyed records
 //     cleaned in one pass by each (MB/s of dirty log, CPU-s/GB of the
 //     cleaning: Kafka's cleaner thread, mirrord's process;

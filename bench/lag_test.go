@@ -3,8 +3,9 @@ package bench
 // The lag scenario: how long after a record's produce is acknowledged by
 // the source is it visible on the mirror, at a steady produce rate.
 //
-// A source `mirrord serve` process holds a writable topic (1 partition;
-// in full mode also 64), a mirror process mirrors it. This process only
+// A source `mirrord serve` process holds a writable topic per run (1
+// partition; in full mode also 64), a mirror process mirrors them
+// (lagNodes; lag_sustain_test.go chooses the rates). This process only
 // sends bytes and reads headers, so that the two mirrord processes have
 // the machine's cores to themselves:
 //
@@ -36,8 +37,8 @@ package bench
 //
 // One batch per partition goes first, untimed, and is seen on the mirror
 // before the timing starts (the mirror's fetcher is long-polling by
-// then). The producer stops after a bounded time (smoke 2 s, quick 15 s,
-// full 60 s) or lagRecordsMax records; the run ends when the watcher has
+// then). The producer stops after a bounded time (lagProduceTime, or
+// lagSearchTime for a search run) or lagRecordsMax records; the run ends when the watcher has
 // seen every partition's last acknowledged offset. A record's lag is seen
 // minus acknowledged, both on this process's monotonic clock; every
 // acknowledged offset must be seen, every acknowledged run must follow the
@@ -54,7 +55,7 @@ package bench
 //
 // The mirror long-polls the source with fetch.wait.max.ms = 500: the
 // source answers a waiting Fetch as soon as a partition it names is
-// appended to (netio's Changed channels), so the wait bounds only how
+// appended to (netio's Watchers), so the wait bounds only how
 // often an idle mirror asks, not the lag. A low lag here comes from that
 // wake-up, not from polling fast; 500 ms keeps an idle mirror at two
 // requests a second while staying well below request.timeout.ms.
@@ -101,19 +102,14 @@ const (
 	lagDrainWait       = time.Minute            // last acknowledgement to every record seen, at most
 	lagPollInterval    = 5 * time.Millisecond
 
-	// scenarioModeEnv selects the mode of TestLagScenarioSmoke and
+	// scenarioModeEnv selects the mode of TestLagSustainSmoke and
 	// TestScaleScenarioSmoke: smoke (unset), quick or full, e.g.
 	//
-	//	MIRRORD_BENCH_SCENARIO_MODE=quick go test -run 'TestLagScenarioSmoke|TestScaleScenarioSmoke' -v -timeout 30m ./bench/
+	//	MIRRORD_BENCH_SCENARIO_MODE=quick go test -run 'TestLagSustainSmoke|TestScaleScenarioSmoke' -v -timeout 30m ./bench/
 	scenarioModeEnv = "MIRRORD_BENCH_SCENARIO_MODE"
-	// lagRatesEnv lists the produce rates of TestLagScenarioSmoke, bytes
-	// per second, comma separated (default lagSmokeRate), e.g.
-	// MIRRORD_BENCH_LAG_RATES=50e6,200e6.
-	lagRatesEnv  = "MIRRORD_BENCH_LAG_RATES"
-	lagSmokeRate = 10e6
 )
 
-// lagProduceTime is how long a variant produces.
+// lagProduceTime is how long a measured run produces.
 func lagProduceTime(mode benchMode) time.Duration {
 	switch mode.Name {
 	case "smoke":
@@ -124,63 +120,76 @@ func lagProduceTime(mode benchMode) time.Duration {
 	return time.Minute
 }
 
-// lagScenario measures the lag of a mirror process behind a source
-// process at rateBytes per second of record batches as stored: one
-// LagResult per variant (1 partition; in full mode also 64 partitions).
-func lagScenario(tb testing.TB, mode benchMode, rateBytes float64) ([]LagResult, error) {
+// lagNodes are a source process and a mirror process mirroring it, and
+// the batches to produce: every lag run of a report shares them, each
+// on a topic of its own.
+type lagNodes struct {
+	source, mirror *mirrordProcess
+	pool           *lagPool
+	topics         int // topics created so far
+}
+
+// startLagNodes starts the source and the mirror and creates the mirror.
+func startLagNodes(tb testing.TB) (*lagNodes, error) {
 	tb.Helper()
-	if !(rateBytes > 0) || math.IsInf(rateBytes, 0) {
-		return nil, fmt.Errorf("lag: rate %v bytes/s: want a positive rate", rateBytes)
-	}
 	dir := tb.TempDir()
-	source := startMirrord(tb, filepath.Join(dir, "source"))
-	mirror := startMirrord(tb, filepath.Join(dir, "mirror"))
+	nodes := &lagNodes{source: startMirrord(tb, filepath.Join(dir, "source")), mirror: startMirrord(tb, filepath.Join(dir, "mirror"))}
 	ctx, cancel := context.WithTimeout(context.Background(), lagSetupWait)
 	defer cancel()
-	admin := mirror.client()
+	admin := nodes.mirror.client()
 	defer admin.Close()
 	configs := map[string]string{"fetch.wait.max.ms": strconv.FormatInt(lagFetchWaitMax.Milliseconds(), 10)}
-	if err := createMirrorWith(ctx, admin, lagMirrorName, source.addr, configs); err != nil {
+	if err := createMirrorWith(ctx, admin, lagMirrorName, nodes.source.addr, configs); err != nil {
 		return nil, err
 	}
 	pool, err := newLagPool(tb)
 	if err != nil {
 		return nil, err
 	}
-	variants := []int32{1}
-	if mode.Full {
-		variants = append(variants, 64)
-	}
-	var results []LagResult
-	for _, partitions := range variants {
-		result, err := lagVariant(tb, mode, source, mirror, pool, partitions, rateBytes)
-		if err != nil {
-			return results, fmt.Errorf("lag, %d partitions: %w", partitions, err)
-		}
-		results = append(results, result)
-	}
-	return results, nil
+	nodes.pool = pool
+	return nodes, nil
 }
 
-// lagVariant creates a topic of partitions on the source, mirrors it and
-// times rateBytes per second of batches through it.
-func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, pool *lagPool, partitions int32, rateBytes float64) (LagResult, error) {
-	topic := fmt.Sprintf("lag-%d", partitions)
-	if err := lagSetUp(source, mirror, topic, partitions); err != nil {
-		return LagResult{}, err
+// lagMeasured is one lag run: its result, and the p99 of its last third
+// of records in acknowledgement order (a mirror falling behind shows
+// there first).
+type lagMeasured struct {
+	LagResult
+	tailP99 time.Duration
+	// queued is the time the source's and the mirror's threads spent
+	// ready to run but waiting for a core, per second of the run
+	// (/proc/<pid>/task/*/schedstat): the machine's share of the lag.
+	queued float64
+}
+
+// run creates a topic of partitions on the source, mirrors it and times
+// rateBytes per second of batches through it for duration.
+func (n *lagNodes) run(tb testing.TB, duration time.Duration, partitions int32, rateBytes float64) (lagMeasured, error) {
+	if !(rateBytes > 0) || math.IsInf(rateBytes, 0) {
+		return lagMeasured{}, fmt.Errorf("lag: rate %v bytes/s: want a positive rate", rateBytes)
 	}
-	run := newLagRun(topic, partitions, pool)
+	n.topics++
+	topic := fmt.Sprintf("lag-%d-%d", n.topics, partitions)
+	source, mirror := n.source, n.mirror
+	if err := lagSetUp(source, mirror, topic, partitions); err != nil {
+		return lagMeasured{}, err
+	}
+	run := newLagRun(topic, partitions, n.pool)
+	queuedBefore := runQueueWait(source.proc.Pid()) + runQueueWait(mirror.proc.Pid())
 	cpuBefore, started := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}, time.Now()
-	if err := run.execute(source.addr, mirror.addr, rateBytes, lagProduceTime(mode)); err != nil {
-		return LagResult{}, err
+	if err := run.execute(source.addr, mirror.addr, rateBytes, duration); err != nil {
+		return lagMeasured{}, fmt.Errorf("lag, %d partitions at %.0f MB/s: %w", partitions, rateBytes/1e6, err)
 	}
 	cpuAfter := [3]time.Duration{source.cpu(), mirror.cpu(), processCPU()}
+	queued := runQueueWait(source.proc.Pid()) + runQueueWait(mirror.proc.Pid()) - queuedBefore
 	lags, err := run.lags()
 	if err != nil {
-		return LagResult{}, err
+		return lagMeasured{}, err
 	}
+	tail := slices.Clone(lags[len(lags)*2/3:]) // lags are in offset order: for one partition, acknowledgement order
+	slices.Sort(tail)
 	reached := float64(run.sentBytes) / run.produceTime.Seconds()
-	result := lagResultOf(lags, rateBytes, reached, partitions)
+	result := lagMeasured{LagResult: lagResultOf(lags, rateBytes, reached, partitions), tailP99: percentile(tail, 99)}
 	var cpu [3]float64
 	for i := range cpu {
 		cpu[i] = (cpuAfter[i] - cpuBefore[i]).Seconds()
@@ -190,13 +199,45 @@ func lagVariant(tb testing.TB, mode benchMode, source, mirror *mirrordProcess, p
 	wall := time.Since(started).Seconds()
 	busy := (cpu[0] + cpu[1] + cpu[2]) / wall
 	result.NodesBusy, result.Cores = (cpu[0]+cpu[1])/wall, runtime.NumCPU()
+	result.queued = queued.Seconds() / wall
 	tb.Logf("%s: %d records in %v (%.1f MB/s reached; values %.1f MB/s, stored in %.2f of their bytes); "+
-		"%s; %d high watermark rises seen on the mirror; "+
-		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy",
+		"p50 %v, p99 %v (last third %v), max %v; %s; %d high watermark rises seen on the mirror; "+
+		"CPU s: source %.2f, mirror %.2f, this process %.2f: %.2f of %d cores busy; "+
+		"the nodes' threads waited %.2f s for a core per second; load average %s",
 		result.Variant, len(lags), run.produceTime.Round(time.Millisecond), reached/1e6,
-		float64(len(lags))*lagRecordBytes/run.produceTime.Seconds()/1e6, pool.storedRatio(),
-		run.answerSummary(), run.rises(), cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU())
+		float64(len(lags))*lagRecordBytes/run.produceTime.Seconds()/1e6, n.pool.storedRatio(),
+		result.P50, result.P99, result.tailP99, result.Max,
+		run.answerSummary(), run.rises(), cpu[0], cpu[1], cpu[2], busy, runtime.NumCPU(), result.queued, loadAverage())
 	return result, nil
+}
+
+// runQueueWait is the time the threads of process pid spent ready to run
+// but waiting for a core (the second field of each
+// /proc/<pid>/task/<tid>/schedstat); 0 where the kernel does not say.
+// Threads that exited are no longer counted.
+func runQueueWait(pid int) time.Duration {
+	stats, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, path := range stats {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue // the thread exited
+		}
+		if fields := strings.Fields(string(data)); len(fields) >= 2 {
+			waited, _ := strconv.ParseInt(fields[1], 10, 64)
+			total += time.Duration(waited)
+		}
+	}
+	return total
+}
+
+// loadAverage is the machine's 1-minute load average, "?" if unknown.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if fields := strings.Fields(string(data)); err == nil && len(fields) > 0 {
+		return fields[0]
+	}
+	return "?"
 }
 
 // lagSetUp creates topic on the source and starts mirroring it, and
@@ -596,44 +637,4 @@ func lagResultOf(lags []time.Duration, rateBytes, reached float64, partitions in
 func percentile(sorted []time.Duration, p int) time.Duration {
 	rank := (len(sorted)*p + 99) / 100 // ceil(n p / 100), 1-based
 	return sorted[max(rank, 1)-1]
-}
-
-// lagRates are the rates lagRatesEnv lists, lagSmokeRate when unset.
-func lagRates(tb testing.TB) []float64 {
-	tb.Helper()
-	list := os.Getenv(lagRatesEnv)
-	if list == "" {
-		return []float64{lagSmokeRate}
-	}
-	var rates []float64
-	for item := range strings.SplitSeq(list, ",") {
-		rate, err := strconv.ParseFloat(strings.TrimSpace(item), 64)
-		if err != nil || !(rate > 0) {
-			tb.Fatalf("%s=%q: %q is not a positive rate", lagRatesEnv, list, item)
-		}
-		rates = append(rates, rate)
-	}
-	return rates
-}
-
-// TestLagScenarioSmoke runs the lag scenario (in smoke mode unless
-// scenarioModeEnv says otherwise) and checks its results are sane. It
-// asserts no timing.
-func TestLagScenarioSmoke(t *testing.T) {
-	mode := scenarioMode(t)
-	for _, rate := range lagRates(t) {
-		results, err := lagScenario(t, mode, rate)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := 1 + boolCount(mode.Full); len(results) != want {
-			t.Fatalf("%d results, want %d", len(results), want)
-		}
-		for _, r := range results {
-			t.Logf("%s: %d records, p50 %v, p99 %v, max %v, reached %.1f MB/s", r.Variant, r.Count, r.P50, r.P99, r.Max, r.RateBytes/1e6)
-			if r.Count <= 0 || !(r.P50 <= r.P99 && r.P99 <= r.Max) || !(r.RateBytes > 0) {
-				t.Errorf("%s: not sane: %+v", r.Variant, r)
-			}
-		}
-	}
 }

@@ -17,14 +17,10 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/kafkatest"
-	rb "github.com/mirrord/mirrord/recordbatch"
 )
 
 // resultsDir is where `make bench` writes the report (bench/results).
 const resultsDir = "results"
-
-// lagModerateRate is the second lag load, bytes per second.
-const lagModerateRate = 50e6
 
 func TestBenchReport(t *testing.T) {
 	name := os.Getenv("MIRRORD_BENCH")
@@ -124,21 +120,12 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Measurements = append(report.Measurements, rows...)
 	})
-	// Lag at half of mirrord's throughput (the issue's load), and at a
-	// fixed 50 MB/s. The harness sends prebuilt batches and reads only
-	// batch headers, so both nodes have the cores nearly to themselves.
-	rate := halfLoad(mirrord)
 	step("lag", func() {
-		for _, r := range []float64{rate, min(rate, lagModerateRate)} {
-			lags, err := lagScenario(t, mode, r)
-			if err != nil {
-				t.Fatalf("lag at %.0f MB/s: %v", r/1e6, err)
-			}
-			report.Lags = append(report.Lags, lags...)
-			if r <= lagModerateRate {
-				break
-			}
+		table, lags, err := lagSustainScenario(t, mode)
+		if err != nil {
+			t.Fatalf("lag: %v", err)
 		}
+		report.Tables, report.Lags = append(report.Tables, table), append(report.Lags, lags...)
 	})
 	step("group commit", func() { report.Commits = commitScenarioOf(t, mode, withKafka, &report.Notes) })
 	step("scale", func() {
@@ -149,7 +136,6 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		report.Scales = scales
 	})
 	step("many partitions", func() { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
-	report.Notes = append(report.Notes, fmt.Sprintf("Lag measured at %.0f MB/s, half of mirrord's 1-partition lz4 throughput in this run, and at %.0f MB/s.", rate/1e6, min(rate, lagModerateRate)/1e6))
 	return report
 }
 
@@ -174,19 +160,6 @@ func commitScenarioOf(t *testing.T, mode benchMode, withKafka bool, notes *[]str
 		t.Fatalf("group commit: %v", err)
 	}
 	return results
-}
-
-// halfLoad is half the median throughput of the 1-partition lz4 mirrord
-// row, in bytes per second (the lag scenario's load); 20 MB/s if absent.
-func halfLoad(rows []Measurement) float64 {
-	for _, m := range rows {
-		if m.Scenario == "mirrord" && m.Variant == variantName(1, rb.CodecLZ4) {
-			if median := aggregate(m).MegabytesPerSecond.Median; median > 0 {
-				return median * bytesPerMegabyte / 2
-			}
-		}
-	}
-	return 20e6
 }
 
 // machine describes where the report ran.

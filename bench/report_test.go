@@ -237,12 +237,11 @@ func unmeasuredGoal(name string, target float64, atMost bool, why string) goal {
 }
 
 // evaluateGoals checks the goals of the issue, in the issue's order.
-func evaluateGoals(rows []row, lags []LagResult, scales []ScaleResult) []goal {
+func evaluateGoals(rows []row, scales []ScaleResult) []goal {
 	return []goal{
 		throughputGoal(rows),
 		cpuGoal(rows, scenarioMM2, "MirrorMaker 2", 20),
 		withCopyFloor(cpuGoal(rows, scenarioCopier, "the kgo copier", 5), rows, scenarioCopier),
-		lagGoal(lags),
 		serveGoal(rows),
 		serveTLSGoal(rows),
 		idleCPUGoal(scales),
@@ -381,25 +380,6 @@ func missingRows(hasA bool, a string, hasB bool, b string) string {
 	return "no measured row: " + strings.Join(names, ", ")
 }
 
-// lagGoal: the worst p99 of the lag runs (all at half load) is <= 10 ms.
-func lagGoal(lags []LagResult) goal {
-	const name, target = "lag p99 <= 10 ms at half load", 10.0
-	var worst *LagResult
-	for i := range lags {
-		if lags[i].Count > 0 && (worst == nil || lags[i].P99 > worst.P99) {
-			worst = &lags[i]
-		}
-	}
-	if worst == nil {
-		return unmeasuredGoal(name, target, true, "no lag result with timed records")
-	}
-	detail := fmt.Sprintf("%s: p99 %s ms over %d records", worst.Variant, formatMilliseconds(worst.P99), worst.Count)
-	if worst.Cores > 0 {
-		detail += fmt.Sprintf("; %s MB/s reached; source and mirror kept %.2f of %d cores busy", formatNumber(worst.RateBytes/1e6), worst.NodesBusy, worst.Cores)
-	}
-	return measuredGoal(name, durationMilliseconds(worst.P99), target, true, detail)
-}
-
 const idlePartitionsMin = 10000
 
 // idleScales are the scale results of the idle-partitions goal.
@@ -444,7 +424,7 @@ func writeReport(dir string, r Report) (paths []string, err error) {
 		return nil, fmt.Errorf("bench: report: mode %q is not a file name", r.Mode)
 	}
 	rows := aggregateAll(r.Measurements)
-	goals := evaluateGoals(rows, r.Lags, r.Scales)
+	goals := evaluateGoals(rows, r.Scales)
 	for _, t := range r.Tables {
 		goals = append(goals, t.Goals...)
 	}

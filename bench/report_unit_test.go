@@ -164,47 +164,41 @@ func TestGoals(t *testing.T) {
 		throughput = "mirror throughput"
 		mm2        = "mirrord CPU/GB <= 1/20"
 		copier     = "mirrord CPU/GB <= 1/5"
-		lag        = "lag p99"
 		serve      = "serving throughput from"
 		serveTLS   = "serving throughput over TLS"
 		idleCPU    = "10,000 idle partitions: CPU"
 		idleRSS    = "10,000 idle partitions: RSS"
 	)
-	lagOf := func(p99 time.Duration) []LagResult { return []LagResult{{Variant: "v", Count: 100, P99: p99}} }
 	tests := []struct {
 		name   string
 		goal   string
 		rows   []Measurement
-		lags   []LagResult
 		scales []ScaleResult
 		status string
 		value  float64
 	}{
-		{"throughput met", throughput, []Measurement{testMeasurement("limit", "loopback copy", 1000, 1), testMeasurement("mirrord", "a", 400, 1), testMeasurement("mirrord", "b", 600, 1)}, nil, nil, goalMet, 0.6},
-		{"throughput not met", throughput, []Measurement{testMeasurement("limit", "loopback copy", 1000, 1), testMeasurement("mirrord", "a", 400, 1)}, nil, nil, goalNotMet, 0.4},
-		{"throughput without limit", throughput, []Measurement{testMeasurement("mirrord", "a", 400, 1)}, nil, nil, goalNotMeasured, 0},
-		{"mm2 same variant, the worst counts", mm2, []Measurement{testMeasurement("mirrord", "a", 1, 1), testMeasurement("mm2", "a", 1, 30), testMeasurement("mirrord", "b", 1, 1), testMeasurement("mm2", "b", 1, 10)}, nil, nil, goalNotMet, 0.1},
-		{"mm2 met", mm2, []Measurement{testMeasurement("mirrord", "a", 1, 1), testMeasurement("mm2", "a", 1, 25)}, nil, nil, goalMet, 0.04},
-		{"copier best vs best", copier, []Measurement{testMeasurement("mirrord", "a", 1, 2), testMeasurement("mirrord", "b", 1, 0.5), testMeasurement("kgo-copier", "c", 1, 5)}, nil, nil, goalMet, 0.1},
-		{"copier not measured", copier, []Measurement{testMeasurement("mirrord", "a", 1, 1)}, nil, nil, goalNotMeasured, 0},
-		{"lag met", lag, nil, lagOf(8 * time.Millisecond), nil, goalMet, 8},
-		{"lag not met", lag, nil, lagOf(12 * time.Millisecond), nil, goalNotMet, 12},
-		{"lag not measured", lag, nil, nil, nil, goalNotMeasured, 0},
-		{"serve met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 1200, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalMet, 1.2},
-		{"serve not met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalNotMet, 0.9},
-		{"serve needs the same variant", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "b", 1000, 1)}, nil, nil, goalNotMeasured, 0},
-		{"serve over TLS met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 800, 1), testMeasurement("serve-kafka-tls", "a", 500, 1), testMeasurement("serve-mirrord", "a", 400, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, nil, goalMet, 1.6},
-		{"serve over TLS not met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka-tls", "a", 500, 1)}, nil, nil, goalNotMet, 0.9},
-		{"serve over TLS needs both TLS rows", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka", "a", 500, 1)}, nil, nil, goalNotMeasured, 0},
-		{"idle CPU met", idleCPU, nil, nil, []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.01}}, goalMet, 0.01},
-		{"idle CPU not met", idleCPU, nil, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}, {Partitions: 10000, CPUPerSecond: 0.05}}, goalNotMet, 0.05},
-		{"idle CPU needs 10000 partitions", idleCPU, nil, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}}, goalNotMeasured, 0},
-		{"idle RSS met", idleRSS, nil, nil, []ScaleResult{{Partitions: 10000, RSS: 400e6}}, goalMet, 400},
-		{"idle RSS not met", idleRSS, nil, nil, []ScaleResult{{Partitions: 20000, RSS: 600e6}}, goalNotMet, 600},
+		{"throughput met", throughput, []Measurement{testMeasurement("limit", "loopback copy", 1000, 1), testMeasurement("mirrord", "a", 400, 1), testMeasurement("mirrord", "b", 600, 1)}, nil, goalMet, 0.6},
+		{"throughput not met", throughput, []Measurement{testMeasurement("limit", "loopback copy", 1000, 1), testMeasurement("mirrord", "a", 400, 1)}, nil, goalNotMet, 0.4},
+		{"throughput without limit", throughput, []Measurement{testMeasurement("mirrord", "a", 400, 1)}, nil, goalNotMeasured, 0},
+		{"mm2 same variant, the worst counts", mm2, []Measurement{testMeasurement("mirrord", "a", 1, 1), testMeasurement("mm2", "a", 1, 30), testMeasurement("mirrord", "b", 1, 1), testMeasurement("mm2", "b", 1, 10)}, nil, goalNotMet, 0.1},
+		{"mm2 met", mm2, []Measurement{testMeasurement("mirrord", "a", 1, 1), testMeasurement("mm2", "a", 1, 25)}, nil, goalMet, 0.04},
+		{"copier best vs best", copier, []Measurement{testMeasurement("mirrord", "a", 1, 2), testMeasurement("mirrord", "b", 1, 0.5), testMeasurement("kgo-copier", "c", 1, 5)}, nil, goalMet, 0.1},
+		{"copier not measured", copier, []Measurement{testMeasurement("mirrord", "a", 1, 1)}, nil, goalNotMeasured, 0},
+		{"serve met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 1200, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, goalMet, 1.2},
+		{"serve not met", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, goalNotMet, 0.9},
+		{"serve needs the same variant", serve, []Measurement{testMeasurement("serve-mirrord", "a", 900, 1), testMeasurement("serve-kafka", "b", 1000, 1)}, nil, goalNotMeasured, 0},
+		{"serve over TLS met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 800, 1), testMeasurement("serve-kafka-tls", "a", 500, 1), testMeasurement("serve-mirrord", "a", 400, 1), testMeasurement("serve-kafka", "a", 1000, 1)}, nil, goalMet, 1.6},
+		{"serve over TLS not met", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka-tls", "a", 500, 1)}, nil, goalNotMet, 0.9},
+		{"serve over TLS needs both TLS rows", serveTLS, []Measurement{testMeasurement("serve-mirrord-tls", "a", 450, 1), testMeasurement("serve-kafka", "a", 500, 1)}, nil, goalNotMeasured, 0},
+		{"idle CPU met", idleCPU, nil, []ScaleResult{{Partitions: 10000, CPUPerSecond: 0.01}}, goalMet, 0.01},
+		{"idle CPU not met", idleCPU, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}, {Partitions: 10000, CPUPerSecond: 0.05}}, goalNotMet, 0.05},
+		{"idle CPU needs 10000 partitions", idleCPU, nil, []ScaleResult{{Partitions: 1000, CPUPerSecond: 0.001}}, goalNotMeasured, 0},
+		{"idle RSS met", idleRSS, nil, []ScaleResult{{Partitions: 10000, RSS: 400e6}}, goalMet, 400},
+		{"idle RSS not met", idleRSS, nil, []ScaleResult{{Partitions: 20000, RSS: 600e6}}, goalNotMet, 600},
 	}
 	for _, test := range tests {
 		t.Run(test.name, func(t *testing.T) {
-			g := findGoal(t, evaluateGoals(aggregateAll(test.rows), test.lags, test.scales), test.goal)
+			g := findGoal(t, evaluateGoals(aggregateAll(test.rows), test.scales), test.goal)
 			if g.Status != test.status {
 				t.Errorf("%s: %s (%s), want %s", g.Name, g.Status, g.Detail, test.status)
 			}
@@ -317,7 +311,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 	if !reflect.DeepEqual(aggregateAll(again.Measurements), rows) {
 		t.Errorf("rows from the file's samples differ from the run's")
 	}
-	goals := evaluateGoals(rows, again.Lags, again.Scales)
+	goals := evaluateGoals(rows, again.Scales)
 	for _, table := range again.Tables {
 		goals = append(goals, table.Goals...)
 	}
@@ -418,10 +412,9 @@ func TestGoalsNameTheLimits(t *testing.T) {
 		testMeasurement("mirrord", "a", 450, 1),
 		testMeasurement("kgo-copier", "a", 400, 2),
 	})
-	goals := evaluateGoals(rows, []LagResult{{Variant: "v", Count: 10, P99: time.Second, RateBytes: 300e6, NodesBusy: 1.75, Cores: 2}}, nil)
+	goals := evaluateGoals(rows, nil)
 	for _, want := range []struct{ goal, detail string }{
 		{"mirror throughput", "file write: 500 MB/s (0.50x the loopback copy; mirrord reaches 0.90x of it)"},
-		{"lag p99", "300 MB/s reached; source and mirror kept 1.75 of 2 cores busy"},
 		{"mirrord CPU/GB <= 1/5", "floor here (loopback copy + file write): 0.5 CPU-s/GB, 1/4.00 of kgo-copier's cheapest (a)"},
 	} {
 		if g := findGoal(t, goals, want.goal); !strings.Contains(g.Detail, want.detail) {

@@ -18,7 +18,7 @@ import (
 // log), as a single-replica Kafka partition keeps its epoch.
 //
 // Writes (produce, delete records) are serialized by mu, which also
-// guards changed and the producer state: a sequence check and the append
+// guards the producer state: a sequence check and the append
 // it guards happen under one lock.
 type Partition struct {
 	tp  logstore.TopicPartition
@@ -45,21 +45,21 @@ type Partition struct {
 	// opened (offline.go); log is not to be touched while it is set.
 	offline atomic.Pointer[error]
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced when the offsets change
+	mu sync.Mutex
+	// watchers are the fetches waiting on the partition; notify signals them.
+	watchers  netio.Watchers
 	producers *producerStates
 }
 
 func newPartition(n *Node, tp logstore.TopicPartition, log *logstore.Log, limits produceLimits) *Partition {
-	p := &Partition{tp: tp, log: log, node: n, changed: make(chan struct{}), producers: newProducerStates(), now: time.Now}
+	p := &Partition{tp: tp, log: log, node: n, producers: newProducerStates(), now: time.Now}
 	p.limits.Store(&limits)
 	return p
 }
 
 // notify wakes long polls; mu is held.
 func (p *Partition) notify() {
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.watchers.Notify()
 }
 
 // wake wakes long polls on a change the offsets do not show: the
@@ -71,11 +71,7 @@ func (p *Partition) wake() {
 	p.notify()
 }
 
-func (p *Partition) Changed() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.changed
-}
+func (p *Partition) Watchers() *netio.Watchers { return &p.watchers }
 
 func (p *Partition) LeaderEpoch() rb.Epoch {
 	return max(p.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)

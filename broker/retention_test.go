@@ -55,7 +55,7 @@ func TestRetentionSchedule(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for deleted.log.LogStartOffset() == 0 && time.Now().Before(deadline) {
 		select {
-		case <-deleted.Changed():
+		case <-deleted.Watchers().Changed():
 		case <-time.After(time.Until(deadline)):
 		}
 	}

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -244,22 +245,44 @@ func checkTokenEndpoint(endpoint string) error {
 // SASL. requestTimeout bounds a token request; log gets the detail of
 // failures whose errors stay neutral.
 func (s MirrorSecurity) ClientOptions(filesDir string, requestTimeout time.Duration, log *slog.Logger) ([]kgo.Opt, error) {
-	var opts []kgo.Opt
+	tlsConfig, mechanism, err := s.connSecurity(filesDir, requestTimeout, log)
+	if err != nil {
+		return nil, err
+	}
+	return securityOptions(tlsConfig, mechanism), nil
+}
+
+// connSecurity returns the TLS config (nil: no TLS) and the SASL
+// mechanism (nil: no SASL) of s, for kgo and for the fetchers' own
+// connections alike: one mechanism, so that an OAUTHBEARER token is
+// fetched once for both.
+func (s MirrorSecurity) connSecurity(filesDir string, requestTimeout time.Duration, log *slog.Logger) (*tls.Config, sasl.Mechanism, error) {
+	var tlsConfig *tls.Config
+	var mechanism sasl.Mechanism
+	var err error
 	if s.Protocol.UsesTLS() {
-		tlsConfig, err := s.TLS.clientConfig(filesDir, log)
-		if err != nil {
-			return nil, err
+		if tlsConfig, err = s.TLS.clientConfig(filesDir, log); err != nil {
+			return nil, nil, err
 		}
-		opts = append(opts, kgo.DialTLSConfig(tlsConfig))
 	}
 	if s.Protocol.UsesSASL() {
-		mechanism, err := s.SASL.mechanism(requestTimeout, log)
-		if err != nil {
-			return nil, err
+		if mechanism, err = s.SASL.mechanism(requestTimeout, log); err != nil {
+			return nil, nil, err
 		}
+	}
+	return tlsConfig, mechanism, nil
+}
+
+// securityOptions are the kgo options of connSecurity's answer.
+func securityOptions(tlsConfig *tls.Config, mechanism sasl.Mechanism) []kgo.Opt {
+	var opts []kgo.Opt
+	if tlsConfig != nil {
+		opts = append(opts, kgo.DialTLSConfig(tlsConfig))
+	}
+	if mechanism != nil {
 		opts = append(opts, kgo.SASL(mechanism))
 	}
-	return opts, nil
+	return opts
 }
 
 // mechanism builds the franz-go SASL mechanism.

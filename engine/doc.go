@@ -11,9 +11,11 @@
 // the source's metadata, creates each local topic with the source's topic
 // ID and partition count (growing it with the source) and gives each
 // source broker's fetcher the partitions it leads whose machines fetch; a
-// fetcher keeps one fetch session per broker and appends exactly the
-// bytes the source sent (trailing partial batch cut; framing and CRC
-// checked by the log). It follows the source's log start and restarts at
+// fetcher keeps one fetch session per broker, over a connection of its
+// own (mirror_fetch_conn.go: kgo serves metadata and the rest), reads each
+// answer into a buffer it keeps and parses it in place (engine/fetchwire),
+// and appends exactly the bytes the source sent from that buffer (trailing
+// partial batch cut; framing and CRC checked by the log). It follows the source's log start and restarts at
 // it after OFFSET_OUT_OF_RANGE. A DivergingEpoch means the source lost
 // records the mirror copied (an unclean leader election): with
 // mirror.support.unclean.leader.election the partition goes ULE_RECOVERY

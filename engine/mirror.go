@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"regexp"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,14 +52,18 @@ func mirrorTopicRefusal(topic, mirror string) func(action string) error {
 // want fetched. The mirror owns the controller and the fetchers and waits
 // for them in stop.
 type mirror struct {
-	node    *Node
-	name    string
-	props   map[string]string
-	config  MirrorConfig
-	client  *kgo.Client
-	log     *slog.Logger
-	metrics *mirrorMetrics
-	health  sourceHealth // the source's reachability (mirror_source.go)
+	node   *Node
+	name   string
+	props  map[string]string
+	config MirrorConfig
+	client *kgo.Client
+	dialer *sourceDialer // the fetchers' own connections (mirror_fetch_conn.go)
+	// sourceBrokers is each source broker's host:port, from the last
+	// metadata answer: where the fetchers dial.
+	sourceBrokers atomic.Pointer[map[int32]string]
+	log           *slog.Logger
+	metrics       *mirrorMetrics
+	health        sourceHealth // the source's reachability (mirror_source.go)
 	// groupSync is the consumer group offset sync's last round
 	// (mirror_groups.go).
 	groupSync groupSync
@@ -192,16 +198,17 @@ func startMirror(n *Node, name string, props map[string]string) (*mirror, error)
 		return nil, err
 	}
 	log := n.log.With("mirror", name)
-	options, err := config.SourceClientOptions(n.cfg.MirrorConfigFilesDir, log)
+	dialer, err := newSourceDialer(config, n.cfg.MirrorConfigFilesDir, log)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
+	options := config.sourceClientOptions(dialer)
 	options = append(options, kgo.MaxVersions(netio.MirrorClientVersions())) // failback's lookups
 	client, err := kgo.NewClient(options...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: mirror %s: %w", kerr.InvalidConfig, name, err)
 	}
-	m := &mirror{node: n, name: name, props: props, config: config, client: client,
+	m := &mirror{node: n, name: name, props: props, config: config, client: client, dialer: dialer,
 		log: log, metrics: n.mirrorMetricsBuilt(), refresh: make(chan struct{}, 1),
 		inbox: newInbox(), requests: make(chan ownerRequest), done: make(chan struct{}),
 		names: map[string]bool{}, paused: map[string]bool{}, stopped: map[string]bool{},
@@ -226,6 +233,25 @@ func (m *mirror) stop() {
 		<-m.done
 	}
 	m.client.Close()
+}
+
+// learnSourceBrokers keeps the addresses of a metadata answer's brokers.
+func (m *mirror) learnSourceBrokers(brokers []kmsg.MetadataResponseBroker) {
+	addrs := make(map[int32]string, len(brokers))
+	for _, b := range brokers {
+		addrs[b.NodeID] = net.JoinHostPort(b.Host, strconv.Itoa(int(b.Port)))
+	}
+	m.sourceBrokers.Store(&addrs)
+}
+
+// sourceBrokerAddr is broker's host:port, as the source's metadata said.
+func (m *mirror) sourceBrokerAddr(broker int32) (string, bool) {
+	addrs := m.sourceBrokers.Load()
+	if addrs == nil {
+		return "", false
+	}
+	addr, ok := (*addrs)[broker]
+	return addr, ok
 }
 
 func (m *mirror) refreshSoon() {
@@ -373,6 +399,7 @@ func (m *mirror) reconcile(ctx context.Context, resp *kmsg.MetadataResponse) err
 	if resp.ClusterID != nil {
 		m.sourceClusterID = *resp.ClusterID
 	}
+	m.learnSourceBrokers(resp.Brokers)
 	leaders := map[*mirrorPartition]int32{}
 	present := map[string][16]byte{} // the source's topics and their IDs
 	for _, t := range resp.Topics {

@@ -320,6 +320,16 @@ func parseBootstrapServers(c *MirrorConfig, value string) error {
 // and fetch sizes, clamped to the ranges kgo accepts. Errors name the key;
 // log gets what they do not say (why a file cannot be read).
 func (c MirrorConfig) SourceClientOptions(filesDir string, log *slog.Logger) ([]kgo.Opt, error) {
+	dialer, err := newSourceDialer(c, filesDir, log)
+	if err != nil {
+		return nil, err
+	}
+	return c.sourceClientOptions(dialer), nil
+}
+
+// sourceClientOptions are SourceClientOptions with the security of
+// dialer, which the mirror's fetchers use too.
+func (c MirrorConfig) sourceClientOptions(dialer *sourceDialer) []kgo.Opt {
 	metadataMaxAge := min(max(c.MetadataRefreshInterval, 10*time.Millisecond), time.Hour)
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(c.BootstrapServers...),
@@ -334,9 +344,5 @@ func (c MirrorConfig) SourceClientOptions(filesDir string, log *slog.Logger) ([]
 		kgo.FetchMaxBytes(c.FetchResponseMaxBytes),
 		kgo.FetchIsolationLevel(kgo.ReadUncommitted()),
 	}
-	security, err := c.Security.ClientOptions(filesDir, c.RequestTimeout, log)
-	if err != nil {
-		return nil, fmt.Errorf("%w: mirror config %w", kerr.InvalidConfig, err)
-	}
-	return append(opts, security...), nil
+	return append(opts, securityOptions(dialer.tls, dialer.mechanism)...)
 }

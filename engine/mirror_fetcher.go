@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/broker"
+	"github.com/mirrord/mirrord/engine/fetchwire"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -42,6 +43,15 @@ type fetcher struct {
 	// its log directory is below log.dir.reserve.bytes: the fetcher waits
 	// for space (waitForSpace) instead of failing the partitions.
 	lowSpace atomic.Bool
+
+	// conn is the connection to the source broker (nil: dial before the
+	// next Fetch).
+	conn *fetchConn
+	// The lookups of an answer, kept across rounds: byID is rebuilt when
+	// the ready set changes; answered and withRecords are emptied.
+	byID        map[[16]byte]map[int32]*mirrorPartition
+	answered    map[*mirrorPartition]bool
+	withRecords []appliedPartition
 }
 
 // sentPartition is the fields of a partition in a Fetch request that
@@ -78,6 +88,7 @@ func (f *fetcher) run(ctx context.Context) {
 	defer f.mirror.metrics.fetcherStopped(f)
 	defer f.mirror.health.forget(fetchPath(f.broker))
 	defer f.take(nil)
+	defer f.closeConn()
 	var failures int32 // in a row
 	for ctx.Err() == nil {
 		select {
@@ -119,6 +130,7 @@ func (f *fetcher) run(ctx context.Context) {
 		backoff := reconnectBackoff.Backoff(failures, processJitter{})
 		f.log.Info("mirror fetch failed; retrying", "error", err, "backoff", backoff, "failures", failures)
 		f.session = fetchSession{}
+		f.closeConn()
 		f.mirror.refreshSoon()
 		timer := time.NewTimer(backoff)
 		select {
@@ -190,9 +202,16 @@ func (f *fetcher) selectReady() (idle, handover bool) {
 		}
 		ready = append(ready, mp)
 	}
-	if !samePartitions(ready, f.fetched) {
+	if !samePartitions(ready, f.fetched) || f.byID == nil {
 		f.session = fetchSession{}
 		f.fetched = append(f.fetched[:0], ready...)
+		f.byID = make(map[[16]byte]map[int32]*mirrorPartition, len(ready))
+		for _, mp := range ready {
+			if f.byID[mp.topicID] == nil {
+				f.byID[mp.topicID] = map[int32]*mirrorPartition{}
+			}
+			f.byID[mp.topicID][mp.partition] = mp
+		}
 	}
 	f.ready = ready
 	return len(ready) == 0, handover
@@ -214,12 +233,19 @@ func samePartitions(a, b []*mirrorPartition) bool {
 func (f *fetcher) fetchOnce(ctx context.Context) error {
 	req := f.request()
 	started := time.Now()
-	kresp, err := f.mirror.client.Broker(int(f.broker)).Request(ctx, req)
+	body, buffer, err := f.roundTrip(ctx, req)
 	if err != nil {
 		return err
 	}
+	// The answer's records are applied from the buffer, before it goes
+	// back to the pool.
+	defer fetchBuffers.release(buffer)
 	f.mirror.metrics.observeFetch(f, time.Since(started))
-	resp := kresp.(*kmsg.FetchResponse)
+	resp, err := fetchwire.Parse(body)
+	if err != nil {
+		f.closeConn()
+		return fmt.Errorf("fetch from broker %d: %w", f.broker, err)
+	}
 	switch err := kerr.ErrorForCode(resp.ErrorCode); {
 	case errors.Is(err, kerr.FetchSessionIDNotFound), errors.Is(err, kerr.InvalidFetchSessionEpoch):
 		f.session = fetchSession{}
@@ -229,48 +255,99 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 	}
 	incremental := req.SessionEpoch > 0
 	f.advanceSession(resp.SessionID)
-	byID := make(map[[16]byte]map[int32]*mirrorPartition, len(f.ready))
-	for _, mp := range f.ready {
-		if byID[mp.topicID] == nil {
-			byID[mp.topicID] = map[int32]*mirrorPartition{}
-		}
-		byID[mp.topicID][mp.partition] = mp
-	}
 	if incremental {
 		// An incremental answer leaves out the partitions of the session
 		// with nothing new: their high watermark is unchanged as of now.
 		// Those it names are dated again below, or keep their date on an
 		// error.
-		answered := make(map[*mirrorPartition]bool, len(f.ready))
-		for _, rt := range resp.Topics {
-			for i := range rt.Partitions {
-				if mp := byID[rt.TopicID][rt.Partitions[i].Partition]; mp != nil {
-					answered[mp] = true
+		if f.answered == nil {
+			f.answered = make(map[*mirrorPartition]bool, len(f.ready))
+		}
+		clear(f.answered)
+		for topics := resp.Topics(); ; {
+			rt, ok := topics.Next()
+			if !ok {
+				break
+			}
+			for partitions := rt.Partitions(); ; {
+				rp, ok := partitions.Next()
+				if !ok {
+					break
+				}
+				if mp := f.byID[rt.TopicID][rp.Partition]; mp != nil {
+					f.answered[mp] = true
 				}
 			}
 		}
 		for _, mp := range f.ready {
-			if !answered[mp] {
+			if !f.answered[mp] {
 				mp.confirmHighWatermark(started)
 			}
 		}
 	}
-	var withRecords []appliedPartition
-	for _, rt := range resp.Topics {
-		for i := range rt.Partitions {
-			rp := &rt.Partitions[i]
-			mp := byID[rt.TopicID][rp.Partition]
+	withRecords := f.withRecords[:0]
+	for topics := resp.Topics(); ; {
+		rt, ok := topics.Next()
+		if !ok {
+			break
+		}
+		for partitions := rt.Partitions(); ; {
+			rp, ok := partitions.Next()
+			if !ok {
+				break
+			}
+			mp := f.byID[rt.TopicID][rp.Partition]
 			switch {
 			case mp == nil:
 			case len(rp.RecordBatches) > 0:
 				withRecords = append(withRecords, appliedPartition{mp, rp})
 			default:
-				f.apply(ctx, mp, rp, started)
+				f.apply(ctx, mp, &rp, started)
 			}
 		}
 	}
 	f.applyAll(ctx, withRecords, started)
+	clear(withRecords) // the records are the buffer's, released on return
+	f.withRecords = withRecords[:0]
 	return nil
+}
+
+// roundTrip sends req over the fetcher's connection, dialing the source
+// broker first if it has none (or its SASL session ends soon), and
+// returns the answer's body and the pooled buffer holding it. An error
+// closes the connection.
+func (f *fetcher) roundTrip(ctx context.Context, req *kmsg.FetchRequest) ([]byte, *[]byte, error) {
+	if f.conn != nil && f.conn.expired(time.Now()) {
+		f.closeConn()
+	}
+	if f.conn == nil {
+		addr, ok := f.mirror.sourceBrokerAddr(f.broker)
+		if !ok {
+			return nil, nil, fmt.Errorf("fetch from broker %d: %w", f.broker, errSourceBrokerUnknown)
+		}
+		conn, err := f.mirror.dialer.dial(ctx, addr)
+		if err != nil {
+			return nil, nil, fmt.Errorf("fetch from broker %d at %s: %w", f.broker, addr, err)
+		}
+		f.conn = conn
+	}
+	body, buffer, err := f.conn.roundTrip(req, time.Duration(req.MaxWaitMillis)*time.Millisecond)
+	if err != nil {
+		f.closeConn()
+		return nil, nil, fmt.Errorf("fetch from broker %d: %w", f.broker, err)
+	}
+	return body, buffer, nil
+}
+
+// errSourceBrokerUnknown: the source's metadata has not named the broker
+// (yet, or any more).
+var errSourceBrokerUnknown = errors.New("engine: the source broker is not in the source's metadata")
+
+func (f *fetcher) closeConn() {
+	if f.conn != nil {
+		f.conn.close()
+		f.conn = nil
+	}
 }
 
 // applyParallel is how many partitions of one answer are appended at once:
@@ -280,7 +357,7 @@ const applyParallel = 4
 
 type appliedPartition struct {
 	mp *mirrorPartition
-	rp *kmsg.FetchResponseTopicPartition
+	rp fetchwire.Partition
 }
 
 // applyAll applies the partitions of an answer that carry records,
@@ -288,7 +365,7 @@ type appliedPartition struct {
 // and all are done when it returns, before the next Fetch is built.
 func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition, sent time.Time) {
 	if len(parts) == 1 {
-		f.apply(ctx, parts[0].mp, parts[0].rp, sent)
+		f.apply(ctx, parts[0].mp, &parts[0].rp, sent)
 		return
 	}
 	next := make(chan appliedPartition)
@@ -296,7 +373,7 @@ func (f *fetcher) applyAll(ctx context.Context, parts []appliedPartition, sent t
 	for range min(applyParallel, len(parts)) {
 		wg.Go(func() {
 			for part := range next {
-				f.apply(ctx, part.mp, part.rp, sent)
+				f.apply(ctx, part.mp, &part.rp, sent)
 			}
 		})
 	}
@@ -370,7 +447,7 @@ func (f *fetcher) request() *kmsg.FetchRequest {
 // from Kafka, is not: the last one known keeps its date). It holds the
 // partition's gate, and drops the answer of a partition no longer
 // fetched.
-func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *kmsg.FetchResponseTopicPartition, sent time.Time) {
+func (f *fetcher) apply(ctx context.Context, mp *mirrorPartition, rp *fetchwire.Partition, sent time.Time) {
 	mp.gate.Lock()
 	defer mp.gate.Unlock()
 	if !mp.fetching.Load() {

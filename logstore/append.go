@@ -6,6 +6,7 @@ import (
 	"math"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
+	"github.com/mirrord/mirrord/vfs"
 )
 
 // AppendInfo describes what an append wrote.
@@ -34,7 +35,7 @@ type AppendInfo struct {
 // segment is ErrTooLarge, as Kafka refuses it.
 func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlockWritingBehind()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -103,7 +104,7 @@ func (l *Log) segmentPieces(batches []byte) ([][]byte, error) {
 // Append.
 func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, error) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
+	defer l.unlockWritingBehind()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -126,6 +127,21 @@ func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, er
 		return AppendInfo{}, err
 	}
 	return info, l.write(batches, info)
+}
+
+// unlockWritingBehind releases the log's lock, then starts the write-back
+// an append made due (segment.writeBehind). sync_file_range takes a
+// millisecond, 20 ms at worst on a loaded machine, and readers (every
+// Fetch of the log) must not wait for it behind the lock; only this
+// appender does.
+func (l *Log) unlockWritingBehind() {
+	var file vfs.File
+	var due [2]int64
+	if !l.closed && len(l.segments) > 0 {
+		file, due = l.active().takeWriteBehind()
+	}
+	l.mu.Unlock()
+	startWriteBehind(file, due)
 }
 
 // validate checks batches, to be written at once into one segment,

@@ -366,6 +366,7 @@ func writeCleaned(cleaned *segment, group []*segment, filter *batchFilter, throt
 		if _, err := cleaned.appendBatches(out); err != nil {
 			return err
 		}
+		startWriteBehind(cleaned.takeWriteBehind())
 		out = out[:0]
 		return nil
 	}

@@ -40,8 +40,10 @@ type segment struct {
 	opened          time.Time // for roll by age: the first append, or the open
 	// writeBehind is how many appended bytes start their write-back
 	// (0: never; every append is synced); writtenBack is where the last
-	// one ended.
+	// one ended; behind is the range (offset, length) due and not yet
+	// started (startWriteBehind).
 	writeBehind, writtenBack int64
+	behind                   [2]int64
 	// truncations counts truncateTo calls: a cleaning swaps its cleaned
 	// copy in only if the segment is as it read it (size and truncations).
 	truncations uint64
@@ -518,12 +520,32 @@ func (s *segment) appendBatches(batches []byte) (uncertain bool, err error) {
 	}
 	s.size += int64(len(batches))
 	if s.writeBehind > 0 && s.size-s.writtenBack >= s.writeBehind {
-		// Its error is the next Sync's to report: the kernel keeps a
-		// write-back error for the file's next fdatasync.
-		_ = s.log.WriteBehind(s.writtenBack, s.size-s.writtenBack)
+		if s.behind[1] == 0 {
+			s.behind[0] = s.writtenBack
+		}
+		s.behind[1] = s.size - s.behind[0]
 		s.writtenBack = s.size
 	}
 	return false, nil
+}
+
+// takeWriteBehind returns the file and the range whose write-back is due,
+// and forgets the range: the caller starts it (Log.unlockWritingBehind
+// does so outside the log's lock).
+func (s *segment) takeWriteBehind() (vfs.File, [2]int64) {
+	due := s.behind
+	s.behind = [2]int64{}
+	return s.log, due
+}
+
+// startWriteBehind starts the write-back of what takeWriteBehind returns.
+// Its error is the next Sync's to report: the kernel keeps a write-back
+// error for the file's next fdatasync. The file may have been closed
+// since (a roll syncs it, a removal drops it): that error says nothing.
+func startWriteBehind(file vfs.File, due [2]int64) {
+	if due[1] > 0 {
+		_ = file.WriteBehind(due[0], due[1])
+	}
 }
 
 // truncateTo removes every batch from position on, rebuilds the indexes
@@ -536,7 +558,7 @@ func (s *segment) truncateTo(position int64) error {
 	if err := s.log.Truncate(position); err != nil {
 		return err
 	}
-	s.size, s.writtenBack = position, min(s.writtenBack, position)
+	s.size, s.writtenBack, s.behind = position, min(s.writtenBack, position), [2]int64{}
 	s.truncations++
 	if err := s.rebuildIndexes(position, math.MaxInt64); err != nil {
 		return err

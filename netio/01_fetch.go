@@ -37,10 +37,12 @@ package netio
 //
 // Long poll: the response goes at once when it holds MinBytes of records,
 // when a partition is in error or diverged, or when MaxWait (capped at
-// fetchWaitMax) is 0. Otherwise the handler waits for a Changed channel of
-// a fetched partition, MaxWait or the server's end, and reads every
-// partition again. It holds no FileRange while waiting, so a truncation
-// that waits for readers cannot stall behind a long poll.
+// fetchWaitMax) is 0. Otherwise the fetch registers with the Watchers of
+// every partition it read and waits (fetch_wait.go); a wake-up re-reads
+// only the partitions that signalled, and once they make the response due
+// (or at MaxWait) every partition is read again for the response. It
+// holds no FileRange while waiting, so a truncation that waits for
+// readers cannot stall behind a long poll.
 //
 // Every FileRange read is released exactly once: when a read pass is
 // superseded, after the response is written, or on any error.
@@ -50,7 +52,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sync"
 	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -64,10 +65,6 @@ const (
 	// fetchResponseBytesMax bounds a request's MaxBytes, as Kafka's
 	// fetch.max.bytes (55 MiB) does.
 	fetchResponseBytesMax = 55 << 20
-	// fetchWaitInline is how many Changed channels the handler selects on
-	// itself; beyond it watcher goroutines take fetchWaitGroup each.
-	fetchWaitInline = 4
-	fetchWaitGroup  = 8
 )
 
 // fetchReply is one Fetch being served: the partitions asked and then
@@ -81,7 +78,6 @@ type fetchReply struct {
 	partitions    []fetchPartition
 	nodeEndpoints []fetchNodeEndpoint // v16+: the leader named by current_leader tags
 	holes         []fetchHole         // filled by appendFetchResponse
-	changed       []<-chan struct{}   // the last read pass's Changed channels
 	isolation     Isolation
 	// follower: the fetch names a replica; followerAllowed: the client
 	// may CLUSTER_ACTION, which replaces the topic checks.
@@ -160,9 +156,22 @@ func (f *fetchReply) fetch(ctx context.Context, req *kmsg.FetchRequest, isolatio
 	deadline := time.Now().Add(wait)
 	maxBytes := min(max(req.MaxBytes, 0), fetchResponseBytesMax)
 	var timer *time.Timer
+	var waiter *fetchWaiter
+	defer func() {
+		if waiter != nil {
+			waiter.end()
+		}
+	}()
 	for {
 		bytes, respondNow := f.readAll(isolation, maxBytes)
-		if respondNow || bytes >= int64(req.MinBytes) || len(f.changed) == 0 || !time.Now().Before(deadline) {
+		if respondNow || bytes >= int64(req.MinBytes) || !time.Now().Before(deadline) {
+			return nil
+		}
+		if waiter != nil {
+			waiter.end() // the wake-ups counted enough bytes, this pass did not: register anew
+		}
+		waiter = newFetchWaiter()
+		if f.watchAll(waiter) == 0 {
 			return nil
 		}
 		f.releaseRecords()
@@ -170,7 +179,7 @@ func (f *fetchReply) fetch(ctx context.Context, req *kmsg.FetchRequest, isolatio
 			timer = time.NewTimer(time.Until(deadline))
 			defer timer.Stop()
 		}
-		if err := f.waitForChange(ctx, timer.C); err != nil {
+		if err := f.waitForBytes(ctx, waiter, timer.C, isolation, maxBytes, bytes, int64(req.MinBytes)); err != nil {
 			return err
 		}
 	}
@@ -181,7 +190,6 @@ func (f *fetchReply) fetch(ctx context.Context, req *kmsg.FetchRequest, isolatio
 // now whatever MinBytes says (an error or a diverging epoch).
 func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, respondNow bool) {
 	f.releaseRecords()
-	f.changed = f.changed[:0]
 	f.nodeEndpoints = f.nodeEndpoints[:0]
 	remaining := int64(maxBytes)
 	minOneBatch := true
@@ -192,7 +200,6 @@ func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, 
 			if !isClosed(p.changed) && f.mayStillRead(p, &lastDecision) {
 				p.resetResponse()
 				p.omit = true // unchanged: an incremental response leaves it out
-				f.changed = append(f.changed, p.changed)
 				continue
 			}
 			p.quiet = false // it changed while this request waited: read it
@@ -201,9 +208,7 @@ func (f *fetchReply) readAll(isolation Isolation, maxBytes int32) (bytes int64, 
 			p.topic = f.partitions[i-1].topic // one TopicByID per run of a topic
 		}
 		limit := min(remaining, int64(max(p.partitionMaxBytes, 0)))
-		if p.changed = f.readPartition(p, isolation, int32(limit), minOneBatch); p.changed != nil {
-			f.changed = append(f.changed, p.changed)
-		}
+		f.readPartition(p, isolation, int32(limit), minOneBatch)
 		length := p.records.Length
 		if length > 0 {
 			minOneBatch = false
@@ -244,33 +249,35 @@ func (f *fetchReply) mayStillRead(p *fetchPartition, last *topicDecision) bool {
 // schema's default (an empty list).
 var deniedAbortedTransactions = []AbortedTransaction{}
 
-// readPartition answers one partition and returns its Changed channel
-// (nil when there is no such partition).
-func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBytes int32, minOneBatch bool) <-chan struct{} {
+// readPartition answers one partition and keeps its Watchers and their
+// Changed channel as of the read (nil when there is no such partition).
+func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBytes int32, minOneBatch bool) {
 	p.resetResponse()
+	p.watchers, p.changed = nil, nil
 	if f.follower && !f.followerAllowed {
 		p.errorCode, p.abortedTransactions = kerr.TopicAuthorizationFailed.Code, deniedAbortedTransactions
-		return nil
+		return
 	}
 	backend := f.server.backend
 	if f.version >= 13 && p.topic == "" {
 		t, ok := backend.TopicByID(p.topicID)
 		if !ok {
 			p.errorCode = kerr.UnknownTopicID.Code
-			return nil
+			return
 		}
 		p.topic = t.Name
 	}
 	if !f.follower && !f.conn.authorize(opRead, resourceTopic, p.topic) {
 		p.errorCode, p.abortedTransactions = kerr.TopicAuthorizationFailed.Code, deniedAbortedTransactions
-		return nil
+		return
 	}
 	partition, err := backend.Partition(p.topic, p.partition)
 	if err != nil {
 		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
-		return nil
+		return
 	}
-	changed := partition.Changed()
+	p.watchers = partition.Watchers()
+	p.changed = p.watchers.Changed()
 	if err := f.readRecords(p, partition, isolation, maxBytes, minOneBatch); err != nil {
 		p.resetResponse()
 		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
@@ -278,7 +285,6 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 			f.nameLeader(p, partition)
 		}
 	}
-	return changed
 }
 
 // readRecords checks the epochs of p and reads its records.
@@ -354,66 +360,6 @@ func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
 	p.currentLeader = fetchLeader{leaderID: cluster.NodeID, leaderEpoch: partition.LeaderEpoch()}
 	if len(f.nodeEndpoints) == 0 {
 		f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: cluster.NodeID, host: cluster.Host, port: cluster.Port})
-	}
-}
-
-// waitForChange waits until a channel of f.changed closes, expired fires
-// or ctx is done.
-func (f *fetchReply) waitForChange(ctx context.Context, expired <-chan time.Time) error {
-	stats := &f.server.sessions.stats
-	stats.waits.Add(1)
-	stats.waiting.Add(1)
-	defer stats.waiting.Add(-1)
-	if len(f.changed) <= fetchWaitInline {
-		var c [fetchWaitInline]<-chan struct{} // nil channels never fire
-		copy(c[:], f.changed)
-		select {
-		case <-c[0]:
-		case <-c[1]:
-		case <-c[2]:
-		case <-c[3]:
-		case <-expired:
-		case <-ctx.Done():
-			return fmt.Errorf("netio: fetch: %w", ctx.Err())
-		}
-		return nil
-	}
-	woken := make(chan struct{}, 1)
-	stop := make(chan struct{})
-	var watchers sync.WaitGroup // one per fetchWaitGroup channels, waited for before returning
-	defer watchers.Wait()
-	defer close(stop)
-	for start := 0; start < len(f.changed); start += fetchWaitGroup {
-		var group [fetchWaitGroup]<-chan struct{}
-		copy(group[:], f.changed[start:])
-		watchers.Go(func() { watchChanged(group, stop, woken) })
-	}
-	select {
-	case <-woken:
-	case <-expired:
-	case <-ctx.Done():
-		return fmt.Errorf("netio: fetch: %w", ctx.Err())
-	}
-	return nil
-}
-
-// watchChanged signals woken when one of c closes, unless stop closes first.
-func watchChanged(c [fetchWaitGroup]<-chan struct{}, stop <-chan struct{}, woken chan<- struct{}) {
-	select {
-	case <-c[0]:
-	case <-c[1]:
-	case <-c[2]:
-	case <-c[3]:
-	case <-c[4]:
-	case <-c[5]:
-	case <-c[6]:
-	case <-c[7]:
-	case <-stop:
-		return
-	}
-	select {
-	case woken <- struct{}{}:
-	default: // already signalled
 	}
 }
 

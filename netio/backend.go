@@ -108,13 +108,14 @@ type Partition interface {
 	// (ReadCommitted). An offset outside [logStart, logEnd] is
 	// kerr.OffsetOutOfRange.
 	Read(offset rb.Offset, maxBytes int32, isolation Isolation, minOneBatch bool) (ReadResult, error)
-	// Changed returns a channel closed at the next change of anything a
-	// Fetch of the partition answers: its offsets (an append, a high
-	// watermark, last stable offset or log start move, a truncation), its
-	// leader epoch, or its deletion. Long polls wait on it, and fetch
-	// sessions skip reading a partition while it stays open, so a change
-	// that does not close it is not seen by a session's fetches.
-	Changed() <-chan struct{}
+	// Watchers are the partition's waiting fetches (fetch_wait.go): the
+	// partition calls their Notify at every change of anything a Fetch of
+	// it answers: its offsets (an append, a high watermark, last stable
+	// offset or log start move, a truncation), its leader epoch, or its
+	// deletion. Long polls wait on them, and fetch sessions skip reading
+	// a partition while its Changed channel stays open, so a change that
+	// does not notify is not seen by a session's fetches.
+	Watchers() *Watchers
 	// ListOffset answers ListOffsets for one timestamp (-1 latest,
 	// -2 earliest, -3 max timestamp, else the first record at or after it):
 	// the offset, the record's timestamp (-1 where Kafka gives -1) and

@@ -22,8 +22,8 @@
 // node-wide (request_memory.go: queued.max.request.bytes). Fetch answers write record bytes from the
 // segment file to the socket with sendfile (sendfile.go), with a read and
 // write fallback; fetch sessions (KIP-227, fetch_session.go) skip
-// partitions that cannot answer anything new; long polls wait on
-// Partition.Changed.
+// partitions that cannot answer anything new; long polls wait as
+// Kafka's DelayedFetch does, on Partition.Watchers (fetch_wait.go).
 //
 // Errors: a Backend returns kerr errors (or netio.Error, a code with the
 // message a client is told); anything else is logged and answered with

@@ -160,19 +160,19 @@ func (b *fileBackend) Partition(topic string, partition int32) (Partition, error
 	if err != nil {
 		return nil, err
 	}
-	p := &filePartition{backend: b, file: file, changed: make(chan struct{})}
+	p := &filePartition{backend: b, file: file}
 	b.partitions[name] = p
 	return p, nil
 }
 
 type filePartition struct {
-	backend *fileBackend
-	file    *os.File
-	mu      sync.Mutex
-	batches []fileBatch        // ascending
-	size    int64              // bytes written
-	end     recordbatch.Offset // log end offset
-	changed chan struct{}
+	backend  *fileBackend
+	file     *os.File
+	mu       sync.Mutex
+	batches  []fileBatch        // ascending
+	size     int64              // bytes written
+	end      recordbatch.Offset // log end offset
+	watchers Watchers
 }
 
 type fileBatch struct {
@@ -209,8 +209,7 @@ func (p *filePartition) Produce(_ context.Context, batches []byte, _ ProduceRequ
 	p.batches = append(p.batches, added...)
 	p.size += int64(len(batches))
 	p.end = next
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.watchers.Notify()
 	return ProduceResult{BaseOffset: base, LogAppendTime: -1}, nil
 }
 
@@ -243,11 +242,7 @@ func (p *filePartition) Read(offset recordbatch.Offset, maxBytes int32, _ Isolat
 	return ReadResult{Records: FileRange{File: p.file, Position: first.position, Length: length, Release: release}, Offsets: offsets}, nil
 }
 
-func (p *filePartition) Changed() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.changed
-}
+func (p *filePartition) Watchers() *Watchers { return &p.watchers }
 
 func (p *filePartition) ListOffset(timestamp int64, _ Isolation) (recordbatch.Offset, int64, recordbatch.Epoch, error) {
 	switch timestamp {

@@ -63,8 +63,13 @@ type fetchPartition struct {
 	// quietTopic is a session partition's topic name as last read (its
 	// topic is "" from v13 until resolved), to authorize it while quiet.
 	quietTopic string
-	// changed is the partition's Changed channel as of its last read.
-	changed <-chan struct{}
+	// watchers are the partition's, and changed their Changed channel as
+	// of its last read (nil when there is no such partition).
+	watchers *Watchers
+	changed  <-chan struct{}
+	// waitBytes is what the partition's last read found, while the fetch
+	// waits (fetch_wait.go).
+	waitBytes int64
 
 	omit                 bool // an incremental session response leaves it out
 	errorCode            int16

@@ -126,6 +126,8 @@ type sessionPartition struct {
 	// would answer the same, so incremental fetches skip it. This is what
 	// keeps a session of 10,000 mostly idle partitions cheap to serve.
 	quiet <-chan struct{}
+	// watchers are the quiet partition's, for a long poll to wait on.
+	watchers *Watchers
 	// name is the topic's name as last read: from v13 the key has only
 	// its ID, and a quiet partition is authorized by name.
 	name string
@@ -231,7 +233,7 @@ func (s *fetchSessions) open(c *conn, f *fetchReply) int32 {
 		}
 		sp.fetchOffset, sp.currentLeaderEpoch, sp.lastFetchedEpoch, sp.partitionMaxBytes = p.fetchOffset, p.currentLeaderEpoch, p.lastFetchedEpoch, p.partitionMaxBytes
 		sp.remember(p)
-		sp.quiet, sp.name = f.quietAfter(p), p.topic
+		sp.quiet, sp.watchers, sp.name = f.quietAfter(p), p.watchers, p.topic
 		sp.sentRecords = p.records.Length > 0
 	}
 	session.moveSentToEnd()
@@ -268,7 +270,7 @@ func (session *fetchSession) update(req *kmsg.FetchRequest) int {
 				session.order = append(session.order, sp)
 			}
 			sp.fetchOffset, sp.currentLeaderEpoch, sp.lastFetchedEpoch, sp.partitionMaxBytes = rb.Offset(rp.FetchOffset), rb.Epoch(rp.CurrentLeaderEpoch), rb.Epoch(rp.LastFetchedEpoch), rp.PartitionMaxBytes
-			sp.quiet = nil
+			sp.quiet, sp.watchers = nil, nil
 		}
 	}
 	forgot := false
@@ -295,7 +297,7 @@ func (f *fetchReply) addSessionPartitions(session *fetchSession) {
 			topic: sp.key.topic, topicID: sp.key.topicID, partition: sp.key.partition,
 			fetchOffset: sp.fetchOffset, currentLeaderEpoch: sp.currentLeaderEpoch,
 			lastFetchedEpoch: sp.lastFetchedEpoch, partitionMaxBytes: sp.partitionMaxBytes,
-			quiet: sp.quiet != nil && !isClosed(sp.quiet), changed: sp.quiet, quietTopic: sp.name,
+			quiet: sp.quiet != nil && !isClosed(sp.quiet), changed: sp.quiet, watchers: sp.watchers, quietTopic: sp.name,
 		})
 	}
 }
@@ -339,7 +341,7 @@ func (session *fetchSession) filter(f *fetchReply) {
 			continue // not read, and omitted: nothing changed since it was
 		}
 		p.omit = !sp.remember(p)
-		sp.quiet, sp.name = f.quietAfter(p), p.topic
+		sp.quiet, sp.watchers, sp.name = f.quietAfter(p), p.watchers, p.topic
 		sp.sentRecords = sp.sentRecords || p.records.Length > 0
 	}
 	session.moveSentToEnd()

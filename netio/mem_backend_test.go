@@ -39,7 +39,7 @@ type memPartition struct {
 	start       recordbatch.Offset // log start offset
 	end         recordbatch.Offset // log end offset
 	leaderEpoch recordbatch.Epoch
-	changed     chan struct{}
+	watchers    Watchers
 	reads       int // Read calls, for tests of what a fetch reads
 }
 
@@ -94,7 +94,7 @@ func (b *memBackend) CreateTopic(_ context.Context, name string, partitions int3
 	rand.Read(id[:])
 	t := &memTopic{info: TopicInfo{Name: name, ID: id, Partitions: partitions}}
 	for range partitions {
-		t.partitions = append(t.partitions, &memPartition{changed: make(chan struct{})})
+		t.partitions = append(t.partitions, &memPartition{})
 	}
 	if !validateOnly {
 		b.topics[name] = t
@@ -125,7 +125,7 @@ func (b *memBackend) CreatePartitions(_ context.Context, name string, count int3
 		return nil
 	}
 	for int32(len(t.partitions)) < count {
-		t.partitions = append(t.partitions, &memPartition{changed: make(chan struct{})})
+		t.partitions = append(t.partitions, &memPartition{})
 	}
 	t.info.Partitions = count
 	return nil
@@ -207,8 +207,7 @@ func (p *memPartition) Produce(_ context.Context, batches []byte, _ ProduceReque
 		return ProduceResult{}, kerr.CorruptMessage
 	}
 	p.data = append(p.data, batches...)
-	close(p.changed)
-	p.changed = make(chan struct{})
+	p.watchers.Notify()
 	return ProduceResult{BaseOffset: base, LogAppendTime: -1, LogStartOffset: p.start}, nil
 }
 
@@ -239,11 +238,7 @@ type memFile struct{ *bytes.Reader }
 
 func (memFile) Fd() uintptr { return ^uintptr(0) }
 
-func (p *memPartition) Changed() <-chan struct{} {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.changed
-}
+func (p *memPartition) Watchers() *Watchers { return &p.watchers }
 
 func (p *memPartition) ListOffset(timestamp int64, _ Isolation) (recordbatch.Offset, int64, recordbatch.Epoch, error) {
 	p.mu.Lock()

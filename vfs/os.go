@@ -228,11 +228,16 @@ func (f *osFile) Sync() error {
 	return nil
 }
 
+// WriteBehind goes through the RawConn, which holds the descriptor while
+// the call runs: a log starts it outside its lock, where a Close may race
+// with it; the descriptor cannot be closed, and so reused, under it.
 func (f *osFile) WriteBehind(offset, length int64) error {
-	if f.closed {
-		return opError(OpSync, f.name, fs.ErrClosed)
+	var err error
+	if cerr := f.raw.Control(func(fd uintptr) {
+		err = ignoringEINTR(func() error { return unix.SyncFileRange(int(fd), offset, length, unix.SYNC_FILE_RANGE_WRITE) })
+	}); cerr != nil {
+		return opError(OpSync, f.name, fs.ErrClosed) // Control fails only on a closed file
 	}
-	err := ignoringEINTR(func() error { return unix.SyncFileRange(f.fd, offset, length, unix.SYNC_FILE_RANGE_WRITE) })
 	if err != nil {
 		return osError(OpSync, f.name, err)
 	}
