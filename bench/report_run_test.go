@@ -136,6 +136,7 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		report.Scales = scales
 	})
 	step("open", func() { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
+	step("many partitions", func() { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
 	return report
 }
 

@@ -119,7 +119,7 @@ func (n *Node) mirrorMetricsBuilt() *mirrorMetrics {
 				"Includes the broker's long-poll wait: a fetcher with nothing new to fetch shows about fetch.wait.max.ms.",
 			Buckets: fetchLatencyBuckets,
 		}, []string{"mirror", "source_broker"})
-		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n),
+		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n), newLogFilesCollector(n),
 			newOfflineCollector(n))
 	})
 	return mm

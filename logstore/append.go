@@ -279,7 +279,7 @@ func (l *Log) roll(base rb.Offset) error {
 	if err := old.seal(); err != nil {
 		return l.fail(err)
 	}
-	old.unmapIndexes()
+	old.idle()
 	s, err := createSegment(l.fs, l.dir, base, l.cfg)
 	if err == nil {
 		err = l.fs.SyncDir(l.dir)

@@ -149,21 +149,26 @@ func (l *Log) Clean(opts CleanOptions) (CleanStats, error) {
 	c := l.cleanable(opts.LastStableOffset, now)
 	cuts := l.cuts
 	var segments []*segment
+	defer func() {
+		for _, s := range segments {
+			s.unpin()
+			s.release()
+		}
+	}()
 	read := map[*segment]segmentState{}
 	for _, s := range l.segments {
 		if s.base >= c.FirstUncleanable {
 			break
+		}
+		if err := s.pin(); err != nil {
+			l.mu.RUnlock()
+			return stats, err
 		}
 		s.acquire()
 		segments = append(segments, s)
 		read[s] = segmentState{size: s.size, truncations: s.truncations}
 	}
 	l.mu.RUnlock()
-	defer func() {
-		for _, s := range segments {
-			s.release()
-		}
-	}()
 	stats.FirstDirty, stats.End = c.FirstDirty, c.FirstDirty
 	if c.DirtyBytes == 0 || len(segments) == 0 {
 		return stats, nil

@@ -126,7 +126,7 @@ func (l *Log) swapInto(cleaned *segment, group []*segment, at int) error {
 	if err := l.fs.SyncDir(l.dir); err != nil {
 		return l.fail(err)
 	}
-	cleaned.unmapIndexes()
+	cleaned.idle()
 	replaced := append([]*segment{cleaned}, l.segments[at+len(group):]...)
 	l.segments = append(l.segments[:at], replaced...)
 	var err error
@@ -311,9 +311,10 @@ func mapBatchKeys(m *OffsetMap, b rb.Batch, firstDirty rb.Offset, scratch *[]byt
 // firstBatchTimestamp is the max timestamp of the segment's first batch
 // (Kafka's getFirstBatchTimestamp), or -1 when it is empty or unreadable.
 func (s *segment) firstBatchTimestamp() int64 {
-	if s.size == 0 {
+	if s.size == 0 || s.pin() != nil {
 		return -1
 	}
+	defer s.unpin()
 	w := s.walk(0, s.size, false)
 	defer w.close()
 	if !w.next() {

@@ -107,6 +107,40 @@ type Config struct {
 	// opens its partitions several at once: it may be called from as many
 	// goroutines at a time.
 	RecoveryTruncated func(Truncation)
+
+	// OpenFilesMax (log.open.files.max, mirrord's own) bounds the log
+	// files the segments of a Dir keep open, and IndexCacheBytesMax
+	// (log.index.cache.max.bytes) the bytes of index mappings of idle
+	// segments: past either, the least recently read idle segments are
+	// closed and unmapped, and opened again when read (files.go). Each
+	// open segment maps at most two indexes, so mappings stay below
+	// twice OpenFilesMax. Segments being written to are never closed:
+	// they count, and may keep the process above the bound. OpenDir
+	// reads them; 0 takes DefaultOpenFilesMax and
+	// DefaultIndexCacheBytesMax.
+	OpenFilesMax       int
+	IndexCacheBytesMax int64
+	files              *fileCache // the Dir's (nil: a Log of its own, no bound)
+}
+
+const (
+	// openFilesMaxCap keeps the mappings of a node's open segments (two
+	// indexes each) well below vm.max_map_count's default of 65530.
+	openFilesMaxCap = 20000
+	// DefaultIndexCacheBytesMax bounds idle segments' index mappings;
+	// a sealed 1 GiB segment's indexes are about 5 MiB.
+	DefaultIndexCacheBytesMax = 1 << 30
+	// openFilesMaxMin is the least DefaultOpenFilesMax gives, whatever
+	// the descriptor limit.
+	openFilesMaxMin = 64
+)
+
+// DefaultOpenFilesMax is half the process's descriptor limit
+// (RLIMIT_NOFILE; Go raises the soft limit to the hard one at start),
+// leaving the rest to connections, at most 20,000 (so at most 40,000
+// index mappings) and at least 64.
+func DefaultOpenFilesMax() int {
+	return min(max(int(fileLimit()/2), openFilesMaxMin), openFilesMaxCap)
 }
 
 // DefaultConfig is Kafka's defaults: 1 GiB segments rolled after 7 days,
@@ -147,6 +181,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("logstore: config delete.retention.ms, min.compaction.lag.ms and max.compaction.lag.ms must not be negative")
 	case c.MinCleanableDirtyRatio < 0 || c.MinCleanableDirtyRatio > 1:
 		return fmt.Errorf("logstore: config min.cleanable.dirty.ratio %v out of range [0, 1]", c.MinCleanableDirtyRatio)
+	case c.OpenFilesMax < 0 || c.IndexCacheBytesMax < 0:
+		return fmt.Errorf("logstore: config log.open.files.max and log.index.cache.max.bytes must not be negative")
 	case c.MaxCompactionLag > 0 && c.MaxCompactionLag < c.MinCompactionLag:
 		return fmt.Errorf("logstore: config max.compaction.lag.ms %v below min.compaction.lag.ms %v", c.MaxCompactionLag, c.MinCompactionLag)
 	}

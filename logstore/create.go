@@ -154,7 +154,9 @@ func (d *Dir) writePartition(c *creation) error {
 	if _, err := fmt.Fprintf(f, partitionMetadataFormat, c.TopicID); err != nil {
 		return err
 	}
-	c.log, err = newLog(d.fs, c.full, c.Config)
+	cfg := c.Config
+	cfg.files = d.files
+	c.log, err = newLog(d.fs, c.full, cfg)
 	return err
 }
 
@@ -181,6 +183,7 @@ func newLog(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	}
 	s.offsets = &index{fs: fs, name: segmentPath(dir, 0, extIndex), entrySize: offsetEntrySize, absent: true}
 	s.times = &index{fs: fs, name: segmentPath(dir, 0, extTimeIndex), entrySize: timeEntrySize, absent: true}
+	s.track(cfg.files)
 	return &Log{fs: fs, dir: dir, cfg: cfg, segments: []*segment{s}, epochs: epochs, cleanerOffset: noCleanerOffset}, nil
 }
 

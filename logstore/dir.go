@@ -77,6 +77,7 @@ type Dir struct {
 	clusterID string
 	nodeID    int32
 
+	files      *fileCache // bounds the open files of every log (files.go)
 	mu         sync.Mutex
 	partitions map[TopicPartition]*partition
 	closed     bool
@@ -106,7 +107,8 @@ func OpenDir(fs vfs.FS, dirPath string, cfg Config) (*Dir, error) {
 	if err := fs.MkdirAll(dirPath); err != nil {
 		return nil, err
 	}
-	d := &Dir{fs: fs, path: dirPath, cfg: cfg, partitions: map[TopicPartition]*partition{}}
+	d := &Dir{fs: fs, path: dirPath, cfg: cfg, partitions: map[TopicPartition]*partition{}, files: newFileCache(cfg)}
+	d.cfg.files = d.files
 	if err := d.loadMeta(); err != nil {
 		return nil, err
 	}
@@ -248,6 +250,9 @@ func ValidateTopicName(topic string) error {
 	}
 	return nil
 }
+
+// FileCacheStats is what the logs hold open and how the bound on it does.
+func (d *Dir) FileCacheStats() FileCacheStats { return d.files.stats() }
 
 // ClusterID is this data directory's cluster ID, made at first start.
 func (d *Dir) ClusterID() string { return d.clusterID }

@@ -12,7 +12,7 @@ import (
 	"github.com/mirrord/mirrord/vfs"
 )
 
-func openDir(t *testing.T, fsys vfs.FS, dirPath string, cfg Config) *Dir {
+func openDir(t testing.TB, fsys vfs.FS, dirPath string, cfg Config) *Dir {
 	t.Helper()
 	d, err := OpenDir(fsys, dirPath, cfg)
 	if err != nil {
@@ -21,14 +21,14 @@ func openDir(t *testing.T, fsys vfs.FS, dirPath string, cfg Config) *Dir {
 	return d
 }
 
-func closeDir(t *testing.T, d *Dir) {
+func closeDir(t testing.TB, d *Dir) {
 	t.Helper()
 	if err := d.Close(); err != nil {
 		t.Fatalf("close dir: %v", err)
 	}
 }
 
-func createPartition(t *testing.T, d *Dir, tp TopicPartition, id rb.TopicID) *Log {
+func createPartition(t testing.TB, d *Dir, tp TopicPartition, id rb.TopicID) *Log {
 	t.Helper()
 	log, err := d.Create(tp, id, d.cfg)
 	if err != nil {

@@ -48,6 +48,22 @@ type index struct {
 	// absent: the file is not made yet (a new partition's first segment,
 	// until its first append or its seal); withFile makes it.
 	absent bool
+
+	files *fileCache // counts the mapping (nil: no count)
+	// idle is set while the segment is in the file cache's care: its
+	// mapped bytes count against log.index.cache.max.bytes. It changes
+	// under lazyMu and the segment's hmu (setIdle).
+	idle atomic.Bool
+}
+
+// setIdle moves the index's mapped bytes in or out of the cache's bound.
+func (x *index) setIdle(idle bool) {
+	x.lazyMu.Lock()
+	defer x.lazyMu.Unlock()
+	if x.idle.Load() != idle {
+		x.idle.Store(idle)
+		x.files.idleMapped(len(x.mapped), idle)
+	}
 }
 
 // openIndex maps the index file name (creating it if missing) with room
@@ -95,6 +111,7 @@ func (x *index) mapFile(file vfs.File, size int) error {
 		return err
 	}
 	x.mapping, x.mapped = mapping, mapping.Bytes()
+	x.files.mapped(len(x.mapped), 1, x.idle.Load())
 	x.lazy.Store(false)
 	return nil
 }
@@ -160,6 +177,7 @@ func (x *index) unmap() error {
 	if err := x.mapping.Unmap(); err != nil {
 		return err // still mapped, still readable
 	}
+	x.files.mapped(len(x.mapped), -1, x.idle.Load())
 	x.mapping, x.mapped = nil, nil
 	return nil
 }

@@ -211,8 +211,10 @@ func (l *Log) openSegments(bases []rb.Offset, clean bool, logStartOffset rb.Offs
 				return err
 			}
 		}
-		if !active {
-			s.unmapIndexes()
+		if !active || !s.unsealed {
+			s.idle()
+		} else if !clean {
+			s.idleUntrimmed() // recovered: not written until an append
 		}
 	}
 	return nil
@@ -503,6 +505,7 @@ func (l *Log) SetConfig(cfg Config) error {
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	cfg.files = l.cfg.files // the Dir's
 	l.cfg = cfg
 	return nil
 }

@@ -73,7 +73,7 @@ func closeLog(t *testing.T, log *Log) {
 	}
 }
 
-func mustAppend(t *testing.T, log *Log, batches []byte) AppendInfo {
+func mustAppend(t testing.TB, log *Log, batches []byte) AppendInfo {
 	t.Helper()
 	info, err := log.Append(batches)
 	if err != nil {

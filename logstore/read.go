@@ -26,6 +26,7 @@ func (s Slice) Release() error {
 	if s.seg == nil {
 		return nil
 	}
+	s.seg.unpin()
 	return s.seg.release()
 }
 
@@ -55,33 +56,51 @@ func (l *Log) read(offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOne
 	i := sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > offset }) - 1
 	for ; i >= 0 && i < len(l.segments) && offset < maxOffset; i++ {
 		s := l.segments[i]
-		start, first, err := l.findBatch(s, offset)
-		if err != nil {
+		if err := s.pin(); err != nil {
 			return Slice{}, err
 		}
-		if start == s.size {
-			continue // offset falls in a gap after this segment's last batch
+		slice, next, err := l.readSegment(s, offset, maxBytes, maxOffset, minOneBatch)
+		if err != nil || !next {
+			return slice, err
 		}
-		end := s.size
-		if maxOffset < s.next {
-			if end, err = s.findPosition(maxOffset); err != nil {
-				return Slice{}, err
-			}
-		}
-		if end == start {
-			return Slice{}, nil
-		}
-		length := min(end-start, maxBytes)
-		if minOneBatch && length < end-start {
-			length = max(length, first)
-		}
-		if length <= 0 {
-			return Slice{}, nil
-		}
-		s.acquire()
-		return Slice{File: s.log, Position: start, Length: length, seg: s}, nil
 	}
 	return Slice{}, nil
+}
+
+// readSegment is read from the pinned segment s: it returns the Slice,
+// which keeps the pin until Release, or unpins s (next: the offset falls
+// in a gap after s's last batch).
+func (l *Log) readSegment(s *segment, offset rb.Offset, maxBytes int64, maxOffset rb.Offset, minOneBatch bool) (slice Slice, next bool, err error) {
+	defer func() {
+		if slice.seg == nil {
+			s.unpin()
+		}
+	}()
+	start, first, err := l.findBatch(s, offset)
+	if err != nil {
+		return Slice{}, false, err
+	}
+	if start == s.size {
+		return Slice{}, true, nil
+	}
+	end := s.size
+	if maxOffset < s.next {
+		if end, err = s.findPosition(maxOffset); err != nil {
+			return Slice{}, false, err
+		}
+	}
+	if end == start {
+		return Slice{}, false, nil
+	}
+	length := min(end-start, maxBytes)
+	if minOneBatch && length < end-start {
+		length = max(length, first)
+	}
+	if length <= 0 {
+		return Slice{}, false, nil
+	}
+	s.acquire()
+	return Slice{File: s.log, Position: start, Length: length, seg: s}, false, nil
 }
 
 // findBatch is segment.findBatch, answered from lastAppend when a reader
@@ -151,7 +170,11 @@ func (l *Log) OffsetForTimestamp(timestamp int64) (offset rb.Offset, ok bool, er
 		return 0, false, ErrClosed
 	}
 	for _, s := range l.segments {
+		if err := s.pin(); err != nil {
+			return 0, false, err
+		}
 		offset, _, ok, err = s.findTimestamp(timestamp)
+		s.unpin()
 		if err != nil || ok {
 			return max(offset, l.logStartOffset), ok, err
 		}

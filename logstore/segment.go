@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"container/list"
 	"errors"
 	"fmt"
 	"io"
@@ -34,6 +35,7 @@ type segment struct {
 	indexInterval   int64
 	indexBytesMax   int
 	unsealed        bool      // indexes mapped with room to grow since the last seal
+	untrimmed       bool      // idle with indexes of their unsealed size on disk (idleUntrimmed)
 	indexMissing    bool      // an index file was missing at open: load rebuilds both
 	opened          time.Time // for roll by age: the first append, or the open
 	// writeBehind is how many appended bytes start their write-back
@@ -49,6 +51,19 @@ type segment struct {
 	// refs counts the log's own reference plus one per outstanding read.
 	// The files close when it drops to zero.
 	refs atomic.Int32
+
+	// files bounds the open files of idle segments (files.go; nil: no
+	// bound). hmu guards what the cache reads and changes: pins (readers
+	// using the files now), held (written to: never evicted), evicted
+	// (log closed, indexes unmapped) and gone (released); elem is
+	// guarded by files.mu.
+	files   *fileCache
+	hmu     sync.Mutex
+	pins    int
+	held    bool
+	evicted bool
+	gone    bool
+	elem    *list.Element
 }
 
 func segmentPath(dir string, base rb.Offset, ext string) string {
@@ -84,6 +99,7 @@ func createSegmentFiles(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffi
 		return nil, err
 	}
 	s.unsealed = true
+	s.track(cfg.files)
 	return s, nil
 }
 
@@ -98,6 +114,16 @@ func createSegmentLog(fs vfs.FS, dir string, base rb.Offset, cfg Config, suffix 
 		writeBehind: cfg.writeBehindBytes()}
 	s.refs.Store(1)
 	return s, nil
+}
+
+// track counts the segment's open files in c and holds it (see files.go).
+func (s *segment) track(c *fileCache) {
+	s.files, s.held = c, true
+	s.offsets.files, s.times.files = c, c
+	c.fileOpened(1)
+	c.mapped(len(s.offsets.mapped), 1, false)
+	c.mapped(len(s.times.mapped), 1, false)
+	c.evict() // idle ones, to make room for this one
 }
 
 // openSegment opens an existing segment. Indexes that are missing or fail
@@ -134,6 +160,7 @@ func openSegment(fs vfs.FS, dir string, base rb.Offset, cfg Config) (*segment, e
 	}
 	s.unsealed = false
 	s.indexMissing = offsetsCreated || timesCreated
+	s.track(cfg.files)
 	return s, nil
 }
 
@@ -548,6 +575,19 @@ func (s *segment) truncateTo(position int64) error {
 // seal is called when the segment stops being active: a final time index
 // entry, then indexes trimmed and everything synced.
 func (s *segment) seal() error {
+	if !s.unsealed && !s.untrimmed && s.isIdle() {
+		return nil // nothing written since it was sealed or opened
+	}
+	if s.untrimmed {
+		// Mapped at their size again, as before idleUntrimmed, so the
+		// final time entry fits as it did.
+		if err := s.unseal(); err != nil {
+			return err
+		}
+	}
+	if err := s.hold(); err != nil {
+		return err
+	}
 	if s.maxTimestamp >= 0 && !s.times.full() {
 		s.times.appendTime(s.maxTimestamp, s.maxTimestampRel)
 	}
@@ -560,8 +600,24 @@ func (s *segment) seal() error {
 	if err := s.times.trim(); err != nil {
 		return err
 	}
-	s.unsealed = false
+	s.unsealed, s.untrimmed = false, false
 	return nil
+}
+
+// idleUntrimmed lets the file cache close the active segment that
+// recovery rebuilt after an unclean stop, without trimming its indexes:
+// a trim syncs both index files, 200,000 syncs at the open of 100,000
+// partitions. The files keep their unsealed size (zeros past the entries)
+// until the next seal (a roll, Close) trims them; lookups map only the
+// entries, and the first append maps them with room to grow again.
+func (s *segment) idleUntrimmed() {
+	for _, x := range []*index{s.offsets, s.times} {
+		if x.entries == 0 {
+			_ = x.unmap() // nothing to look up; a failed unmap stays mapped
+		}
+	}
+	s.unsealed, s.untrimmed = false, true
+	s.idle()
 }
 
 // unmapIndexes unmaps a sealed segment's indexes until a lookup needs
@@ -590,6 +646,9 @@ func (s *segment) unseal() error {
 	if s.unsealed {
 		return nil
 	}
+	if err := s.hold(); err != nil {
+		return err
+	}
 	if err := s.offsets.grow(s.indexBytesMax); err != nil {
 		return err
 	}
@@ -607,6 +666,10 @@ func (s *segment) release() error {
 	if s.refs.Add(-1) > 0 {
 		return nil
 	}
+	if !s.forget() {
+		return nil // evicted: closed already
+	}
+	s.files.fileOpened(-1)
 	err := s.offsets.close()
 	if terr := s.times.close(); err == nil {
 		err = terr

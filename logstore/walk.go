@@ -35,24 +35,28 @@ func (l *Log) WalkBatches(from rb.Offset, fn func(rb.Batch) bool) error {
 	from = max(from, l.logStartOffset)
 	first := max(sort.Search(len(l.segments), func(i int) bool { return l.segments[i].base > from })-1, 0)
 	spans := make([]span, 0, len(l.segments)-first)
+	defer func() {
+		for _, sp := range spans {
+			sp.s.unpin()
+			sp.s.release()
+		}
+	}()
 	for i, s := range l.segments[first:] {
-		var start int64
+		if err := s.pin(); err != nil {
+			l.mu.RUnlock()
+			return err
+		}
+		s.acquire()
+		spans = append(spans, span{s: s, end: s.size})
 		if i == 0 {
 			var err error
-			if start, err = s.findPosition(from); err != nil {
+			if spans[0].start, err = s.findPosition(from); err != nil {
 				l.mu.RUnlock()
 				return err
 			}
 		}
-		s.acquire()
-		spans = append(spans, span{s: s, start: start, end: s.size})
 	}
 	l.mu.RUnlock()
-	defer func() {
-		for _, sp := range spans {
-			sp.s.release()
-		}
-	}()
 	for _, sp := range spans {
 		more, err := walkSegment(sp.s, sp.start, sp.end, fn)
 		if err != nil || !more {

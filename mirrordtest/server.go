@@ -2,6 +2,7 @@ package mirrordtest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -104,6 +105,9 @@ type Server struct {
 	LogPath string   // standard output and error of every run, appended
 	Env     []string // added to the environment of the next starts
 	Args    []string // appended to the serve command line of the next starts
+	// ReadyWait bounds each start when set (0: the package's ReadyWait),
+	// for a node that opens many partitions.
+	ReadyWait time.Duration
 
 	addr   string // host:port of the current (or last) run
 	runs   int
@@ -177,7 +181,8 @@ func (s *Server) startOn(addr string) error {
 // waitReady polls ApiVersions until it is answered, the process exits or
 // ReadyWait passes.
 func (s *Server) waitReady(addr string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), ReadyWait)
+	wait := cmp.Or(s.ReadyWait, ReadyWait)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
 	defer cancel()
 	ticker := time.NewTicker(pollInterval)
 	defer ticker.Stop()
@@ -190,7 +195,7 @@ func (s *Server) waitReady(addr string) error {
 		case <-s.exited:
 			return fmt.Errorf("%w before serving: %v", errExited, s.err)
 		case <-ctx.Done():
-			return fmt.Errorf("not serving after %v: %v", ReadyWait, lastErr)
+			return fmt.Errorf("not serving after %v: %v", wait, lastErr)
 		case <-ticker.C:
 		}
 	}

@@ -79,6 +79,7 @@ func runServe(args []string) error {
 	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
 		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir,
 		LogDirReserveBytes: file.logDirReserveBytes}
+	nodeConfig.Log.OpenFilesMax, nodeConfig.Log.IndexCacheBytesMax = file.openFilesMax, file.indexCacheBytesMax
 	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
 		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
 	}

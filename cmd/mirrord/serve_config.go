@@ -12,6 +12,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -31,6 +32,10 @@ type serveFile struct {
 	// logDirReserveBytes is log.dir.reserve.bytes (mirrord's own; 0: the
 	// default, broker.Config.LogDirReserveBytes; "0" in the file: none).
 	logDirReserveBytes int64
+	// openFilesMax and indexCacheBytesMax are log.open.files.max and
+	// log.index.cache.max.bytes (mirrord's own; 0: logstore's defaults).
+	openFilesMax       int
+	indexCacheBytesMax int64
 }
 
 // readServeConfig reads a server.properties and overlays the flags set on
@@ -70,6 +75,19 @@ func readServeConfig(path string, flags *flag.FlagSet) (serveFile, error) {
 			f.logDirReserveBytes = -1 // none
 		}
 		delete(props, "log.dir.reserve.bytes")
+	}
+	for key, set := range map[string]func(int64){
+		"log.open.files.max":        func(n int64) { f.openFilesMax = int(min(n, math.MaxInt32)) },
+		"log.index.cache.max.bytes": func(n int64) { f.indexCacheBytesMax = n },
+	} {
+		if value, ok := props[key]; ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+			if err != nil || n < 1 {
+				return f, fmt.Errorf("serve: --config: %s %q: want a number >= 1", key, value)
+			}
+			set(n)
+			delete(props, key)
+		}
 	}
 	names := engine.ServerPropertyNames()
 	flags.Visit(func(fl *flag.Flag) {

@@ -47,6 +47,8 @@ func TestServeConfig(t *testing.T) {
 		want       map[string]string // props after the flags
 		listen     string
 		filesDir   string // mirror.config.files.dir
+		openFiles  int    // log.open.files.max
+		indexCache int64  // log.index.cache.max.bytes
 		err        string
 	}{
 		{name: "file only", file: "listeners=PLAINTEXT://127.0.0.1:9999\nlog.dirs=/d\nlog.retention.hours=1\nmessage.max.bytes=5000\nmirror.config.files.dir=/etc/mirrord/pem\n",
@@ -55,6 +57,9 @@ func TestServeConfig(t *testing.T) {
 			want: map[string]string{"message.max.bytes": "7000", "transaction.max.timeout.ms": "1000"}, listen: "127.0.0.1:9092"},
 		{name: "--listen wins", file: "listeners=PLAINTEXT://127.0.0.1:9999\n", args: []string{"--listen", "127.0.0.1:7"}, want: map[string]string{}, listen: "127.0.0.1:7"},
 		{name: "two data directories", file: "log.dirs=/a,/b\n", err: "one data directory"},
+		{name: "file cache bounds", file: "log.open.files.max=500\nlog.index.cache.max.bytes=1048576\n", want: map[string]string{}, listen: "127.0.0.1:9092",
+			openFiles: 500, indexCache: 1 << 20},
+		{name: "no open files", file: "log.open.files.max=0\n", err: "log.open.files.max"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := readServeConfig(writeServerProperties(t, tc.file), serveTestFlags(t, tc.args...))
@@ -67,7 +72,8 @@ func TestServeConfig(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(got.props) != len(tc.want) || len(got.listeners) != 1 || got.listeners[0].address != tc.listen || got.mirrorConfigFilesDir != tc.filesDir {
+			if len(got.props) != len(tc.want) || len(got.listeners) != 1 || got.listeners[0].address != tc.listen || got.mirrorConfigFilesDir != tc.filesDir ||
+				got.openFilesMax != tc.openFiles || got.indexCacheBytesMax != tc.indexCache {
 				t.Fatalf("%+v, want props %v listening on %q", got, tc.want, tc.listen)
 			}
 			for k, v := range tc.want {
