@@ -148,6 +148,13 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Scales = scales
 	})
+	step("rto", func() {
+		table, err := rtoScenario(t, mode)
+		if err != nil {
+			t.Fatalf("rto: %v", err)
+		}
+		report.Tables = append(report.Tables, table)
+	})
 	report.Notes = append(report.Notes, fmt.Sprintf("Lag measured at %.0f MB/s, half of mirrord's 1-partition lz4 throughput in this run, and at %.0f MB/s.", rate/1e6, min(rate, lagModerateRate)/1e6))
 	return report
 }
