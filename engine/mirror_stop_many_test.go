@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/mirrord/mirrord/vfs"
@@ -121,5 +122,57 @@ func TestStopManyPartitionsAnswersDescribe(t *testing.T) {
 	}
 	if states := countStates(t, n); states["STOPPED"] != partitions {
 		t.Fatalf("after the stop: %v, want %d STOPPED", states, partitions)
+	}
+}
+
+// TestStateLogPutAllOneSync: the group commit of a stop of many
+// partitions (three batches of records here) is one append and one
+// sync, so a crash at that sync leaves all of it or none; without the
+// crash all of it is durable.
+func TestStateLogPutAllOneSync(t *testing.T) {
+	const count = stateLogBatchRecords*2 + 7 // three batches
+	entries := func(epoch mirrorstate.StateEpoch) []stateEntry {
+		var out []stateEntry
+		for i := range int32(count) {
+			out = append(out, stateEntry{testStateKey("many", i), mirroringValue(epoch)})
+		}
+		return out
+	}
+	for _, crash := range []bool{false, true} {
+		mem := vfs.NewMem()
+		n := openStateTestNode(t, mem, "/data")
+		if err := n.states.putAll(entries(1)); err != nil {
+			t.Fatal(err)
+		}
+		var syncs atomic.Int32
+		mem.SetFault(func(op vfs.Op, name string) error {
+			if (op == vfs.OpSync || op == vfs.OpSyncDir) && strings.Contains(name, mirrorStateTopic+"-0") {
+				if syncs.Add(1) == 1 && crash {
+					return errDied
+				}
+			}
+			return nil
+		})
+		err := n.states.putAll(entries(2))
+		if crash != (err != nil) {
+			t.Fatalf("crash %v: putAll: %v", crash, err)
+		}
+		if got := syncs.Load(); got != 1 {
+			t.Fatalf("crash %v: the putAll of %d records synced %s %d times, want once", crash, count, mirrorStateTopic, got)
+		}
+		mem.SetFault(nil)
+		mem.Crash(nil)
+		closeDead(t, n)
+		n2 := openStateTestNode(t, mem, "/data")
+		want := mirrorstate.StateEpoch(2)
+		if crash {
+			want = 1 // none of the second putAll
+		}
+		for _, e := range entries(want) {
+			wantState(t, n2, e.key, e.value)
+		}
+		if err := n2.Close(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
