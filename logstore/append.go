@@ -35,6 +35,7 @@ type AppendInfo struct {
 func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -104,6 +105,7 @@ func (l *Log) segmentPieces(batches []byte) ([][]byte, error) {
 func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
