@@ -137,6 +137,13 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 	})
 	step("open", func() { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
 	step("many partitions", func() { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
+	step("rto", func() {
+		table, err := rtoScenario(t, mode)
+		if err != nil {
+			t.Fatalf("rto: %v", err)
+		}
+		report.Tables = append(report.Tables, table)
+	})
 	return report
 }
 

@@ -160,8 +160,12 @@ type partitionWork struct {
 }
 
 // localStepParallelism bounds the partitions whose actions (markers,
-// truncations: a flush each) run at once.
-const localStepParallelism = 8
+// truncations: a flush each) run at once. Their time is the syncs': many
+// at once let the file system commit them together (10,000 fsyncs of
+// small files on ext4: 1.4-3.5 s 8 at a time, 0.45-0.6 s 64 or 256 at a
+// time, measured on a 2-core VM), so a stop of 10,000 partitions is not
+// 10,000 sync latencies over 8.
+const localStepParallelism = 64
 
 // performed is what performing one partition's actions produced.
 type performed struct {

@@ -132,7 +132,13 @@ func setMirroring(t *testing.T, n *Node, change netio.TopicsChange, topic string
 // waitUntil polls cond until it holds or fails at the deadline.
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	waitUntilWithin(t, what, 20*time.Second, cond)
+}
+
+// waitUntilWithin is waitUntil with a deadline of its own.
+func waitUntilWithin(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(within)
 	poll := time.NewTicker(10 * time.Millisecond)
 	defer poll.Stop()
 	for !cond() {

@@ -26,6 +26,9 @@ const (
 	stateLogCompactRatio = 4
 	stateLogCompactMin   = 1000
 	stateLogBatchRecords = 500 // live records per batch when rewriting
+	// stateLogAppendBytes bounds one append of putAll (or half the
+	// segment size, when smaller).
+	stateLogAppendBytes = 4 << 20
 )
 
 // stateLog is __mirror_state partition 0: the persisted state of every
@@ -259,7 +262,7 @@ type stateEntry struct {
 }
 
 // putAll appends the entries in batches of at most stateLogBatchRecords
-// records and syncs once (a group commit: a stop of many partitions costs
+// records, all in one append up to stateLogAppendBytes, and syncs once (a group commit: a stop of many partitions costs
 // one sync per step, not one per partition). Every entry is checked
 // (valid, keys distinct, not fenced) before any is written. After an I/O
 // error part of them may be in the log (replayed at open) but none is
@@ -290,6 +293,10 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 		}
 		s.log = log
 	}
+	// The batches go out in as few appends as fit stateLogAppendBytes
+	// (with FlushEveryAppend, a sync each): one for a stop of 10,000
+	// partitions.
+	s.scratch = s.scratch[:0]
 	for rest := entries; len(rest) > 0; { // bounded: each pass takes up to stateLogBatchRecords
 		chunk := rest[:min(len(rest), stateLogBatchRecords)]
 		rest = rest[len(chunk):]
@@ -298,11 +305,15 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 			k, v := EncodeMirrorStateRecord(e.key, e.value)
 			recs = append(recs, rb.Record{Key: k, Value: v})
 		}
-		s.scratch = rb.Append(s.scratch[:0], rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		s.scratch = rb.Append(s.scratch, rb.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
 			BaseTimestamp: time.Now().UnixMilli(), Records: recs})
+		if len(rest) > 0 && int64(len(s.scratch)) < min(stateLogAppendBytes, s.cfg.SegmentBytes/2) {
+			continue
+		}
 		if _, err := s.log.AppendAssign(s.scratch, max(s.log.LatestEpoch(), 0)); err != nil {
 			return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)
 		}
+		s.scratch = s.scratch[:0]
 	}
 	if err := s.log.Flush(); err != nil { // a no-op after FlushEveryAppend
 		return fmt.Errorf("engine: %s: %w", mirrorStateTopic, err)

@@ -36,6 +36,7 @@ type AppendInfo struct {
 func (l *Log) Append(batches []byte) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.unlockWritingBehind()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}
@@ -105,6 +106,7 @@ func (l *Log) segmentPieces(batches []byte) ([][]byte, error) {
 func (l *Log) AppendAssign(batches []byte, leaderEpoch rb.Epoch) (AppendInfo, error) {
 	l.mu.Lock()
 	defer l.unlockWritingBehind()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return AppendInfo{}, err
 	}

@@ -75,6 +75,7 @@ func discardCleaned(fs vfs.FS, dir string, s *segment) error {
 func (l *Log) swapCleaned(cleaned *segment, group []*segment, read map[*segment]segmentState, cuts uint64) (swapped bool, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	at := -1
 	for i, s := range l.segments {
 		if s == group[0] {

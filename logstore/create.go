@@ -184,7 +184,9 @@ func newLog(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 	s.offsets = &index{fs: fs, name: segmentPath(dir, 0, extIndex), entrySize: offsetEntrySize, absent: true}
 	s.times = &index{fs: fs, name: segmentPath(dir, 0, extTimeIndex), entrySize: timeEntrySize, absent: true}
 	s.track(cfg.files)
-	return &Log{fs: fs, dir: dir, cfg: cfg, segments: []*segment{s}, epochs: epochs, cleanerOffset: noCleanerOffset}, nil
+	l := &Log{fs: fs, dir: dir, cfg: cfg, segments: []*segment{s}, epochs: epochs, cleanerOffset: noCleanerOffset}
+	l.publishEnds() // as Open does: no epoch yet, not the zero value's epoch 0
+	return l, nil
 }
 
 // discard releases the segments of a log that makePartitions made and is

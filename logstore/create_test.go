@@ -126,6 +126,11 @@ func TestNewPartitionFiles(t *testing.T) {
 			t.Errorf("new partition %s holds %s, want %s", dir, got, want)
 		}
 	}
+	for _, l := range logs { // what Open reports for an empty log, read as Metadata reads it
+		if end, epoch := l.LogEndOffset(), l.LatestEpoch(); end != 0 || epoch != rb.NoEpoch {
+			t.Errorf("new partition: log end %d, latest epoch %d; want 0 and %d", end, epoch, rb.NoEpoch)
+		}
+	}
 	mustAppend(t, logs[0], testBatch(0, 1, baseTimestamp))
 	if got, want := list("/d/t-0"), "[00000000000000000000.index 00000000000000000000.log 00000000000000000000.timeindex leader-epoch-checkpoint partition.metadata]"; got != want {
 		t.Errorf("after the first append: %s, want %s", got, want)

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mirrord/mirrord/epoch"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -39,7 +40,8 @@ var (
 // Concurrency: one mutex. Writers (append, truncate, roll, retention,
 // flush) hold it exclusively; Read holds it shared while it looks up a
 // position and takes a reference on the segment, then does no I/O under
-// it. Invariants, checked by checkInvariants in tests:
+// it. LogEndOffset and LatestEpoch take no lock: they read what the last
+// writer published (publishEnds), so they never wait for a writer's syncs. Invariants, checked by checkInvariants in tests:
 //
 //	segments is non-empty and sorted by base; only the last is active
 //	logStartOffset >= segments[0].base
@@ -49,7 +51,11 @@ type Log struct {
 	fs  vfs.FS
 	dir string
 
-	mu             sync.RWMutex
+	mu sync.RWMutex
+	// endOffset and latestEpoch are what LogEndOffset and LatestEpoch
+	// read, without mu (publishEnds).
+	endOffset      atomic.Int64
+	latestEpoch    atomic.Int32
 	cfg            Config // SetConfig changes it
 	lastAppend     lastAppend
 	segments       []*segment
@@ -92,7 +98,23 @@ func Open(fs vfs.FS, dir string, cfg Config) (*Log, error) {
 		}
 		return nil, fmt.Errorf("logstore: open %s: %w", dir, err)
 	}
+	l.publishEnds()
 	return l, nil
+}
+
+// publishEnds stores the log end offset and latest epoch, as this write
+// leaves them, for LogEndOffset and LatestEpoch (mu held exclusively, or
+// l not yet shared); every writer that can move either defers it.
+// Readers of these two (a Metadata answer, a mirror's describe) so never
+// wait on mu behind a writer's syncs: they read what a reader holding mu
+// shared just before the writer took it would have read.
+func (l *Log) publishEnds() {
+	l.endOffset.Store(int64(l.logEndOffset()))
+	latest := rb.NoEpoch
+	if e, ok := l.epochs.Latest(); ok {
+		latest = e.Epoch
+	}
+	l.latestEpoch.Store(int32(latest))
 }
 
 func (l *Log) load() error {
@@ -377,11 +399,7 @@ func (l *Log) active() *segment { return l.segments[len(l.segments)-1] }
 func (l *Log) logEndOffset() rb.Offset { return l.active().next }
 
 // LogEndOffset is the offset the next appended record gets.
-func (l *Log) LogEndOffset() rb.Offset {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.logEndOffset()
-}
+func (l *Log) LogEndOffset() rb.Offset { return rb.Offset(l.endOffset.Load()) }
 
 // LogStartOffset is the first offset a reader may ask for.
 func (l *Log) LogStartOffset() rb.Offset {
@@ -440,14 +458,7 @@ func (l *Log) Epochs() []epoch.Entry {
 }
 
 // LatestEpoch is the leader epoch of the last batch, or NoEpoch.
-func (l *Log) LatestEpoch() rb.Epoch {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	if e, ok := l.epochs.Latest(); ok {
-		return e.Epoch
-	}
-	return rb.NoEpoch
-}
+func (l *Log) LatestEpoch() rb.Epoch { return rb.Epoch(l.latestEpoch.Load()) }
 
 // EpochForOffset is the leader epoch of the batch holding offset (as the
 // epoch cache covers it), or false when offset lies below every epoch.
@@ -589,6 +600,7 @@ func (l *Log) fail(err error) error {
 func (l *Log) Roll() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 func (l *Log) TruncateTo(offset rb.Offset) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return err
 	}
@@ -124,6 +125,7 @@ func (l *Log) afterTruncation() error {
 func (l *Log) TruncateFullyAndStartAt(offset rb.Offset) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return err
 	}
@@ -185,6 +187,7 @@ func (l *Log) truncateFullyAndStartAt(offset rb.Offset) error {
 func (l *Log) AdvanceLogStart(offset rb.Offset) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if err := l.beginWrite(); err != nil {
 		return err
 	}
@@ -234,6 +237,7 @@ func (l *Log) advanceLogStart(offset rb.Offset) error {
 func (l *Log) ApplyRetention() (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	defer l.publishEnds()
 	if l.cfg.RetentionAge == 0 && l.cfg.RetentionBytes == 0 || !l.cfg.Cleanup.Delete() {
 		return 0, nil
 	}
