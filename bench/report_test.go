@@ -238,7 +238,7 @@ func unmeasuredGoal(name string, target float64, atMost bool, why string) goal {
 
 // evaluateGoals checks the goals of the issue, in the issue's order.
 func evaluateGoals(rows []row, lags []LagResult, scales []ScaleResult) []goal {
-	return []goal{
+	goals := []goal{
 		throughputGoal(rows),
 		cpuGoal(rows, scenarioMM2, "MirrorMaker 2", 20),
 		withCopyFloor(cpuGoal(rows, scenarioCopier, "the kgo copier", 5), rows, scenarioCopier),
@@ -248,6 +248,7 @@ func evaluateGoals(rows []row, lags []LagResult, scales []ScaleResult) []goal {
 		idleCPUGoal(scales),
 		idleRSSGoal(scales),
 	}
+	return append(goals, steadyGoals(rows)...)
 }
 
 // throughputGoal: the best mirrord row reaches half the loopback copy.

@@ -34,9 +34,11 @@ func copierSteady(tb testing.TB, mode benchMode, c mirrorCase) Measurement {
 			tb.Fatal(err)
 		}
 	}
+	started := time.Now()
 	dir := tb.TempDir()
 	source := startMirrord(tb, filepath.Join(dir, "source"))
 	target := startMirrord(tb, filepath.Join(dir, "target"))
+	defer stopAndRemove(tb, source, target)
 	ctx, cancel := context.WithTimeout(context.Background(), steadyWait)
 	defer cancel()
 	admin := target.client()
@@ -50,6 +52,7 @@ func copierSteady(tb testing.TB, mode benchMode, c mirrorCase) Measurement {
 	defer copier.stop()
 	copier.wait(tb, sum(run.want))
 	run.waitMirrored()
+	tb.Logf("kgo-copier-steady %s: copier caught up on the prime %v after the start", c, time.Since(started).Round(time.Millisecond))
 	row := Measurement{Scenario: scenarioCopierSteady, Variant: variantName(c.partitions, c.codec),
 		Note: fmt.Sprintf("franz-go consumer -> producer into a second node, consumer resumed to the bulk (%s per partition) acknowledged; copier caught up once before",
 			formatBytes(run.bulkBytes()/int64(c.partitions)))}
@@ -70,6 +73,7 @@ func copierSteady(tb testing.TB, mode benchMode, c mirrorCase) Measurement {
 			PeakRSS: processPeakRSS(tb, target.proc.Pid())})
 		run.waitMirrored() // every record in its partition on the target
 	}
+	tb.Logf("kgo-copier-steady %s: %v in all", c, time.Since(started).Round(time.Millisecond))
 	return row
 }
 

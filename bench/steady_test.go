@@ -150,6 +150,7 @@ type steadyNodes struct {
 	mirrorAddr string
 	mirrorCPU  func() time.Duration
 	mirrorRSS  func() int64 // peak resident set; 0 when not a process
+	stop       func()       // stops the processes and removes their data
 }
 
 func processNodes(tb testing.TB, dir string) steadyNodes {
@@ -157,7 +158,21 @@ func processNodes(tb testing.TB, dir string) steadyNodes {
 	source := startMirrord(tb, filepath.Join(dir, "source"))
 	mirror := startMirrord(tb, filepath.Join(dir, "mirror"))
 	return steadyNodes{source: source, mirrorAddr: mirror.addr, mirrorCPU: mirror.cpu,
-		mirrorRSS: func() int64 { return processPeakRSS(tb, mirror.proc.Pid()) }}
+		mirrorRSS: func() int64 { return processPeakRSS(tb, mirror.proc.Pid()) },
+		stop:      func() { stopAndRemove(tb, source, mirror) }}
+}
+
+// stopAndRemove stops processes and removes their data directories (not
+// their logs), so that the next case shares the machine with nothing of
+// this one.
+func stopAndRemove(tb testing.TB, processes ...*mirrordProcess) {
+	tb.Helper()
+	for _, p := range processes {
+		p.stop()
+		if err := os.RemoveAll(p.proc.DataDir); err != nil {
+			tb.Fatal(err)
+		}
+	}
 }
 
 // mirrordSteady measures one case with a mirror process.
@@ -168,17 +183,21 @@ func mirrordSteady(tb testing.TB, mode benchMode, c mirrorCase) (Measurement, cr
 			tb.Fatal(err)
 		}
 	}
-	dir := tb.TempDir()
-	nodes := processNodes(tb, dir)
+	started := time.Now()
+	nodes := processNodes(tb, tb.TempDir())
+	defer nodes.stop()
 	run := newSteadyRun(tb, c, nodes)
 	defer run.close()
+	tb.Logf("mirrord-steady %s: topic created and primed in %v", c, time.Since(started).Round(time.Millisecond))
 	creation := run.create()
+	tb.Logf("mirrord-steady %s: mirror caught up on the prime in %v", c, creation.wall.Round(time.Millisecond))
 	row := Measurement{Scenario: scenarioMirrordSteady, Variant: variantName(c.partitions, c.codec),
 		Note: fmt.Sprintf("ResumeMirrorTopics to caught up on %s of batches per partition, mirror caught up once before; source and mirror CPU",
 			formatBytes(run.bulkBytes()/int64(c.partitions)))}
 	for range steadySamples(mode, c) {
 		row.Samples = append(row.Samples, run.sample(nil))
 	}
+	tb.Logf("mirrord-steady %s: %v in all", c, time.Since(started).Round(time.Millisecond))
 	return row, creation
 }
 
@@ -445,7 +464,11 @@ func TestSteadySmoke(t *testing.T) {
 			}
 		}
 	}
-	if table.Title != creationTitle || len(table.Rows) != len(cases) || len(table.Numbers) != 4*len(cases) {
+	uncompressed := 0
+	for _, c := range cases {
+		uncompressed += boolCount(c.codec == rb.CodecNone)
+	}
+	if table.Title != creationTitle || len(table.Rows) != uncompressed || len(table.Numbers) != 4*uncompressed {
 		t.Errorf("creation table %+v", table)
 	}
 	for name, value := range table.Numbers {
@@ -485,8 +508,8 @@ func TestSteadyProfile(t *testing.T) {
 		}
 		dir := t.TempDir()
 		mirror := serveQuietNode(t, filepath.Join(dir, "mirror"))
-		nodes := steadyNodes{source: startMirrord(t, filepath.Join(dir, "source")), mirrorAddr: mirror.addr,
-			mirrorCPU: processCPU, mirrorRSS: func() int64 { return 0 }}
+		source := startMirrord(t, filepath.Join(dir, "source"))
+		nodes := steadyNodes{source: source, mirrorAddr: mirror.addr, mirrorCPU: processCPU, mirrorRSS: func() int64 { return 0 }}
 		run := newSteadyRun(t, c, nodes)
 		creation := run.create()
 		t.Logf("%s: created in %v", c, creation.wall.Round(time.Millisecond))
@@ -498,5 +521,76 @@ func TestSteadyProfile(t *testing.T) {
 		}
 		run.close()
 		mirror.stop()
+		stopAndRemove(t, source)
 	}
+}
+
+// steadyGoals are issue 20's goals on the steady-state rows.
+func steadyGoals(rows []row) []goal {
+	throughput := func(r row) float64 { return r.MegabytesPerSecond.Median }
+	cpu := func(r row) float64 { return r.CPUSecondsPerGigabyte.Median }
+	copier := unmeasuredGoal("steady state: mirrord CPU/GB <= 1/3 of the kgo copier's at every partition count", 1.0/3, true,
+		"no mirrord-steady and kgo-copier-steady rows of the same variant")
+	if g, ok := worstPair(rows, copier.Name, scenarioMirrordSteady, scenarioCopierSteady, cpu, "CPU-s/GB", copier.Target, true); ok {
+		copier = withFraction(g)
+	}
+	return []goal{
+		steadyScalingGoal(rows, "steady state: 64 and 1,000 partitions throughput >= 0.8x one partition's", throughput, "MB/s", 0.8, false),
+		steadyScalingGoal(rows, "steady state: 64 and 1,000 partitions CPU/GB <= 1.25x one partition's", cpu, "CPU-s/GB", 1.25, true),
+		copier,
+		steadyFloorGoal(rows),
+	}
+}
+
+// steadyScalingGoal judges figure of the 64- and 1,000-partition
+// mirrord-steady rows over the one-partition row of the same codec; the
+// worst ratio counts.
+func steadyScalingGoal(rows []row, name string, figure func(row) float64, unit string, target float64, atMost bool) goal {
+	var worst *float64
+	detail := ""
+	for _, codec := range []rb.Codec{rb.CodecNone, rb.CodecLZ4, rb.CodecZstd} {
+		one, ok := findRow(rows, scenarioMirrordSteady, variantName(1, codec))
+		if !ok {
+			continue
+		}
+		for _, partitions := range []int32{64, 1000} {
+			many, ok := findRow(rows, scenarioMirrordSteady, variantName(partitions, codec))
+			if !ok {
+				continue
+			}
+			value := ratioOf(figure(many), figure(one))
+			if value != nil && (worst == nil || (atMost && *value > *worst) || (!atMost && *value < *worst)) {
+				worst = value
+				detail = fmt.Sprintf("%s: %s %s, %s: %s %s (the worst ratio counts)", many.Variant, formatNumber(figure(many)), unit,
+					one.Variant, formatNumber(figure(one)), unit)
+			}
+		}
+	}
+	if worst == nil {
+		return unmeasuredGoal(name, target, atMost, "no mirrord-steady rows of 64 or 1,000 partitions and of one partition with the same codec")
+	}
+	return measuredGoal(name, *worst, target, atMost, detail)
+}
+
+// steadyFloorGoal: the one-partition uncompressed steady row's CPU/GB
+// over the kernel-copy floor (the loopback copy's and the file write's
+// CPU/GB together).
+func steadyFloorGoal(rows []row) goal {
+	const name, target = "steady state: one partition CPU/GB <= 1.5x the kernel-copy floor (loopback copy + file write)", 1.5
+	cpu := func(r row) float64 { return r.CPUSecondsPerGigabyte.Median }
+	one, hasOne := findRow(rows, scenarioMirrordSteady, variantName(1, rb.CodecNone))
+	loopback, hasLoopback := findRow(rows, scenarioLimit, variantLimit)
+	write, hasWrite := findRow(rows, scenarioLimit, variantFileWrite)
+	if !hasOne || !hasLoopback || !hasWrite {
+		return unmeasuredGoal(name, target, true, missingRows(hasOne, scenarioMirrordSteady+" / "+variantName(1, rb.CodecNone),
+			hasLoopback && hasWrite, "limit / loopback copy and file write"))
+	}
+	floor := cpu(loopback) + cpu(write)
+	detail := fmt.Sprintf("%s: %s CPU-s/GB; floor: %s CPU-s/GB (loopback copy %s + file write %s)", one.Variant, formatPrecise(cpu(one)),
+		formatPrecise(floor), formatPrecise(cpu(loopback)), formatPrecise(cpu(write)))
+	value := ratioOf(cpu(one), floor)
+	if value == nil {
+		return unmeasuredGoal(name, target, true, detail+": no floor")
+	}
+	return measuredGoal(name, *value, target, true, detail)
 }
