@@ -148,6 +148,11 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Scales = scales
 	})
+	step("steady", func() {
+		rows, creation := steadyScenarios(t, mode)
+		report.Measurements = append(append(report.Measurements, rows...), kafkaReplicationSteady(withKafka)...)
+		report.Tables = append(report.Tables, creation)
+	})
 	report.Notes = append(report.Notes, fmt.Sprintf("Lag measured at %.0f MB/s, half of mirrord's 1-partition lz4 throughput in this run, and at %.0f MB/s.", rate/1e6, min(rate, lagModerateRate)/1e6))
 	return report
 }
