@@ -38,7 +38,7 @@ func copierSteady(tb testing.TB, mode benchMode, c mirrorCase) Measurement {
 	dir := tb.TempDir()
 	source := startMirrord(tb, filepath.Join(dir, "source"))
 	target := startMirrord(tb, filepath.Join(dir, "target"))
-	defer stopAndRemove(tb, source, target)
+	defer stopAndRemove(tb, c.partitions, target, source)
 	ctx, cancel := context.WithTimeout(context.Background(), steadyWait)
 	defer cancel()
 	admin := target.client()

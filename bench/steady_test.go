@@ -172,22 +172,28 @@ type steadyNodes struct {
 	stop       func()       // stops the processes and removes their data
 }
 
-func processNodes(tb testing.TB, dir string) steadyNodes {
+func processNodes(tb testing.TB, dir string, partitions int32) steadyNodes {
 	tb.Helper()
 	source := startMirrord(tb, filepath.Join(dir, "source"))
 	mirror := startMirrord(tb, filepath.Join(dir, "mirror"))
 	return steadyNodes{source: source, mirrorAddr: mirror.addr, mirrorCPU: mirror.cpu,
 		mirrorRSS: func() int64 { return processPeakRSS(tb, mirror.proc.Pid()) },
-		stop:      func() { stopAndRemove(tb, source, mirror) }}
+		stop:      func() { stopAndRemove(tb, partitions, mirror, source) }}
 }
 
-// stopAndRemove stops processes and removes their data directories (not
-// their logs), so that the next case shares the machine with nothing of
-// this one.
-func stopAndRemove(tb testing.TB, processes ...*mirrordProcess) {
+// stopAndRemove stops processes in order (SIGTERM, a clean exit) and
+// removes their data directories (not their logs), so that the next case
+// shares the machine with nothing of this one. A node of steadyLargeCase
+// partitions or more may take longer than mirrordtest.StopWait to close
+// (a flush per partition): it is killed then, and the log says so.
+func stopAndRemove(tb testing.TB, partitions int32, processes ...*mirrordProcess) {
 	tb.Helper()
 	for _, p := range processes {
-		p.stop()
+		if partitions < steadyLargeCase {
+			p.stop()
+		} else if err := p.proc.Stop(); err != nil {
+			tb.Logf("steady: %d partitions: %v (killed)", partitions, err)
+		}
 		if err := os.RemoveAll(p.proc.DataDir); err != nil {
 			tb.Fatal(err)
 		}
@@ -203,7 +209,7 @@ func mirrordSteady(tb testing.TB, mode benchMode, c mirrorCase) (Measurement, cr
 		}
 	}
 	started := time.Now()
-	nodes := processNodes(tb, tb.TempDir())
+	nodes := processNodes(tb, tb.TempDir(), c.partitions)
 	defer nodes.stop()
 	run := newSteadyRun(tb, c, nodes)
 	defer run.close()
