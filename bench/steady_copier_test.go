@@ -41,9 +41,7 @@ func copierSteady(tb testing.TB, mode benchMode, c mirrorCase) Measurement {
 	defer stopAndRemove(tb, c.partitions, target, source)
 	ctx, cancel := context.WithTimeout(context.Background(), steadyWait)
 	defer cancel()
-	admin := target.client()
-	createTopicOn(tb, ctx, admin, mirrorTopic, c.partitions)
-	admin.Close()
+	createSteadyTopic(tb, ctx, target.addr, c.partitions)
 	// The run's "mirror" is the target: its end offsets are the copy's.
 	run := newSteadyRun(tb, c, steadyNodes{source: source, mirrorAddr: target.addr, mirrorCPU: target.cpu,
 		mirrorRSS: func() int64 { return processPeakRSS(tb, target.proc.Pid()) }})

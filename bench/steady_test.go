@@ -247,9 +247,7 @@ func newSteadyRun(tb testing.TB, c mirrorCase, nodes steadyNodes) *steadyRun {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), steadyWait)
 	r := &steadyRun{tb: tb, c: c, nodes: nodes, ctx: ctx, cancel: cancel, batch: benchBatch(tb, c.codec), want: make([]int64, c.partitions)}
-	admin := nodes.source.client()
-	createTopicOn(tb, ctx, admin, mirrorTopic, c.partitions)
-	admin.Close()
+	createSteadyTopic(tb, ctx, nodes.source.addr, c.partitions)
 	var err error
 	if r.source, err = dialLagEndpoint(ctx, nodes.source.addr, mirrorTopic); err != nil {
 		tb.Fatal(err)
@@ -264,6 +262,18 @@ func newSteadyRun(tb testing.TB, c mirrorCase, nodes steadyNodes) *steadyRun {
 	r.batches = max(steadyBatchesMin, (c.totalBytes/int(c.partitions)+len(r.batch)-1)/len(r.batch))
 	r.fill(1)
 	return r
+}
+
+// createSteadyTopic creates the topic on the node at addr, waiting as
+// long as a node takes to create 10,000 partitions on a busy machine.
+func createSteadyTopic(tb testing.TB, ctx context.Context, addr string, partitions int32) {
+	tb.Helper()
+	admin, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestTimeoutOverhead(steadyWait))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer admin.Close()
+	createTopicOn(tb, ctx, admin, mirrorTopic, partitions)
 }
 
 func (r *steadyRun) close() {
