@@ -252,7 +252,8 @@ func newSteadyRun(tb testing.TB, c mirrorCase, nodes steadyNodes) *steadyRun {
 	if r.source, err = dialLagEndpoint(ctx, nodes.source.addr, mirrorTopic); err != nil {
 		tb.Fatal(err)
 	}
-	r.mirror, err = kgo.NewClient(kgo.SeedBrokers(nodes.mirrorAddr), kgo.MaxVersions(netio.MirrorClientVersions()))
+	r.mirror, err = kgo.NewClient(kgo.SeedBrokers(nodes.mirrorAddr), kgo.MaxVersions(netio.MirrorClientVersions()),
+		kgo.RequestTimeoutOverhead(steadyWait)) // StartMirrorTopics creates 10,000 partitions before it answers
 	if err != nil {
 		tb.Fatal(err)
 	}
