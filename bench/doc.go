@@ -28,6 +28,11 @@
 //     cleaned in one pass by each (MB/s of dirty log, CPU-s/GB of the
 //     cleaning: Kafka's cleaner thread, mirrord's process;
 //     cleaner_test.go);
+//   - mirrord-steady, kgo-copier-steady: 1, 64, 1,000 and 10,000
+//     partitions after the mirror (the copier) caught up once: paused while
+//     the source is filled, timed from resume to caught up; and the
+//     "Partition creation" table, the one-time cost per partition
+//     (steady_test.go, steady_copier_test.go);
 //   - scale: 10,000 mirrored partitions, mostly idle: the mirror's CPU per
 //     second and resident memory (scale_test.go).
 //   - group-commit: 1 and 16 concurrent committers (4 in smoke, 64 in

@@ -58,21 +58,27 @@ func createMirrorWith(ctx context.Context, client *kgo.Client, name, sourceAddr 
 // startMirroring starts the topics named and those matching include in
 // mirror name.
 func startMirroring(ctx context.Context, client *kgo.Client, name string, topics, include []string) error {
-	req := &mirrorwire.MirrorTopicsRequest{Change: mirrorwire.StartMirroring, MirrorName: name, IncludePatterns: include}
+	return changeMirroring(ctx, client, mirrorwire.StartMirroring, name, topics, include)
+}
+
+// changeMirroring asks mirror name to change (start, pause, resume, ...)
+// the topics named and those matching include.
+func changeMirroring(ctx context.Context, client *kgo.Client, change mirrorwire.TopicsChange, name string, topics, include []string) error {
+	req := &mirrorwire.MirrorTopicsRequest{Change: change, MirrorName: name, IncludePatterns: include}
 	for _, topic := range topics {
 		req.Topics = append(req.Topics, mirrorwire.MirrorTopicsRequestTopic{TopicName: topic})
 	}
 	kresp, err := client.Request(ctx, req)
 	if err != nil {
-		return fmt.Errorf("start mirroring %v %v: %w", topics, include, err)
+		return fmt.Errorf("%s mirroring %v %v: %w", change, topics, include, err)
 	}
 	resp := kresp.(*mirrorwire.MirrorTopicsResponse)
 	if resp.ErrorCode != 0 {
-		return fmt.Errorf("start mirroring %v %v: %w", topics, include, kerr.ErrorForCode(resp.ErrorCode))
+		return fmt.Errorf("%s mirroring %v %v: %w", change, topics, include, kerr.ErrorForCode(resp.ErrorCode))
 	}
 	for _, t := range resp.Topics {
 		if t.ErrorCode != 0 {
-			return fmt.Errorf("start mirroring %s: %w", t.TopicName, kerr.ErrorForCode(t.ErrorCode))
+			return fmt.Errorf("%s mirroring %s: %w", change, t.TopicName, kerr.ErrorForCode(t.ErrorCode))
 		}
 	}
 	return nil

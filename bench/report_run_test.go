@@ -144,6 +144,11 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Tables = append(report.Tables, table)
 	})
+	step("steady", func() {
+		rows, creation := steadyScenarios(t, mode)
+		report.Measurements = append(append(report.Measurements, rows...), kafkaReplicationSteady(withKafka)...)
+		report.Tables = append(report.Tables, creation)
+	})
 	return report
 }
 

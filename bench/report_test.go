@@ -169,8 +169,12 @@ func aggregateAll(measurements []Measurement) []row {
 		if hasLimit {
 			r.TimesLimit = ratioOf(r.MegabytesPerSecond.Median, limit.MegabytesPerSecond.Median)
 		}
-		mirrord, ok := findRow(rows, scenarioMirrord, r.Variant)
-		if r.Scenario == scenarioMirrord || !ok {
+		baseline := scenarioMirrord // a steady-state row compares with mirrord's steady state
+		if strings.HasSuffix(r.Scenario, "-steady") {
+			baseline = scenarioMirrordSteady
+		}
+		mirrord, ok := findRow(rows, baseline, r.Variant)
+		if r.Scenario == baseline || !ok {
 			continue
 		}
 		r.TimesMirrord = ratioOf(r.MegabytesPerSecond.Median, mirrord.MegabytesPerSecond.Median)
@@ -238,7 +242,7 @@ func unmeasuredGoal(name string, target float64, atMost bool, why string) goal {
 
 // evaluateGoals checks the goals of the issue, in the issue's order.
 func evaluateGoals(rows []row, scales []ScaleResult) []goal {
-	return []goal{
+	goals := []goal{
 		throughputGoal(rows),
 		cpuGoal(rows, scenarioMM2, "MirrorMaker 2", 20),
 		withCopyFloor(cpuGoal(rows, scenarioCopier, "the kgo copier", 5), rows, scenarioCopier),
@@ -247,6 +251,7 @@ func evaluateGoals(rows []row, scales []ScaleResult) []goal {
 		idleCPUGoal(scales),
 		idleRSSGoal(scales),
 	}
+	return append(goals, steadyGoals(rows)...)
 }
 
 // throughputGoal: the best mirrord row reaches half the loopback copy.

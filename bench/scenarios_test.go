@@ -186,22 +186,8 @@ func copyOnce(tb testing.TB, source mirrorSource, c mirrorCase) Sample {
 // all are acknowledged.
 func copyTopic(tb testing.TB, ctx context.Context, sourceAddr, targetAddr string, c mirrorCase, records int64) int64 {
 	tb.Helper()
-	offsets := map[int32]kgo.Offset{}
-	for p := range c.partitions {
-		offsets[p] = kgo.NewOffset().AtStart()
-	}
-	consumer, err := kgo.NewClient(kgo.SeedBrokers(sourceAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{mirrorTopic: offsets}),
-		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
-	if err != nil {
-		tb.Fatal(err)
-	}
+	consumer, producer := copierClients(tb, sourceAddr, targetAddr, c)
 	defer consumer.Close()
-	producer, err := kgo.NewClient(kgo.SeedBrokers(targetAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
-		kgo.ProducerBatchCompression(copierCodec(c.codec)), kgo.ProducerLinger(5*time.Millisecond),
-		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
-	if err != nil {
-		tb.Fatal(err)
-	}
 	defer producer.Close()
 	var seen int64
 	for polls := 0; seen < records; polls++ {
@@ -221,6 +207,30 @@ func copyTopic(tb testing.TB, ctx context.Context, sourceAddr, targetAddr string
 		tb.Fatalf("copier flush: %v", err)
 	}
 	return seen
+}
+
+// copierClients are the copier's consumer of the source's topic (from
+// the start of every partition) and its producer into the target; the
+// caller closes both.
+func copierClients(tb testing.TB, sourceAddr, targetAddr string, c mirrorCase) (consumer, producer *kgo.Client) {
+	tb.Helper()
+	offsets := map[int32]kgo.Offset{}
+	for p := range c.partitions {
+		offsets[p] = kgo.NewOffset().AtStart()
+	}
+	consumer, err := kgo.NewClient(kgo.SeedBrokers(sourceAddr), kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{mirrorTopic: offsets}),
+		kgo.FetchMaxBytes(64<<20), kgo.FetchMaxPartitionBytes(16<<20))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	producer, err = kgo.NewClient(kgo.SeedBrokers(targetAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerBatchCompression(copierCodec(c.codec)), kgo.ProducerLinger(5*time.Millisecond),
+		kgo.ProducerBatchMaxBytes(1<<20), kgo.MaxBufferedRecords(100_000))
+	if err != nil {
+		consumer.Close()
+		tb.Fatal(err)
+	}
+	return consumer, producer
 }
 
 func copierCodec(codec rb.Codec) kgo.CompressionCodec {
