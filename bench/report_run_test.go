@@ -84,17 +84,22 @@ func TestBenchReportSmoke(t *testing.T) {
 func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 	t.Helper()
 	report := Report{Mode: mode.Name, Started: time.Now(), Machine: machine()}
-	step := func(name string, run func()) {
+	// Each step is a subtest: one that fails (a peer that does not start,
+	// a bound run out) fails the run but leaves the report of the others
+	// written, with a note naming it.
+	step := func(name string, run func(t *testing.T)) {
 		started := time.Now()
-		run()
+		if !t.Run(name, run) {
+			report.Notes = append(report.Notes, fmt.Sprintf("The %s step failed (its log is in the run's output); its rows and goals are missing or partial.", name))
+		}
 		t.Logf("%s: %v", name, time.Since(started).Round(time.Millisecond))
 	}
-	step("limit", func() { report.Measurements = append(report.Measurements, limitScenarios(t, mode)...) })
+	step("limit", func(t *testing.T) { report.Measurements = append(report.Measurements, limitScenarios(t, mode)...) })
 	var mirrord []Measurement
-	step("mirrord", func() { mirrord = mirrordScenarios(t, mode) })
+	step("mirrord", func(t *testing.T) { mirrord = mirrordScenarios(t, mode) })
 	report.Measurements = append(report.Measurements, mirrord...)
-	step("kgo copier", func() { report.Measurements = append(report.Measurements, copierScenarios(t, mode)...) })
-	step("kafka", func() {
+	step("kgo copier", func(t *testing.T) { report.Measurements = append(report.Measurements, copierScenarios(t, mode)...) })
+	step("kafka", func(t *testing.T) {
 		if !withKafka {
 			return
 		}
@@ -107,7 +112,7 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Measurements = append(report.Measurements, rows...)
 	})
-	step("cleaner", func() {
+	step("cleaner", func(t *testing.T) {
 		if !withKafka {
 			return
 		}
@@ -120,31 +125,31 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		}
 		report.Measurements = append(report.Measurements, rows...)
 	})
-	step("lag", func() {
+	step("lag", func(t *testing.T) {
 		table, lags, err := lagSustainScenario(t, mode)
 		if err != nil {
 			t.Fatalf("lag: %v", err)
 		}
 		report.Tables, report.Lags = append(report.Tables, table), append(report.Lags, lags...)
 	})
-	step("group commit", func() { report.Commits = commitScenarioOf(t, mode, withKafka, &report.Notes) })
-	step("scale", func() {
+	step("group commit", func(t *testing.T) { report.Commits = commitScenarioOf(t, mode, withKafka, &report.Notes) })
+	step("scale", func(t *testing.T) {
 		scales, err := scaleScenario(t, mode)
 		if err != nil {
 			t.Fatalf("scale: %v", err)
 		}
 		report.Scales = scales
 	})
-	step("open", func() { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
-	step("many partitions", func() { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
-	step("rto", func() {
+	step("open", func(t *testing.T) { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
+	step("many partitions", func(t *testing.T) { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
+	step("rto", func(t *testing.T) {
 		table, err := rtoScenario(t, mode)
 		if err != nil {
 			t.Fatalf("rto: %v", err)
 		}
 		report.Tables = append(report.Tables, table)
 	})
-	step("steady", func() {
+	step("steady", func(t *testing.T) {
 		rows, creation := steadyScenarios(t, mode)
 		report.Measurements = append(append(report.Measurements, rows...), kafkaReplicationSteady(withKafka)...)
 		report.Tables = append(report.Tables, creation)
