@@ -255,36 +255,10 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 	}
 	incremental := req.SessionEpoch > 0
 	f.advanceSession(resp.SessionID)
-	if incremental {
-		// An incremental answer leaves out the partitions of the session
-		// with nothing new: their high watermark is unchanged as of now.
-		// Those it names are dated again below, or keep their date on an
-		// error.
-		if f.answered == nil {
-			f.answered = make(map[*mirrorPartition]bool, len(f.ready))
-		}
-		clear(f.answered)
-		for topics := resp.Topics(); ; {
-			rt, ok := topics.Next()
-			if !ok {
-				break
-			}
-			for partitions := rt.Partitions(); ; {
-				rp, ok := partitions.Next()
-				if !ok {
-					break
-				}
-				if mp := f.byID[rt.TopicID][rp.Partition]; mp != nil {
-					f.answered[mp] = true
-				}
-			}
-		}
-		for _, mp := range f.ready {
-			if !f.answered[mp] {
-				mp.confirmHighWatermark(started)
-			}
-		}
+	if f.answered == nil {
+		f.answered = make(map[*mirrorPartition]bool, len(f.ready))
 	}
+	clear(f.answered)
 	withRecords := f.withRecords[:0]
 	for topics := resp.Topics(); ; {
 		rt, ok := topics.Next()
@@ -299,10 +273,23 @@ func (f *fetcher) fetchOnce(ctx context.Context) error {
 			mp := f.byID[rt.TopicID][rp.Partition]
 			switch {
 			case mp == nil:
+				continue
 			case len(rp.RecordBatches) > 0:
 				withRecords = append(withRecords, appliedPartition{mp, rp})
 			default:
 				f.apply(ctx, mp, &rp, started)
+			}
+			f.answered[mp] = true
+		}
+	}
+	if incremental {
+		// An incremental answer leaves out the partitions of the session
+		// with nothing new: their high watermark is unchanged as of now.
+		// Those it names are dated again as they are applied, or keep
+		// their date on an error.
+		for _, mp := range f.ready {
+			if !f.answered[mp] {
+				mp.confirmHighWatermark(started)
 			}
 		}
 	}

@@ -21,6 +21,13 @@ type NewPartition struct {
 // phase together, few enough to bound the goroutines and descriptors.
 const createsAtOnce = 16
 
+// createsChunk is how many partitions go through phases 1-3 of
+// makePartitions together: each holds its partition.metadata.tmp open
+// from phase 1 to phase 2, so a creation of 10,000 partitions must not
+// hold 10,000 descriptors beside the logs' own (a source creating a
+// 10,000-partition topic ran out of RLIMIT_NOFILE without it).
+const createsChunk = 1024
+
 // CreateMany makes empty partition logs, of one topic or of many, durable
 // when it returns, in the order of news. On an error it removes what it
 // made and returns the errors; nothing is registered. A crash before it
@@ -67,7 +74,7 @@ type creation struct {
 
 // makePartitions makes the directories of news (d.mu held), each with its
 // partition.metadata and an empty log, in phases that each run over all
-// of them, createsAtOnce at a time, so that their syncs overlap instead of
+// of them (in chunks of createsChunk), createsAtOnce at a time, so that their syncs overlap instead of
 // following one another partition by partition:
 //
 //  1. make the directory, write partition.metadata.tmp (not synced) and
@@ -94,27 +101,32 @@ func (d *Dir) makePartitions(news []NewPartition) ([]*Log, error) {
 	for i, p := range news {
 		cs[i] = creation{NewPartition: p, full: path.Join(d.path, p.String())}
 	}
-	phase := func(step func(c *creation) error) {
-		eachAtOnceN(createsAtOnce, len(cs), func(i int) {
-			if c := &cs[i]; c.err == nil {
-				c.err = step(c)
-			}
-		})
-	}
-	phase(d.writePartition)
-	phase(func(c *creation) error {
-		err := c.metadata.Sync()
-		err = errors.Join(err, c.metadata.Close())
-		c.metadata = nil
-		if err != nil {
-			return err
-		}
-		return d.fs.Rename(path.Join(c.full, partitionMetadataName+tmpSuffix), path.Join(c.full, partitionMetadataName))
-	})
-	phase(func(c *creation) error { return d.fs.SyncDir(c.full) })
 	var errs []error
-	for _, c := range cs {
-		errs = append(errs, c.err)
+	for from := 0; from < len(cs) && len(errs) == 0; from += createsChunk {
+		chunk := cs[from:min(from+createsChunk, len(cs))]
+		phase := func(step func(c *creation) error) {
+			eachAtOnceN(createsAtOnce, len(chunk), func(i int) {
+				if c := &chunk[i]; c.err == nil {
+					c.err = step(c)
+				}
+			})
+		}
+		phase(d.writePartition)
+		phase(func(c *creation) error {
+			err := c.metadata.Sync()
+			err = errors.Join(err, c.metadata.Close())
+			c.metadata = nil
+			if err != nil {
+				return err
+			}
+			return d.fs.Rename(path.Join(c.full, partitionMetadataName+tmpSuffix), path.Join(c.full, partitionMetadataName))
+		})
+		phase(func(c *creation) error { return d.fs.SyncDir(c.full) })
+		for _, c := range chunk {
+			if c.err != nil {
+				errs = append(errs, c.err)
+			}
+		}
 	}
 	err := errors.Join(errs...)
 	if err == nil {

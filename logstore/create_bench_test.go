@@ -16,6 +16,9 @@ import (
 // included), file syncs (fdatasync and msync) and directory syncs.
 type syncCounts struct {
 	creates, fileSyncs, dirSyncs atomic.Int64
+	// temporaries is how many files named *.tmp are open, and
+	// temporariesMax the most at once.
+	temporaries, temporariesMax atomic.Int64
 }
 
 func (c *syncCounts) reset() {
@@ -42,7 +45,23 @@ type countingMapping struct {
 
 func (c countingFS) Create(name string) (vfs.File, error) {
 	c.counts.creates.Add(1)
-	return c.wrap(c.FS.Create(name))
+	f, err := c.wrap(c.FS.Create(name))
+	if err != nil || !strings.HasSuffix(name, tmpSuffix) {
+		return f, err
+	}
+	open := c.counts.temporaries.Add(1)
+	for peak := c.counts.temporariesMax.Load(); open > peak && !c.counts.temporariesMax.CompareAndSwap(peak, open); {
+		peak = c.counts.temporariesMax.Load()
+	}
+	return countingTemporary{f.(countingFile)}, nil
+}
+
+// countingTemporary is a *.tmp file, counted in temporaries until closed.
+type countingTemporary struct{ countingFile }
+
+func (f countingTemporary) Close() error {
+	f.counts.temporaries.Add(-1)
+	return f.File.Close()
 }
 
 func (c countingFS) Open(name string) (vfs.File, error) { return c.wrap(c.FS.Open(name)) }

@@ -189,3 +189,26 @@ func TestNewPartitionWritesBeforeAppend(t *testing.T) {
 		})
 	}
 }
+
+// A creation of many partitions holds partition.metadata.tmp files open
+// for createsChunk of them at most, not for all (a 10,000-partition topic
+// ran out of descriptors).
+func TestDirCreateManyBoundsDescriptors(t *testing.T) {
+	counts := &syncCounts{}
+	d := openDir(t, countingFS{vfs.NewMem(), counts}, "/d", testConfig())
+	news := make([]NewPartition, 2*createsChunk+100)
+	id := rb.NewTopicID()
+	for i := range news {
+		news[i] = NewPartition{PartitionInfo{TopicPartition{"t", int32(i)}, id}, testConfig()}
+	}
+	if _, err := d.CreateMany(news); err != nil {
+		t.Fatal(err)
+	}
+	if peak := counts.temporariesMax.Load(); peak > createsChunk || peak == 0 {
+		t.Errorf("%d partition.metadata.tmp files open at once creating %d partitions, want 1-%d", peak, len(news), createsChunk)
+	}
+	if open := counts.temporaries.Load(); open != 0 {
+		t.Errorf("%d partition.metadata.tmp files left open", open)
+	}
+	closeDir(t, d)
+}
