@@ -49,6 +49,8 @@ func TestTextStale(t *testing.T) {
 		regexp.MustCompile(`\norders +1 +PAUSED +-1 +- +0 +- +0\.000 +0 +-\n`),
 		regexp.MustCompile(`\n1 partitions: the source high watermark is older than 5s, so their lag is a lower bound \(>=\)\.\n`),
 		regexp.MustCompile(`\nno topic config sync round yet\nno ACL sync round yet\nno transactional ID sync round yet\n`),
+		regexp.MustCompile(`\nfailover dry run: a stop now would leave at least 0 records behind on the source \(largest lag in time 1m30s\), 1 partitions' lag unknown; ` +
+			`per partition: mirrord mirrors --bootstrap-server 127\.0\.0\.1:9092 --stop --dry-run --mirror m --topics '\.\*'\n$`),
 	} {
 		if !want.MatchString(page) {
 			t.Errorf("text view lacks %s:\n%s", want, page)

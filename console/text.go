@@ -98,6 +98,25 @@ func writeMirrorText(tw io.Writer, m Mirror, now time.Time) {
 		fmt.Fprintf(tw, "%d partitions: the source high watermark is older than %v, so their lag is a lower bound (>=).\n",
 			stale, time.Duration(m.StaleAfterSeconds*float64(time.Second)))
 	}
+	fmt.Fprintln(tw, dryRunLine(m.DryRun))
+}
+
+// dryRunLine is the failover dry run's summary: what a stop now would
+// leave behind, and the command that says it per partition.
+func dryRunLine(d DryRun) string {
+	atLeast := ""
+	if d.AtLeast {
+		atLeast = "at least "
+	}
+	text := fmt.Sprintf("failover dry run: a stop now would leave %s%d records behind on the source (largest lag in time %s)",
+		atLeast, d.Records, seconds(d.LagSeconds).Round(time.Millisecond))
+	if d.Unknown > 0 {
+		text += fmt.Sprintf(", %d partitions' lag unknown", d.Unknown)
+	}
+	if d.GroupOffsetLag >= 0 {
+		text += fmt.Sprintf("; consumer group offset lag %d", d.GroupOffsetLag)
+	}
+	return text + "; per partition: " + d.DryRunCommand
 }
 
 // logDirLine is the line on the data directory's space.

@@ -13,11 +13,15 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -177,7 +181,8 @@ func nodeClusterID(ctx context.Context, t *testing.T, base string) consoleStatus
 // mirror, a row per partition in MIRRORING and the charts. Then the
 // source node mirrors the topic back from the mirror, a mirror loop its
 // partitions refuse (FAILED): its console lists the FAILED partitions
-// with their error first, before the mirrors.
+// with their error first, before the mirrors. A page whose node stops
+// answering keeps what it showed last under an error banner.
 func TestConsoleBrowser(t *testing.T) {
 	t.Parallel()
 	chromium := browser{t: t, binary: findChromium(t)}
@@ -252,6 +257,43 @@ func TestConsoleBrowser(t *testing.T) {
 			t.Errorf("the FAILED partitions are not shown before the mirrors (at %d, mirrors at %d)", failed, mirrors)
 		}
 		chromium.screenshot(ctx, base+"/", "console-failed.png")
+	})
+	t.Run("node-stops-answering", func(t *testing.T) {
+		chromium.t = t
+		// In front of the node: the page's first fetch of /status.json
+		// reaches it, the later ones find it gone (502), as when the node
+		// stops while the page is open.
+		node, err := url.Parse("http://" + targetHTTP)
+		if err != nil {
+			t.Fatal(err)
+		}
+		proxy := httputil.NewSingleHostReverseProxy(node)
+		var mu sync.Mutex
+		fetches := 0
+		front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			if r.URL.Path == "/" {
+				fetches = 0 // a new page load
+			}
+			if r.URL.Path == "/status.json" {
+				fetches++
+			}
+			gone := r.URL.Path == "/status.json" && fetches > 1
+			mu.Unlock()
+			if gone {
+				http.Error(w, "node gone", http.StatusBadGateway)
+				return
+			}
+			proxy.ServeHTTP(w, r)
+		}))
+		defer front.Close()
+		dom, missing := chromium.render(ctx, front.URL+"/",
+			regexp.MustCompile(`<div id="banner" class="banner">The node does not answer \(status\.json: HTTP 502\); showing what it said last\.</div>`),
+			regexp.MustCompile(`class="mirror-name">east<`), // what it said last
+		)
+		if len(missing) > 0 {
+			t.Errorf("the rendered page lacks %q:\n%s", missing, dom)
+		}
 	})
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 		t.Errorf("the test took longer than %v", consoleTestDeadline)

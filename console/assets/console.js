@@ -151,11 +151,19 @@ function renderMirror(m, now) {
     el("td", { class: "num" }, p.bytesPerSecond < 0 ? "-" : bytesText(p.bytesPerSecond) + "/s"),
     el("td", { class: "error" }, p.error ? p.error + (p.attempts < 0 ? " (waits for --recover)" : " (" + p.attempts + " retries)") : "")));
   const d = m.dryRun;
+  const affected = m.partitions.filter((p) => p.state !== "STOPPED");
   const dry = el("details", { class: "dry-run" },
     el("summary", {}, "Failover dry run: a stop now would leave " + (d.atLeast ? "at least " : "") + d.records + " records behind on the source (largest lag in time " + secondsText(d.lagSeconds) + ")"),
+    el("table", { class: "dry-run-partitions" },
+      el("thead", {}, el("tr", {}, ...["TOPIC", "PARTITION", "STATE", "RECORDS LEFT BEHIND", "LAG TIME"].map((h) => el("th", {}, h)))),
+      el("tbody", {}, ...affected.map((p) => el("tr", {}, el("td", {}, p.topic), el("td", { class: "num" }, p.partition), el("td", { class: "state state-" + p.state }, p.state),
+        el("td", { class: "num" }, lagText(p.lagRecords, p.lagAtLeast)), el("td", { class: "num" }, secondsText(p.lagSeconds)))))),
     el("p", {}, d.unknown > 0 ? d.unknown + " partition(s) with an unknown lag. " : "",
-      d.groupOffsetLag >= 0 ? "Consumer groups: offsets here trail the source by " + d.groupOffsetLag + " (as of the last group sync round)." : "Consumer groups: no group offset sync round yet."),
-    el("p", {}, "The same per partition: ", el("code", {}, d.dryRunCommand), ". To fail over, run ", el("code", {}, d.command), " (this page does not act)."));
+      d.groupOffsetLag >= 0 ? "Consumer groups: offsets here trail the source by " + d.groupOffsetLag + " in all (as of the last group sync round)." : "Consumer groups: no group offset sync round yet; how far their offsets here trail the source is unknown."),
+    g.groups.length === 0 ? null : el("table", { class: "dry-run-groups" },
+      el("thead", {}, el("tr", {}, el("th", {}, "GROUP"), el("th", { class: "num" }, "OFFSET LAG"))),
+      el("tbody", {}, ...g.groups.map((x) => el("tr", {}, el("td", {}, x.group), el("td", { class: "num" }, x.offsetLag))))),
+    el("p", {}, "The same from the CLI: ", el("code", {}, d.dryRunCommand), ". To fail over, run ", el("code", {}, d.command), " (this page does not act)."));
   return el("article", { class: "mirror", id: "mirror-" + m.name, "data-mirror": m.name },
     el("h2", {}, "mirror ", el("span", { class: "mirror-name" }, m.name), ": " + m.partitions.length + " partitions: " + states),
     el("div", {}, "source ", el("code", {}, m.sourceBootstrap), " (cluster " + (m.sourceClusterId || "?") + "): ", source),
