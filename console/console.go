@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -36,6 +37,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
+// The history's default shape: one sample every 10 seconds, the last
+// hour kept.
 const (
 	DefaultSampleInterval = 10 * time.Second
 	DefaultSamples        = 360
@@ -157,8 +160,13 @@ func wantsText(accept []string) bool {
 	for _, header := range accept {
 		for _, item := range strings.Split(header, ",") {
 			media, params, err := mime.ParseMediaType(strings.TrimSpace(item))
-			if err != nil || params["q"] == "0" || strings.HasPrefix(params["q"], "0.0") && strings.Trim(params["q"], "0.") == "" {
+			if err != nil {
 				continue
+			}
+			if q, set := params["q"]; set {
+				if weight, err := strconv.ParseFloat(q, 64); err != nil || weight <= 0 {
+					continue
+				}
 			}
 			switch media {
 			case "text/plain":

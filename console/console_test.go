@@ -235,6 +235,8 @@ func TestWantsText(t *testing.T) {
 		{[]string{"text/plain, text/html; q=0.000"}, true},
 		{[]string{"text/plain; q=0, text/html"}, false},
 		{[]string{"*/*"}, false},
+		{[]string{"text/plain; q=0.5"}, true},
+		{[]string{"text/plain; q=bad"}, false},
 		{[]string{"garbage;;"}, false},
 	} {
 		if got := wantsText(tc.accept); got != tc.want {
