@@ -33,7 +33,7 @@ func runServe(args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := flags.String("data-dir", "", "data directory (required)")
 	flags.String("listen", "127.0.0.1:9092", "Kafka PLAINTEXT listener HOST:PORT")
-	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
+	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the web console at / (/status.txt in plain text; empty: none)")
 	flags.String("advertise", "", "HOST:PORT clients of the PLAINTEXT listener are told to connect to (default: the listener's address)")
 	declareListenerFlags(flags)
 	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
