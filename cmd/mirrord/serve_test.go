@@ -131,6 +131,12 @@ func TestHTTPListener(t *testing.T) {
 	if code, body := httpGet(t, server.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
+	if code, page := httpGet(t, server.URL+"/"); code != http.StatusOK || !strings.Contains(page, `<script src="console.js">`) {
+		t.Errorf("/: %d, want the console's page:\n%.300s", code, page)
+	}
+	if code, body := httpGet(t, server.URL+"/status.json"); code != http.StatusOK || !strings.Contains(body, `"name":"m"`) {
+		t.Errorf("/status.json: %d %.300s", code, body)
+	}
 	if code, _ := httpGet(t, server.URL+"/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing: %d, want 404", code)
 	}
