@@ -449,7 +449,11 @@ func TestSystemdUnitVerify(t *testing.T) {
 	if err := os.WriteFile(path, []byte(copied), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out := run(t, "", analyze, "verify", path); strings.TrimSpace(out) != "" {
-		t.Fatalf("systemd-analyze verify: %s", out)
+	// Its warnings about this unit fail the test; those about the
+	// machine's own units (a container's odd targets) do not.
+	for line := range strings.SplitSeq(run(t, "", analyze, "verify", path), "\n") {
+		if strings.Contains(line, "mirrord.service") {
+			t.Errorf("systemd-analyze verify: %s", line)
+		}
 	}
 }
