@@ -27,16 +27,19 @@ const (
 // TestDeploySamples: the samples of deploy/ work as shipped. A node
 // serves with deploy/server.properties (a copy with the data directory
 // and reserve made fit for a test, and its commented authorizer lines
-// turned on, the test's PLAINTEXT client a super user); a mirror made from deploy/mirror.properties (its
-// bootstrap.servers the source node's) copies a topic; and every metric
-// the Grafana dashboard and the alert rules name is in the node's
-// /metrics, so no panel is empty and no alert silent for want of a series.
+// turned on, the test's PLAINTEXT client a super user); a mirror made
+// from deploy/mirror.properties (its bootstrap.servers the source node's,
+// its ACL sync every second) copies a topic; and every metric the Grafana
+// dashboard and the alert rules name is in the node's /metrics, with each
+// label value they select by equality (state="FAILED"), so no panel is
+// empty and no alert silent for want of a series.
 func TestDeploySamples(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), deploySamplesDeadline)
 	defer cancel()
-	wanted := deployMetricNames(t)
-	t.Logf("the dashboard and the alert rules name %d metrics", len(wanted))
+	exprs := deployExpressions(t)
+	wanted := append(deployMetricNames(t, exprs), deployLabelMatchers(exprs)...)
+	t.Logf("the dashboard and the alert rules name %d metrics and label values", len(wanted))
 
 	// The source allows everything without ACLs, so the mirror's ACL sync
 	// can describe them, and has a group with committed offsets to sync.
@@ -82,7 +85,7 @@ func TestDeploySamples(t *testing.T) {
 	last := ""
 	reason := pollUntil(ctx, deployMetricsWait, func(ctx context.Context) string {
 		var err error
-		if exported, err = scrapeMetricNames(ctx, "http://"+httpAddr+"/metrics"); err != nil {
+		if exported, err = scrapeMetrics(ctx, "http://"+httpAddr+"/metrics"); err != nil {
 			return err.Error()
 		}
 		var missing []string
@@ -92,7 +95,7 @@ func TestDeploySamples(t *testing.T) {
 			}
 		}
 		if len(missing) > 0 {
-			if reason := "not exported: " + strings.Join(missing, ", "); reason != last {
+			if reason := "not in /metrics: " + strings.Join(missing, ", "); reason != last {
 				t.Logf("%v: %s", time.Since(started).Round(time.Millisecond), reason)
 				last = reason
 			}
@@ -103,7 +106,7 @@ func TestDeploySamples(t *testing.T) {
 	if reason != "" {
 		failWithDescribe(ctx, t, target.addr, "after %v, /metrics lacks metrics the dashboard or the alert rules use: %s", deployMetricsWait, reason)
 	}
-	t.Logf("all %d metrics exported (of %d mirrord_* names in /metrics)", len(wanted), len(exported))
+	t.Logf("all %d exported (of %d mirrord_* names and label values in /metrics)", len(wanted), len(exported))
 }
 
 // sampleCopy writes a copy of deploy/NAME with each replacement made; a
@@ -132,10 +135,10 @@ func sampleCopy(t *testing.T, name string, replacements map[string]string) strin
 // _bucket, _sum and _count series included, as /metrics names them).
 var metricName = regexp.MustCompile(`\bmirrord_[a-z0-9_]+`)
 
-// deployMetricNames are the metrics the expressions of the Grafana
-// dashboard (its panels' targets and its variables' queries) and of the
-// alert rules (their expr lines) name, sorted.
-func deployMetricNames(t *testing.T) []string {
+// deployExpressions are the PromQL expressions of the Grafana dashboard
+// (its panels' targets and its variables' queries) and of the alert rules
+// (their expr lines).
+func deployExpressions(t *testing.T) []string {
 	t.Helper()
 	var exprs []string
 	text, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "mirrord.json"))
@@ -172,6 +175,12 @@ func deployMetricNames(t *testing.T) []string {
 			exprs = append(exprs, expr)
 		}
 	}
+	return exprs
+}
+
+// deployMetricNames are the metrics exprs name, sorted.
+func deployMetricNames(t *testing.T, exprs []string) []string {
+	t.Helper()
 	set := map[string]bool{}
 	for _, expr := range exprs {
 		for _, name := range metricName.FindAllString(expr, -1) {
@@ -189,8 +198,38 @@ func deployMetricNames(t *testing.T) []string {
 	return names
 }
 
-// scrapeMetricNames reads /metrics and returns the names of its samples.
-func scrapeMetricNames(ctx context.Context, url string) (map[string]bool, error) {
+// selector is a metric's label matchers in an expression; labelEquals
+// is one matcher of a literal value (`state="FAILED"`), not of a
+// regular expression or a Grafana variable.
+var (
+	selector    = regexp.MustCompile(`\b(mirrord_[a-z0-9_]+)\{([^}]*)\}`)
+	labelEquals = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"([^"$]*)"`)
+	labelValue  = regexp.MustCompile(`([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"`)
+)
+
+// deployLabelMatchers are the label values exprs select by equality, as
+// `metric{label="value"}`, sorted: a live node must have a series with
+// each (a state or result name the node does not use selects nothing).
+func deployLabelMatchers(exprs []string) []string {
+	set := map[string]bool{}
+	for _, expr := range exprs {
+		for _, sel := range selector.FindAllStringSubmatch(expr, -1) {
+			for _, m := range labelEquals.FindAllStringSubmatch(sel[2], -1) {
+				set[fmt.Sprintf("%s{%s=%q}", sel[1], m[1], m[2])] = true
+			}
+		}
+	}
+	matchers := make([]string, 0, len(set))
+	for m := range set {
+		matchers = append(matchers, m)
+	}
+	slices.Sort(matchers)
+	return matchers
+}
+
+// scrapeMetrics reads /metrics and returns the names of its samples and,
+// for each label of each sample, `name{label="value"}`.
+func scrapeMetrics(ctx context.Context, url string) (map[string]bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -213,8 +252,18 @@ func scrapeMetricNames(ctx context.Context, url string) (map[string]bool, error)
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		if end := strings.IndexAny(line, "{ "); end > 0 {
-			names[line[:end]] = true
+		end := strings.IndexAny(line, "{ ")
+		if end <= 0 {
+			continue
+		}
+		name := line[:end]
+		names[name] = true
+		if line[end] != '{' {
+			continue
+		}
+		labels, _, _ := strings.Cut(line[end+1:], "} ")
+		for _, m := range labelValue.FindAllStringSubmatch(labels, -1) {
+			names[fmt.Sprintf("%s{%s=%q}", name, m[1], m[2])] = true
 		}
 	}
 	return names, scanner.Err()
