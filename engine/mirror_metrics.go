@@ -34,6 +34,8 @@ import (
 //	                                       mirror                     gauge
 //	mirrord_mirror_group_sync_errors_total mirror                     counter
 //	mirrord_mirror_group_offset_lag        mirror, group              gauge
+//	mirrord_mirror_{transaction,config,acl}_sync_timestamp_seconds
+//	                                       mirror                     gauge
 //	mirrord_mirror_source_reachable        mirror                     gauge
 //	mirrord_mirror_source_unreachable_seconds
 //	                                       mirror                     gauge
@@ -284,8 +286,8 @@ type mirrorCollector struct {
 	uncleanTruncations                             *prometheus.Desc
 	groupSyncGroups, groupSyncAt, groupSyncTook    *prometheus.Desc
 	groupSyncErrors, groupOffsetLag                *prometheus.Desc
-	txnSyncIDs, txnSyncErrors                      *prometheus.Desc
-	configSyncTopics, configSyncErrors             *prometheus.Desc
+	txnSyncIDs, txnSyncErrors, txnSyncAt           *prometheus.Desc
+	configSyncTopics, configSyncErrors, configAt   *prometheus.Desc
 	aclSyncACLs, aclSyncErrors, aclSyncAt          *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
@@ -328,6 +330,10 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 				"their producers go on here after a failover.", []string{"mirror"}, nil),
 		txnSyncErrors: prometheus.NewDesc("mirrord_mirror_transaction_sync_errors_total",
 			"Transactional ID sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		txnSyncAt: prometheus.NewDesc("mirrord_mirror_transaction_sync_timestamp_seconds",
+			"When the last transactional ID sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
+		configAt: prometheus.NewDesc("mirrord_mirror_config_sync_timestamp_seconds",
+			"When the last topic config sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
 		configSyncTopics: prometheus.NewDesc("mirrord_mirror_config_sync_topics",
 			"Mirror topics whose configs are the source topic's dynamic configs (minus topic.properties.exclude) after the last sync round.", []string{"mirror"}, nil),
 		configSyncErrors: prometheus.NewDesc("mirrord_mirror_config_sync_errors_total",
@@ -370,6 +376,8 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.groupSyncErrors
 	ch <- c.txnSyncIDs
 	ch <- c.txnSyncErrors
+	ch <- c.txnSyncAt
+	ch <- c.configAt
 	ch <- c.configSyncTopics
 	ch <- c.configSyncErrors
 	ch <- c.aclSyncACLs
@@ -414,6 +422,11 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.txnSyncErrors, prometheus.CounterValue, float64(m.TransactionSync.Errors), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncTopics, prometheus.GaugeValue, float64(m.ConfigSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncErrors, prometheus.CounterValue, float64(m.ConfigSync.Errors), m.Name)
+		for desc, at := range map[*prometheus.Desc]time.Time{c.txnSyncAt: m.TransactionSync.At, c.configAt: m.ConfigSync.At} {
+			if !at.IsZero() {
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(at.UnixMilli())/1000, m.Name)
+			}
+		}
 		ch <- prometheus.MustNewConstMetric(c.aclSyncACLs, prometheus.GaugeValue, float64(m.ACLSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.aclSyncErrors, prometheus.CounterValue, float64(m.ACLSync.Errors), m.Name)
 		if !m.ACLSync.At.IsZero() {
