@@ -3,11 +3,11 @@ package main
 import (
 	"fmt"
 
-	"github.com/mirrord/mirrord/engine"
+	"github.com/mirrord/mirrord"
 )
 
 // logDirLine is the status page's line on the data directory's space.
-func logDirLine(space engine.LogDirSpace) string {
+func logDirLine(space mirrord.LogDirSpace) string {
 	switch {
 	case !space.Known:
 		return "log dir: free space unknown"
