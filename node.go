@@ -82,6 +82,10 @@ func Open(cfg Config) (*Node, error) {
 	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
 	n.server = netio.NewServer(limits)
 	logger.Info("node open", "data_dir", s.node.DataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
+	l := n.limits.WithDefaults()
+	logger.Info("memory ceiling", "ceiling_bytes", n.MemoryCeiling(), "queued_max_request_bytes", l.QueuedMaxRequestBytes,
+		"max_connections", l.MaxConnections, "connection_fixed_bytes", netio.ConnectionFixedBytes,
+		"decompression_bytes", int64(records.DecompressBudget), "base_bytes", netio.BaseMemoryBytes)
 	return n, nil
 }
 
@@ -138,7 +142,8 @@ func (n *Node) Offsets(topic string, partition int32) (Offsets, error) {
 
 // MemoryCeiling is the most memory the node's request handling may hold
 // (the queued.max.request.bytes and max.connections of its listeners
-// plus the fixed costs, README "Memory"). A process whose main work is
+// plus the fixed costs, README "Memory"); Open logs it with its terms.
+// A process whose main work is
 // the node may pass it to debug.SetMemoryLimit, as `mirrord serve` does.
 func (n *Node) MemoryCeiling() int64 {
 	return netio.MemoryCeiling(n.limits.WithDefaults(), records.DecompressBudget)

@@ -60,7 +60,7 @@ func runServe(args []string) error {
 	if err != nil {
 		return fmt.Errorf("serve: %w", err)
 	}
-	boundMemory(node.MemoryCeiling(), logger)
+	boundMemory(node.MemoryCeiling())
 	if *httpListen != "" {
 		if err := serveHTTP(ctx, *httpListen, httpHandler(node, logger), logger); err != nil {
 			return errors.Join(err, node.Close())
@@ -73,13 +73,12 @@ func runServe(args []string) error {
 }
 
 // boundMemory sets the Go runtime's soft memory limit to the node's
-// memory ceiling (unless GOMEMLIMIT is set), so that garbage under
-// serve's GOGC cannot carry the process past it, and logs it.
-func boundMemory(ceiling int64, logger *slog.Logger) {
+// memory ceiling (which Open logged) unless GOMEMLIMIT is set, so that
+// garbage under serve's GOGC cannot carry the process past it.
+func boundMemory(ceiling int64) {
 	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
 		debug.SetMemoryLimit(ceiling)
 	}
-	logger.Info("memory ceiling", "ceiling_bytes", ceiling)
 }
 
 // serveHTTP serves handler on addr until ctx is done.
