@@ -91,7 +91,7 @@ func (n *Node) serve(ctx context.Context, ln net.Listener, l netio.Listener, adv
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
 	waitJWKSRefresh := runJWKSRefresh(ctx, []*auth.SASLConfig{l.SASL}, n.logger)
-	n.logger.Info("serving", "listener", l.Name, "protocol", l.Protocol, "listen", ln.Addr().String(),
+	n.logger.Info("serving", "listener", l.Name, "protocol", l.Protocol.String(), "listen", ln.Addr().String(),
 		"advertised", net.JoinHostPort(l.AdvertisedHost, strconv.Itoa(int(l.AdvertisedPort))))
 	err = n.server.ServeListener(ctx, ln, l)
 	stop()
