@@ -20,7 +20,7 @@ import (
 
 // ErrNoDataDir is Open's error for a Config without a data directory
 // (neither DataDir nor log.dirs).
-var ErrNoDataDir = errors.New("no data directory: Config.DataDir or log.dirs")
+var ErrNoDataDir = errors.New("mirrord: no data directory: Config.DataDir or log.dirs")
 
 // Config is what Open needs: where the node keeps its data, where it
 // logs, and its settings.

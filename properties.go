@@ -50,8 +50,12 @@ func LoadProperties(path string) (map[string]string, error) {
 	return props, nil
 }
 
-// ParseProperties reads a properties file's text, as the format above
-// says; an error names the line.
+// ParseProperties reads a properties file's text as Java's
+// Properties.load does (key=value or key: value, # and ! comments,
+// backslash continuations and escapes, the last of a key given twice
+// winning), except that a line with no '=' or ':' or an empty key, and a
+// malformed \u escape, are errors naming the line, and the text is
+// UTF-8.
 func ParseProperties(text string) (map[string]string, error) {
 	lines := splitNaturalLines(text)
 	if len(lines) > propertiesLinesMax {

@@ -63,7 +63,7 @@ func parseSettings(cfg Config) (settings, error) {
 		}
 	}
 	if s.node.DataDir == "" {
-		return s, fmt.Errorf("mirrord: %w", ErrNoDataDir)
+		return s, ErrNoDataDir
 	}
 	if dir, ok := props["mirror.config.files.dir"]; ok {
 		s.node.MirrorConfigFilesDir = strings.TrimSpace(dir)
