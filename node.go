@@ -12,7 +12,6 @@ import (
 
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/netio"
-	"github.com/mirrord/mirrord/recordbatch/records"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -85,7 +84,7 @@ func Open(cfg Config) (*Node, error) {
 	l := n.limits.WithDefaults()
 	logger.Info("memory ceiling", "ceiling_bytes", n.MemoryCeiling(), "queued_max_request_bytes", l.QueuedMaxRequestBytes,
 		"max_connections", l.MaxConnections, "connection_fixed_bytes", netio.ConnectionFixedBytes,
-		"decompression_bytes", int64(records.DecompressBudget), "base_bytes", netio.BaseMemoryBytes)
+		"decompression_bytes", int64(decompressionBytes), "base_bytes", netio.BaseMemoryBytes)
 	return n, nil
 }
 
@@ -146,7 +145,7 @@ func (n *Node) Offsets(topic string, partition int32) (Offsets, error) {
 // A process whose main work is
 // the node may pass it to debug.SetMemoryLimit, as `mirrord serve` does.
 func (n *Node) MemoryCeiling() int64 {
-	return netio.MemoryCeiling(n.limits.WithDefaults(), records.DecompressBudget)
+	return netio.MemoryCeiling(n.limits.WithDefaults(), decompressionBytes)
 }
 
 // HTTPHandler serves the node's /metrics (its registry, plus the Go
