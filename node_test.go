@@ -3,15 +3,20 @@ package mirrord
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
 	"errors"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord/mirrordtest"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
@@ -191,3 +196,39 @@ func mustJSON(v any) string {
 }
 
 func itoa(n int32) string { return strconv.Itoa(int(n)) }
+
+// A named SSL listener of the properties, served on a socket the test
+// owns, speaks TLS with the keystore's certificate: a client trusting
+// the CA produces, a plaintext client does not get an answer.
+func TestServeListenerTLS(t *testing.T) {
+	pki := mirrordtest.NewPKI(t, "test CA")
+	keystore := pki.Issue("node", pkix.Name{CommonName: "node"}, "127.0.0.1").Keystore
+	node := openTest(t, map[string]string{"listeners": "SSL://127.0.0.1:0", "ssl.keystore.location": keystore})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	serveTest(t, func(ctx context.Context) error { return node.ServeListener(ctx, ln, "SSL") })
+	caPEM, err := os.ReadFile(pki.Truststore)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(caPEM) {
+		t.Fatal("no CA certificate in the truststore")
+	}
+	if err := produceTest(t, kgo.SeedBrokers(addr), kgo.DialTLSConfig(&tls.Config{RootCAs: roots, ServerName: "127.0.0.1"})); err != nil {
+		t.Fatalf("TLS client: %v", err)
+	}
+	plaintext, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.RequestRetries(0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plaintext.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := plaintext.Request(ctx, kmsg.NewPtrMetadataRequest()); err == nil {
+		t.Fatal("a plaintext client was answered on the SSL listener")
+	}
+}
