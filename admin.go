@@ -16,7 +16,8 @@ type Admin interface {
 	// client's security settings and mirrord's mirror.* keys), as an
 	// operator writes them in a mirror.properties.
 	CreateMirror(ctx context.Context, name string, config map[string]string) error
-	// DeleteMirror deletes a mirror; its topics must all be STOPPED.
+	// DeleteMirror deletes a mirror; one whose topics are not all
+	// STOPPED may be refused.
 	DeleteMirror(ctx context.Context, name string) error
 	// SetTopicsDesiredState applies change (StartMirroring,
 	// StopMirroring, PauseMirroring, ResumeMirroring, RecoverMirroring)
