@@ -18,7 +18,7 @@
 //
 //	ln, err := net.Listen("tcp", "127.0.0.1:9092")
 //	go node.Serve(ctx, ln) // PLAINTEXT until ctx is done
-//	http.Handle("/", node.HTTPHandler()) // /metrics and /healthz
+//	http.Handle("/", node.HTTPHandler()) // /metrics, /healthz and the web console
 //
 //	admin := node.Admin()
 //	err = admin.CreateMirror(ctx, "dr", map[string]string{"bootstrap.servers": "kafka-1:9092"})

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mirrord/mirrord/console"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/prometheus/client_golang/prometheus"
@@ -55,6 +56,14 @@ type Node struct {
 	// advertiseOnce sets the node's address to the first listener
 	// served's advertised address.
 	advertiseOnce sync.Once
+
+	// web is the web console of HTTPHandler; consoleOnce starts its
+	// history's sampling (on the first HTTPHandler), which Close stops
+	// with stopConsole and waits for on consoleDone.
+	web         *console.Console
+	consoleOnce sync.Once
+	stopConsole context.CancelFunc
+	consoleDone chan struct{}
 }
 
 // Open opens the node of cfg's data directory (creating it on first
@@ -75,7 +84,8 @@ func Open(cfg Config) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{engine: node, logger: logger, limits: s.limits, listeners: s.listeners, sasl: s.sasl}
+	n := &Node{engine: node, logger: logger, limits: s.limits, listeners: s.listeners, sasl: s.sasl,
+		web: console.New(node, console.Options{Logger: logger})}
 	limits := s.limits
 	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, s.node.AutoCreateTopicsDisable
 	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
@@ -92,6 +102,11 @@ func Open(cfg Config) (*Node, error) {
 // serving first: cancel the contexts of Serve, ServeListener and
 // ListenAndServe and let them return.
 func (n *Node) Close() error {
+	n.consoleOnce.Do(func() {}) // no sampling starts after this
+	if n.stopConsole != nil {
+		n.stopConsole()
+		<-n.consoleDone
+	}
 	return n.engine.Close()
 }
 
@@ -149,9 +164,20 @@ func (n *Node) MemoryCeiling() int64 {
 }
 
 // HTTPHandler serves the node's /metrics (its registry, plus the Go
-// runtime's and the process's metrics) and /healthz ("ok"). Mount it on
-// an HTTP server the caller owns; a path it does not serve is 404.
+// runtime's and the process's metrics), /healthz ("ok") and the web
+// console (package console): the page at /, /status.txt and
+// /status.json. Mount it on an HTTP server the caller owns; a path it
+// does not serve is 404. The console's charts are sampled from the
+// first call until Close.
 func (n *Node) HTTPHandler() http.Handler {
+	n.consoleOnce.Do(func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		n.stopConsole, n.consoleDone = cancel, make(chan struct{})
+		go func() {
+			defer close(n.consoleDone)
+			n.web.Run(ctx)
+		}()
+	})
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promhttp.HandlerFor(prometheus.Gatherers{n.engine.Metrics(), runtime},
@@ -159,6 +185,7 @@ func (n *Node) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
+	mux.Handle("/", n.web.Handler())
 	return mux
 }
 
