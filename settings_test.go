@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -234,4 +235,37 @@ func TestNodeProperties(t *testing.T) {
 			}
 		})
 	}
+}
+
+// PropertyDefaults are what Open applies when the properties leave the
+// keys out: given explicitly, they make the same node settings.
+func TestPropertyDefaults(t *testing.T) {
+	none, err := parseSettings(Config{DataDir: "/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	given, err := parseSettings(Config{DataDir: "/data", Properties: PropertyDefaults()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := none.node, given.node
+	a.StaticConfigs, b.StaticConfigs = nil, nil // the keys given are kept as STATIC_BROKER_CONFIG
+	a.MessageMaxBytes, b.MessageMaxBytes = max(a.MessageMaxBytes, engine.DefaultMessageMaxBytes), max(b.MessageMaxBytes, engine.DefaultMessageMaxBytes)
+	a.Transactions, b.Transactions = orDefault(a.Transactions), orDefault(b.Transactions)
+	if !reflect.DeepEqual(a, b) {
+		t.Fatalf("without the keys %+v\nwith PropertyDefaults %+v", a, b)
+	}
+}
+
+// orDefault is c with Kafka's default for each zero field, as the node
+// reads it.
+func orDefault(c engine.TransactionConfig) engine.TransactionConfig {
+	d := engine.DefaultTransactionConfig
+	for _, f := range []struct{ into, def *time.Duration }{{&c.MaxTimeout, &d.MaxTimeout}, {&c.AbortTimedOutInterval, &d.AbortTimedOutInterval},
+		{&c.TransactionalIDExpiration, &d.TransactionalIDExpiration}, {&c.ProducerIDExpiration, &d.ProducerIDExpiration}} {
+		if *f.into == 0 {
+			*f.into = *f.def
+		}
+	}
+	return c
 }
