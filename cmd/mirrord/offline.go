@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
 )
 
@@ -17,10 +16,10 @@ type describedOffline struct {
 	Error     string `json:"error"`
 }
 
-func offlineRows(partitions []mirrorwire.DescribeClusterMirrorsOfflinePartition) []describedOffline {
+func offlineRows(partitions []netio.OfflineLog) []describedOffline {
 	var rows []describedOffline
 	for _, p := range partitions {
-		rows = append(rows, describedOffline{Topic: p.TopicName, Partition: p.PartitionIndex, Error: p.ErrorMessage})
+		rows = append(rows, describedOffline{Topic: p.Topic, Partition: p.Partition, Error: p.Error})
 	}
 	return rows
 }
