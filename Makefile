@@ -15,12 +15,14 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/mirrord
 
-# Test tools the e2e suite runs, cached in .cache/: kcat (scripts/install-kcat.sh)
+# Test tools the e2e suite runs, cached in .cache/: kcat (scripts/install-kcat.sh),
+# headless Chromium for the console's browser test (scripts/install-chromium.sh)
 # and, where Java is present, the Apache Kafka jars of the interop suite
 # (scripts/install-kafka.sh, Maven). Without Java the interop tests skip, except
 # under CI=true (.ci/run) or MIRRORD_INTEROP=1, where they fail.
 tools:
 	bash scripts/install-kcat.sh
+	bash scripts/install-chromium.sh
 	@if command -v java >/dev/null 2>&1; then bash scripts/install-kafka.sh >/dev/null; \
 	else echo "tools: no java on PATH: the interop suite (real Kafka) will be skipped, or fail on CI"; fi
 

@@ -42,7 +42,8 @@ var allowed = map[string][]string{
 	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"engine":              {"acl", "auth", "broker", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
-	"cmd/mirrord":         {"acl", "auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
+	"console":             {"broker", "engine", "engine/mirrorstate", "netio"}, // the web console: reads a node, changes nothing
+	"cmd/mirrord":         {"acl", "auth", "console", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
 	"kafkatest":           {}, // starts real Kafka brokers for e2e and bench; imports nothing of the module
 	"mirrordtest":         {}, // runs mirrord as a process for e2e and bench; imports nothing of the module
 

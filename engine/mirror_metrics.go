@@ -191,8 +191,13 @@ type MirrorReport struct {
 type MirrorPartitionReport struct {
 	Topic     string
 	Partition int32
-	// State is the state DescribeClusterMirrors reports.
-	State mirrorstate.State
+	// State is the state DescribeClusterMirrors reports, Previous the
+	// one before it; Error is the failure's text in FAILED (as
+	// DescribeClusterMirrors reports it), RetryCount the attempts made
+	// (-1: it waits for --recover).
+	State, Previous mirrorstate.State
+	Error           string
+	RetryCount      int16
 	// SourceHighWatermark is the source's high watermark as last learned,
 	// -1 when unknown; SourceHighWatermarkAge is its age (-1 when
 	// unknown); LogEndOffset is the local log end offset.
@@ -241,8 +246,10 @@ func (m *mirror) report() MirrorReport {
 	r.ACLSync = m.aclSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
-		record, _ := mp.status()
-		r.Partitions = append(r.Partitions, mp.report(record.State, now, r.StaleAfter))
+		record, errText := mp.status()
+		pr := mp.report(record.State, now, r.StaleAfter)
+		pr.Previous, pr.Error, pr.RetryCount = record.Previous, errText, retryCount(record)
+		r.Partitions = append(r.Partitions, pr)
 	}
 	sort.Slice(r.Partitions, func(i, j int) bool {
 		a, b := r.Partitions[i], r.Partitions[j]

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
@@ -13,13 +12,12 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
+	"github.com/mirrord/mirrord/console"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -35,7 +33,7 @@ func runServe(args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := flags.String("data-dir", "", "data directory (required)")
 	flags.String("listen", "127.0.0.1:9092", "Kafka PLAINTEXT listener HOST:PORT")
-	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
+	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the web console at / (/status.txt in plain text; empty: none)")
 	flags.String("advertise", "", "HOST:PORT clients of the PLAINTEXT listener are told to connect to (default: the listener's address)")
 	declareListenerFlags(flags)
 	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
@@ -114,8 +112,13 @@ func runServe(args []string) error {
 		closeAll()
 		return err
 	}
+	stopConsole := func() {}
+	defer func() { stopConsole() }() // the error returns below; the normal end stops it before node.Close
 	if *httpListen != "" {
-		if err := serveHTTP(ctx, *httpListen, httpHandler(node, logger), logger); err != nil {
+		var handler http.Handler
+		handler, stopConsole = httpHandler(ctx, node, logger)
+		if err := serveHTTP(ctx, *httpListen, handler, logger); err != nil {
+			stopConsole()
 			closeAll()
 			node.Close()
 			return err
@@ -153,6 +156,7 @@ func runServe(args []string) error {
 	}
 	stopServing()
 	waitJWKSRefresh()
+	stopConsole()
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
@@ -267,8 +271,10 @@ func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *s
 
 // httpHandler is the HTTP listener's routes: /metrics (the node's registry,
 // plus the Go runtime's and the process's metrics from a registry of this
-// listener's own), /healthz, and a plain-text status page at /.
-func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
+// listener's own), /healthz, and the web console (package console) at /,
+// /status.txt and /status.json, whose history is sampled until ctx is done
+// or stop is called; stop waits for that.
+func httpHandler(ctx context.Context, node *engine.Node, logger *slog.Logger) (handler http.Handler, stop func()) {
 	runtime := prometheus.NewRegistry()
 	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := promhttp.HandlerFor(prometheus.Gatherers{node.Metrics(), runtime},
@@ -276,101 +282,15 @@ func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, logDirLine(node.LogDirSpace()))
-		if err := writeStatus(w, node.Cluster(), node.MirrorReports(), node.OfflineLogs()...); err != nil {
-			logger.Info("status page not written", "error", err)
-		}
-	})
-	return mux
-}
-
-// writeStatus writes the status page: the node, its offline partitions
-// with their errors, then each mirror with
-// whether its source answers, its consumer group offset sync in one
-// line, and its partitions' state and lag (in
-// records and in time, as /metrics reports them; "-" while the source
-// high watermark is unknown, ">=N" while it is older than the staleness
-// bound, with its age beside it).
-func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport, offline ...netio.OfflineLog) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "mirrord node %d, cluster %s, %s\n", cluster.NodeID, cluster.ClusterID, net.JoinHostPort(cluster.Host, strconv.Itoa(int(cluster.Port))))
-	writeOfflineStatus(tw, offline) // offline.go: before the mirrors
-	if len(mirrors) == 0 {
-		fmt.Fprintln(tw, "\nno mirrors")
-	}
-	for _, m := range mirrors {
-		fmt.Fprintf(tw, "\nmirror %s: source %s (cluster %s), %d partitions%s\n", m.Name, m.SourceBootstrap, m.SourceClusterID, len(m.Partitions), stateCounts(m.Partitions))
-		if !m.SourceUnreachableSince.IsZero() {
-			fmt.Fprintf(tw, "%s\n", unreachableText(m.SourceUnreachableSince.UnixMilli(), m.SourceError, time.Now()))
-		}
-		fmt.Fprintf(tw, "%s\n", groupSyncStatusLine(m.GroupSync, time.Now()))
-		fmt.Fprintf(tw, "%s\n", aclSyncLine(m.ACLSync.At, m.ACLSync.Duration, m.ACLSync.Synced, m.ACLSync.Errors, m.ACLSync.Err, time.Now()))
-		if len(m.Partitions) == 0 {
-			continue
-		}
-		stale := 0
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tHW AGE\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES")
-		for _, p := range m.Partitions {
-			lag := "-"
-			if p.LagRecords >= 0 {
-				lag = strconv.FormatInt(p.LagRecords, 10)
-			}
-			if p.LagRecords >= 0 && p.LagLowerBound {
-				lag, stale = ">="+lag, stale+1
-			}
-			age := int64(-1) // unknown
-			if p.SourceHighWatermarkAge >= 0 {
-				age = p.SourceHighWatermarkAge.Milliseconds()
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%.3f\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
-				ageText(age), p.LogEndOffset, lag, p.Lag.Seconds(), p.Bytes)
-		}
-		if stale > 0 {
-			fmt.Fprintf(tw, "%d partitions: the source high watermark is older than %v, so their lag is a lower bound (>=).\n", stale, m.StaleAfter)
-		}
-	}
-	return tw.Flush()
-}
-
-// groupSyncStatusLine is the status page's line on a mirror's group
-// offset sync: the round, then the groups' offset lag, its sum and the
-// group with the most.
-func groupSyncStatusLine(g engine.GroupSyncStatus, now time.Time) string {
-	text := groupSyncLine(g.At, g.Duration, g.Synced, g.Skipped, g.Errors, g.Err, now)
-	if len(g.Lag) == 0 {
-		return text
-	}
-	var total int64
-	most := ""
-	for group, lag := range g.Lag {
-		total += lag
-		if most == "" || lag > g.Lag[most] || lag == g.Lag[most] && group < most {
-			most = group
-		}
-	}
-	return fmt.Sprintf("%s; offset lag %d over %d groups (most: %s %d)", text, total, len(g.Lag), most, g.Lag[most])
-}
-
-// stateCounts is ": 3 MIRRORING, 1 FAILED" (states in name order).
-func stateCounts(partitions []engine.MirrorPartitionReport) string {
-	counts := map[string]int{}
-	for _, p := range partitions {
-		counts[p.State.String()]++
-	}
-	states := make([]string, 0, len(counts))
-	for state := range counts {
-		states = append(states, state)
-	}
-	sort.Strings(states)
-	var b strings.Builder
-	separator := ": "
-	for _, state := range states {
-		fmt.Fprintf(&b, "%s%d %s", separator, counts[state], state)
-		separator = ", "
-	}
-	return b.String()
+	web := console.New(node, console.Options{Logger: logger})
+	mux.Handle("/", web.Handler())
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		web.Run(ctx)
+	}()
+	return mux, func() { cancel(); <-done }
 }
 
 // gcPercent is the GC target serve runs with unless GOGC is set. The
