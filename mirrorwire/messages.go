@@ -45,8 +45,10 @@ package mirrorwire
 //     SourceUnreachableSinceMillis (tag 0), SourceError (tag 1) and
 //     GroupSync (tag 2: the consumer group offset sync's last round;
 //     absent from a server that has none), ACLSync (tag 3: the ACL
-//     sync's, likewise); a partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1)
-//     and LagLowerBound (tag 2). A partition whose SourceOffset is older
+//     sync's, likewise); a partition carries LagMillis (tag 0), SourceOffsetAgeMillis (tag 1),
+//     LagLowerBound (tag 2), LeaderEpoch (tag 3: the local log's latest
+//     leader epoch) and SourceLeaderEpoch (tag 4: the source partition
+//     leader's epoch as last learned). A partition whose SourceOffset is older
 //     than the mirror's staleness bound answers Lag -1 (an older client
 //     shows it unknown rather than too small) and LagLowerBound.
 
@@ -578,12 +580,20 @@ type DescribeClusterMirrorsPartition struct {
 	// Lag therefore -1, the lag computed from it: the lag is at least
 	// this. -1 (absent) otherwise.
 	LagLowerBound int64
+	// LeaderEpoch (tag 3, mirrord's) is the leader epoch of the local
+	// log's last batch (a mirrored batch keeps the source's epoch); -1
+	// (absent) when the log has none or is offline.
+	LeaderEpoch int32
+	// SourceLeaderEpoch (tag 4, mirrord's) is the source partition
+	// leader's epoch as the mirror last learned it from the source's
+	// metadata; -1 (absent) when unknown.
+	SourceLeaderEpoch int32
 }
 
 // Default sets the offsets, epochs and lag to -1 (unknown).
 func (p *DescribeClusterMirrorsPartition) Default() {
 	*p = DescribeClusterMirrorsPartition{SourceOffset: -1, DestinationOffset: -1, Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1,
-		LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1}
+		LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1, LeaderEpoch: -1, SourceLeaderEpoch: -1}
 }
 
 // DescribeClusterMirrorsEpochTopic answers the lookups of one topic.
@@ -674,7 +684,7 @@ func appendDescribedPartition(dst []byte, p *DescribeClusterMirrorsPartition) []
 	dst = kbin.AppendInt64(dst, p.Lag)
 	dst = kbin.AppendInt32(dst, p.LastMirrorEpoch)
 	dst = kbin.AppendInt64(dst, p.LastMirrorOffset)
-	dst = kbin.AppendUvarint(dst, countTrue(p.LagMillis >= 0, p.SourceOffsetAgeMillis >= 0, p.LagLowerBound >= 0))
+	dst = kbin.AppendUvarint(dst, countTrue(p.LagMillis >= 0, p.SourceOffsetAgeMillis >= 0, p.LagLowerBound >= 0, p.LeaderEpoch >= 0, p.SourceLeaderEpoch >= 0))
 	if p.LagMillis >= 0 {
 		dst = appendTag(dst, 0, func(dst []byte) []byte { return kbin.AppendInt64(dst, p.LagMillis) })
 	}
@@ -683,6 +693,12 @@ func appendDescribedPartition(dst []byte, p *DescribeClusterMirrorsPartition) []
 	}
 	if p.LagLowerBound >= 0 {
 		dst = appendTag(dst, 2, func(dst []byte) []byte { return kbin.AppendInt64(dst, p.LagLowerBound) })
+	}
+	if p.LeaderEpoch >= 0 {
+		dst = appendTag(dst, 3, func(dst []byte) []byte { return kbin.AppendInt32(dst, p.LeaderEpoch) })
+	}
+	if p.SourceLeaderEpoch >= 0 {
+		dst = appendTag(dst, 4, func(dst []byte) []byte { return kbin.AppendInt32(dst, p.SourceLeaderEpoch) })
 	}
 	return dst
 }
@@ -745,7 +761,7 @@ func readDescribedPartition(d *reader) DescribeClusterMirrorsPartition {
 	p.Lag = d.Int64()
 	p.LastMirrorEpoch = d.Int32()
 	p.LastMirrorOffset = d.Int64()
-	p.LagMillis, p.SourceOffsetAgeMillis, p.LagLowerBound = -1, -1, -1
+	p.LagMillis, p.SourceOffsetAgeMillis, p.LagLowerBound, p.LeaderEpoch, p.SourceLeaderEpoch = -1, -1, -1, -1, -1
 	d.tags(func(tag uint32, v *reader) bool {
 		switch tag { // any negative value means unknown
 		case 0:
@@ -754,6 +770,10 @@ func readDescribedPartition(d *reader) DescribeClusterMirrorsPartition {
 			p.SourceOffsetAgeMillis = max(v.Int64(), -1)
 		case 2:
 			p.LagLowerBound = max(v.Int64(), -1)
+		case 3:
+			p.LeaderEpoch = max(v.Int32(), -1)
+		case 4:
+			p.SourceLeaderEpoch = max(v.Int32(), -1)
 		default:
 			return false
 		}

@@ -49,9 +49,10 @@ func mirrorSamples() []mirrorMessage {
 	}
 	partition := DescribeClusterMirrorsPartition{PartitionIndex: 2, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"),
 		RetryAttempt: -1, SourceOffset: 1 << 40, DestinationOffset: 7, Lag: 1<<40 - 7, LastMirrorEpoch: 9, LastMirrorOffset: 3,
-		LagMillis: 12, SourceOffsetAgeMillis: 40}
+		LagMillis: 12, SourceOffsetAgeMillis: 40, LeaderEpoch: 9, SourceLeaderEpoch: 11}
 	stale := DescribeClusterMirrorsPartition{PartitionIndex: 3, StateValue: "MIRRORING", SourceOffset: 10, DestinationOffset: 4, Lag: -1,
-		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 6}
+		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 6,
+		LeaderEpoch: -1, SourceLeaderEpoch: 0}
 	var unset DescribeClusterMirrorsPartition
 	unset.Default()
 	return []mirrorMessage{
@@ -191,6 +192,24 @@ func TestMirrorMessagesGolden(t *testing.T) {
 				2, 2, 'g', 0, 0, 0, 0, 0, 0, 0, 5, 0, 0, // one group
 				0, // the group sync's tags
 				0}},
+		// One mirror (as above, no group sync), one topic "t" with one
+		// partition: index 0, state "", error null, retry 0, the offsets,
+		// lag and last mirror epoch and offset -1; two tags: 3 (size 4:
+		// leader epoch 3) and 4 (size 4: source leader epoch 4); then the
+		// topic's, the mirror's and the response's tags: none.
+		{&DescribeClusterMirrorsResponse{Mirrors: []DescribeClusterMirrorsMirror{{MirrorName: "m", AuthorizedOperations: 1, SourceUnreachableSinceMillis: -1,
+			Topics: []DescribeClusterMirrorsTopic{{TopicName: "t", Partitions: []DescribeClusterMirrorsPartition{{SourceOffset: -1, DestinationOffset: -1,
+				Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1, LeaderEpoch: 3, SourceLeaderEpoch: 4}}}}}}},
+			[]byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 'm', 0, 0, 0, 0, 0, 1,
+				2, 2, 't', 2, // one topic "t", one partition
+				0, 0, 0, 0, 1, 0, 0, 0, // index, state, error, retry
+				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // source offset
+				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // destination offset
+				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // lag
+				0xff, 0xff, 0xff, 0xff, // last mirror epoch
+				0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, // last mirror offset
+				2, 3, 4, 0, 0, 0, 3, 4, 4, 0, 0, 0, 4, // the partition's tags
+				0, 0, 0}},
 	} {
 		if got := tc.message.AppendTo(nil); !bytes.Equal(got, tc.want) {
 			t.Errorf("%T: % x, want % x", tc.message, got, tc.want)

@@ -44,7 +44,8 @@ package netio
 //     and the error in SourceUnreachableSinceMillis and SourceError; the
 //     group offset sync's last round, when the engine reports one, in
 //     GroupSync (LastSyncMillis -1 before the first round), the ACL
-//     sync's likewise in ACLSync.
+//     sync's likewise in ACLSync; a partition's local and source leader
+//     epochs, when known, in LeaderEpoch and SourceLeaderEpoch.
 
 import (
 	"context"
@@ -362,6 +363,8 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 			LagMillis:             millisOrUnknown(status.LagTime),
 			SourceOffsetAgeMillis: millisOrUnknown(status.SourceHighWatermarkAge),
 			LagLowerBound:         lowerBound,
+			LeaderEpoch:           max(status.LeaderEpoch, -1),
+			SourceLeaderEpoch:     max(status.SourceLeaderEpoch, -1),
 		})
 	}
 	return m

@@ -224,7 +224,8 @@ func TestMirrorAdminDescribe(t *testing.T) {
 	request[*mirrorwire.CreateClusterMirrorResponse](t, client, &mirrorwire.CreateClusterMirrorRequest{MirrorName: "m",
 		Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: strPtr("src:9092")}}})
 	request[*mirrorwire.MirrorTopicsResponse](t, client, &mirrorwire.MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []mirrorwire.MirrorTopicsRequestTopic{{TopicName: "orders"}}})
-	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 120, LogEndOffset: 100, LastMirrorEpoch: -1, LastMirrorOffset: -1})
+	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 120, LogEndOffset: 100, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+		LeaderEpoch: 5, SourceLeaderEpoch: 6})
 	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1,
 		SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 50, LastMirrorEpoch: 3, LastMirrorOffset: 40})
 	request[*mirrorwire.MirrorTopicsResponse](t, client, &mirrorwire.MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []mirrorwire.MirrorTopicsRequestTopic{{TopicName: "pay-eu"}}})
@@ -247,7 +248,8 @@ func TestMirrorAdminDescribe(t *testing.T) {
 	// A stale source high watermark: Lag -1 (older clients show it
 	// unknown), the lower bound and the age beside it.
 	wantPartitions := []mirrorwire.DescribeClusterMirrorsPartition{
-		{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 120, DestinationOffset: 100, Lag: 20, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagLowerBound: -1},
+		{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 120, DestinationOffset: 100, Lag: 20, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagLowerBound: -1,
+			LeaderEpoch: 5, SourceLeaderEpoch: 6},
 		{PartitionIndex: 1, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"), RetryAttempt: -1,
 			SourceOffset: -1, DestinationOffset: 50, Lag: -1, LastMirrorEpoch: 3, LastMirrorOffset: 40, SourceOffsetAgeMillis: -1, LagLowerBound: -1},
 	}

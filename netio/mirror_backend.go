@@ -200,6 +200,11 @@ type MirrorPartitionStatus struct {
 	// LagTime is how long the partition has not been caught up with the
 	// source (0 when caught up), -1 when unknown.
 	LagTime time.Duration
+	// LeaderEpoch is the leader epoch of the local log's last batch (a
+	// mirrored batch keeps the source's), -1 when none or offline;
+	// SourceLeaderEpoch is the source partition leader's epoch as last
+	// learned, -1 when unknown.
+	LeaderEpoch, SourceLeaderEpoch int32
 }
 
 // Lag is how far the local log is behind the source: source high

@@ -1,8 +1,9 @@
 package main
 
 // `mirrord mirrors`: mirror administration over the Kafka listener, like
-// kafka-cluster-mirrors.sh. Each action sends one mirror admin RPC
-// (mirrorwire/keys.go) with a franz-go client and prints the answer;
+// kafka-cluster-mirrors.sh. Each action is a call on the node's mirror
+// administration through adminClient (admin_client.go: the mirror admin
+// RPCs of mirrorwire/keys.go), and prints the answer, as text or --json;
 // any failure is one line and a non-zero exit.
 
 import (
@@ -16,18 +17,12 @@ import (
 	"os/signal"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mirrord/mirrord/engine"
-	"github.com/mirrord/mirrord/mirrorwire"
 	"github.com/mirrord/mirrord/netio"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--command-config FILE] ACTION [options]
@@ -39,26 +34,66 @@ const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--com
 actions:
   --create    --mirror NAME --mirror-config FILE    create a mirror; FILE is Java properties
                                                       (bootstrap.servers=... and the other mirror configs)
-  --start     --mirror NAME --topics LIST [--exclude LIST]
+  --start     --mirror NAME --topics LIST [--exclude LIST] [--json]
                                                       start mirroring topics (failback for stopped ones)
-  --stop      --mirror NAME --topics LIST [--exclude LIST] [--dry-run [--json]]
+  --stop      --mirror NAME --topics LIST [--exclude LIST] [--json] [--dry-run]
                                                       stop mirroring: the topics become writable with the
                                                       offsets they have (failover); --dry-run stops nothing
                                                       and reports, per partition, the lag in records and
                                                       time a stop now would leave behind, and per consumer
                                                       group the records it would read again here
-  --pause     --mirror NAME --topics LIST           pause fetching; the topics stay read-only
-  --resume    --mirror NAME --topics LIST           resume paused topics
-  --recover   --mirror NAME --topics LIST           retry FAILED partitions now
+  --pause     --mirror NAME --topics LIST [--json]  pause fetching; the topics stay read-only
+  --resume    --mirror NAME --topics LIST [--json]  resume paused topics
+  --recover   --mirror NAME --topics LIST [--json]  retry FAILED partitions now
   --delete    --mirror NAME                         delete a mirror
-  --list                                            list the mirrors
-  --describe  [--mirror NAME] [--json] [--failed]   the state of every mirrored partition, and each
-                                                      mirror's consumer group offset sync
+  --list      [--json]                              list the mirrors
+  --describe  [--mirror NAME] [--json] [--failed] [--watch [--interval DURATION] [--count N]]
+                                                      the state of every mirrored partition: offsets, lag
+                                                      in records and in time (LAG-TIME: how long it has
+                                                      been behind the source, as mirrord_mirror_lag_seconds),
+                                                      leader epochs (EPOCH: the local log's latest,
+                                                      SOURCE-EPOCH: the source leader's as last learned),
+                                                      and each mirror's consumer group offset and ACL sync;
+                                                      --watch repeats it every --interval (default 2s) until
+                                                      interrupted, or --count times: on a terminal it
+                                                      redraws, piped it prints each snapshot after a
+                                                      "# TIME" line and a blank line between snapshots
 
 LIST is comma-separated: an item made only of topic-name characters
 ([a-zA-Z0-9._-]) names a topic, any other is a regular expression matched
 against whole topic names ('orders,pay-.*'). --exclude items are regular
 expressions; they win over --topics.
+
+--json prints one JSON document (with --watch, one per snapshot), its
+field names stable; -1 stands for what the text prints as "-" (unknown):
+  --list            {"mirrors": [{"mirror", "sourceBootstrap", "sourceClusterId",
+                     "topicCount", "topics": [NAME]}]}
+  --start ... --recover
+                    {"mirror", "action", "topics": [{"topic", "status", "error"}]};
+                    status is "requested", "stopped" (--stop: writable now) or "failed"
+  --describe        {"offlinePartitions": [{"topic", "partition", "error"}] (absent when none),
+                     "mirrors": [{"mirror", "sourceBootstrap", "sourceClusterId",
+                       "sourceUnreachableSince", "sourceError" (while the source does not answer),
+                       "groupSync": {"lastSync", "lastSyncAgeMillis", "durationMillis",
+                         "groupsSynced", "groupsSkipped", "failedRounds", "error",
+                         "groups": [{"group", "offsetLag", "skipped"}]},
+                       "aclSync": {"lastSync", "lastSyncAgeMillis", "durationMillis",
+                         "aclsSynced", "failedRounds", "error"}}],
+                     "partitions": [{"mirror", "topic", "partition", "state",
+                       "sourceHighWatermark", "sourceHighWatermarkAgeMillis", "logEndOffset",
+                       "lag" (-1 also when only a lower bound is known), "lagAtLeast",
+                       "lagMillis" (lag in time), "leaderEpoch", "sourceLeaderEpoch",
+                       "error", "retryCount" (-1: waits for --recover),
+                       "lastMirrorEpoch", "lastMirrorOffset"}]}
+  --stop --dry-run  {"mirror", "sourceUnreachableSince", "sourceError",
+                     "partitions": [{"topic", "partition", "state", "sourceHighWatermark",
+                       "logEndOffset", "lagRecords", "lagRecordsAtLeast", "lagMillis",
+                       "sourceHighWatermarkAgeMillis"}],
+                     "groupSync": {as in --describe}}
+Times ("lastSync", "sourceUnreachableSince") are RFC 3339; "error",
+"lastSync", "sourceUnreachableSince", "sourceError" and "skipped" are
+absent when empty. With --watch piped, JSON snapshots have no "# TIME"
+line (each document carries its own ages).
 `
 
 // mirrorsTimeout bounds one `mirrord mirrors` command.
@@ -80,8 +115,11 @@ func mirrorsCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, mirrorsTimeout)
-		defer cancel()
+		if !opts.watch { // a watch runs until interrupted; each snapshot has its own timeout
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, mirrorsTimeout)
+			defer cancel()
+		}
 		err = runMirrorsAction(ctx, opts, out)
 	}
 	if err != nil {
@@ -106,20 +144,25 @@ type mirrorsOptions struct {
 	exclude       string
 	json, failed  bool
 	dryRun        bool // --stop --dry-run: report what a stop would leave behind
+	// --describe --watch: a snapshot every interval, count of them (0:
+	// until interrupted).
+	watch    bool
+	interval time.Duration
+	count    int
 }
 
 // mirrorsActions lists, per action, the options it requires and those it
 // allows besides.
 var mirrorsActions = map[string]struct{ required, optional []string }{
 	"create":   {[]string{"mirror", "mirror-config"}, nil},
-	"start":    {[]string{"mirror", "topics"}, []string{"exclude"}},
+	"start":    {[]string{"mirror", "topics"}, []string{"exclude", "json"}},
 	"stop":     {[]string{"mirror", "topics"}, []string{"exclude", "dry-run", "json"}},
-	"pause":    {[]string{"mirror", "topics"}, nil},
-	"resume":   {[]string{"mirror", "topics"}, nil},
-	"recover":  {[]string{"mirror", "topics"}, nil},
+	"pause":    {[]string{"mirror", "topics"}, []string{"json"}},
+	"resume":   {[]string{"mirror", "topics"}, []string{"json"}},
+	"recover":  {[]string{"mirror", "topics"}, []string{"json"}},
 	"delete":   {[]string{"mirror"}, nil},
-	"list":     {nil, nil},
-	"describe": {nil, []string{"mirror", "json", "failed"}},
+	"list":     {nil, []string{"json"}},
+	"describe": {nil, []string{"mirror", "json", "failed", "watch", "interval", "count"}},
 }
 
 func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
@@ -133,9 +176,12 @@ func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
 	flags.StringVar(&opts.mirrorConfig, "mirror-config", "", "mirror config file (Java properties)")
 	flags.StringVar(&opts.topics, "topics", "", "topic names and patterns, comma-separated")
 	flags.StringVar(&opts.exclude, "exclude", "", "topic patterns to exclude, comma-separated")
-	flags.BoolVar(&opts.json, "json", false, "describe as JSON")
+	flags.BoolVar(&opts.json, "json", false, "print JSON")
 	flags.BoolVar(&opts.failed, "failed", false, "describe only FAILED partitions")
 	flags.BoolVar(&opts.dryRun, "dry-run", false, "with --stop: report the lag a stop now would leave behind, stop nothing")
+	flags.BoolVar(&opts.watch, "watch", false, "with --describe: repeat it until interrupted")
+	flags.DurationVar(&opts.interval, "interval", 2*time.Second, "with --watch: the time between snapshots")
+	flags.IntVar(&opts.count, "count", 0, "with --watch: stop after this many snapshots (0: never)")
 	actions := map[string]*bool{}
 	for action := range mirrorsActions {
 		actions[action] = flags.Bool(action, false, action)
@@ -185,6 +231,14 @@ func checkMirrorsOptions(opts mirrorsOptions, given map[string]bool) error {
 		sort.Strings(extra)
 		return fmt.Errorf("--%s does not take %s", opts.action, strings.Join(extra, " "))
 	}
+	switch {
+	case !opts.watch && (given["interval"] || given["count"]):
+		return errors.New("--interval and --count go with --watch")
+	case opts.interval <= 0:
+		return fmt.Errorf("--interval %v: must be positive", opts.interval)
+	case opts.count < 0:
+		return fmt.Errorf("--count %d: must be at least 0 (0: until interrupted)", opts.count)
+	}
 	return nil
 }
 
@@ -201,13 +255,32 @@ func optionValue(opts mirrorsOptions, name string) string {
 	return opts.exclude
 }
 
+// mirrorsAdmin is the mirror administration the commands use: the
+// engine's (netio.MirrorAdmin without LastMirrorEpochs), whether the node
+// is across the network (adminClient) or in this process.
+type mirrorsAdmin interface {
+	CreateMirror(ctx context.Context, name string, config map[string]string) error
+	DeleteMirror(ctx context.Context, name string) error
+	SetTopicsDesiredState(ctx context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error)
+	ListMirrors(ctx context.Context) ([]netio.MirrorListing, error)
+	DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error)
+}
+
+// offlineReporter is a mirrorsAdmin that also lists the node's offline
+// partitions, which --describe shows first (adminClient is one).
+type offlineReporter interface {
+	OfflinePartitions(ctx context.Context) ([]netio.OfflineLog, error)
+}
+
 // runMirrorsAction connects and performs opts.action.
 func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
-	security, err := commandConfigOptions(opts.commandConfig)
+	security, err := commandConfigProperties(opts.commandConfig)
 	if err != nil {
 		return err
 	}
-	client, err := dialMirrors(ctx, opts.bootstrap, security...)
+	dialCtx, cancel := context.WithTimeout(ctx, mirrorsTimeout) // --watch has no overall timeout
+	client, err := dialAdmin(dialCtx, opts.bootstrap, security)
+	cancel()
 	if err != nil {
 		return err
 	}
@@ -223,18 +296,19 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 		}
 		return changeMirrorTopics(ctx, client, opts, out)
 	case "list":
-		return listMirrors(ctx, client, out)
+		return listMirrors(ctx, client, opts, out)
 	case "describe":
+		if opts.watch {
+			return watchMirrors(ctx, client, opts, out)
+		}
 		return describeMirrors(ctx, client, opts, out)
 	}
 	return changeMirrorTopics(ctx, client, opts, out)
 }
 
-// commandConfigOptions reads --command-config (none: PLAINTEXT) with the
-// mirror config's parser of the security keys, and returns the client
-// options. The files it names are read from anywhere: the tool runs as
-// its user.
-func commandConfigOptions(path string) ([]kgo.Opt, error) {
+// commandConfigProperties reads --command-config (none: nil, PLAINTEXT):
+// the security properties dialAdmin takes.
+func commandConfigProperties(path string) (map[string]string, error) {
 	if path == "" {
 		return nil, nil
 	}
@@ -246,87 +320,10 @@ func commandConfigOptions(path string) ([]kgo.Opt, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--command-config %s: %w", path, err)
 	}
-	security, err := engine.ParseClientSecurity(props)
-	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", path, err)
-	}
-	opts, err := security.ClientOptions("", mirrorsTimeout, nil)
-	if err != nil {
-		return nil, fmt.Errorf("--command-config %s: %w", path, err)
-	}
-	return opts, nil
+	return props, nil
 }
 
-// mirrorsClient sends mirror admin requests to one node.
-type mirrorsClient struct {
-	*kgo.Client
-	bootstrap string
-	served    map[int16]bool // the mirror keys the node advertises
-}
-
-// dialMirrors connects to the node and checks that it serves the mirror
-// admin RPCs.
-func dialMirrors(ctx context.Context, bootstrap string, security ...kgo.Opt) (*mirrorsClient, error) {
-	var seeds []string
-	for _, seed := range strings.Split(bootstrap, ",") {
-		if seed = strings.TrimSpace(seed); seed != "" {
-			seeds = append(seeds, seed)
-		}
-	}
-	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(seeds...), kgo.MaxVersions(netio.MirrorClientVersions()),
-		kgo.ClientID("mirrord-mirrors"), kgo.RequestRetries(2), kgo.DialTimeout(10 * time.Second)}, security...)...)
-	if err != nil {
-		return nil, fmt.Errorf("--bootstrap-server %q: %w", bootstrap, err)
-	}
-	resp, err := client.Request(ctx, kmsg.NewPtrApiVersionsRequest())
-	if err != nil {
-		client.Close()
-		return nil, fmt.Errorf("%s: %w", bootstrap, err)
-	}
-	served := map[int16]bool{}
-	for _, key := range resp.(*kmsg.ApiVersionsResponse).ApiKeys {
-		if mirrorwire.KeyName(key.ApiKey) != "" {
-			served[key.ApiKey] = true
-		}
-	}
-	return &mirrorsClient{Client: client, bootstrap: bootstrap, served: served}, nil
-}
-
-// request sends req, which the node must serve.
-func (c *mirrorsClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
-	if !c.served[req.Key()] {
-		return nil, fmt.Errorf("%s does not serve %s (API key %d): not a mirrord node, or one without mirroring",
-			c.bootstrap, mirrorwire.KeyName(req.Key()), req.Key())
-	}
-	resp, err := c.Request(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %s: %w", c.bootstrap, mirrorwire.KeyName(req.Key()), err)
-	}
-	return resp, nil
-}
-
-// kafkaError is a response's error code and message as an error, nil for
-// no error.
-func kafkaError(code int16, message *string) error {
-	if code == 0 {
-		return nil
-	}
-	name := fmt.Sprintf("error code %d", code)
-	if kafkaErr, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && kafkaErr.Code == code {
-		name = kafkaErr.Message
-	} else if code == netio.ErrClusterMirrorAuthorizationFailed.Code { // KIP-1279's, unknown to kerr
-		name = netio.ErrClusterMirrorAuthorizationFailed.Message
-	}
-	switch {
-	case message == nil || *message == "":
-		return errors.New(name)
-	case strings.HasPrefix(*message, name):
-		return errors.New(*message)
-	}
-	return fmt.Errorf("%s: %s", name, *message)
-}
-
-func createMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+func createMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
 	text, err := os.ReadFile(opts.mirrorConfig)
 	if err != nil {
 		return fmt.Errorf("--mirror-config: %w", err)
@@ -335,98 +332,125 @@ func createMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOption
 	if err != nil {
 		return fmt.Errorf("--mirror-config %s: %w", opts.mirrorConfig, err)
 	}
-	req := &mirrorwire.CreateClusterMirrorRequest{MirrorName: opts.mirror}
-	for _, key := range sortedPropertyKeys(config) {
-		req.Configs = append(req.Configs, mirrorwire.CreateClusterMirrorConfig{Name: key, Value: new(config[key])})
-	}
-	resp, err := client.request(ctx, req)
-	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.CreateClusterMirrorResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+	if err := admin.CreateMirror(ctx, opts.mirror, config); err != nil {
 		return fmt.Errorf("create mirror %q: %w", opts.mirror, err)
 	}
 	_, err = fmt.Fprintf(out, "Created mirror %s.\n", opts.mirror)
 	return err
 }
 
-func sortedPropertyKeys(m map[string]string) []string {
-	keys := make([]string, 0, len(m))
-	for key := range m {
-		keys = append(keys, key)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
-func deleteMirror(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	resp, err := client.request(ctx, &mirrorwire.DeleteClusterMirrorRequest{MirrorName: opts.mirror})
-	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.DeleteClusterMirrorResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+func deleteMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+	if err := admin.DeleteMirror(ctx, opts.mirror); err != nil {
 		return fmt.Errorf("delete mirror %q: %w", opts.mirror, err)
 	}
-	_, err = fmt.Fprintf(out, "Deleted mirror %s.\n", opts.mirror)
+	_, err := fmt.Fprintf(out, "Deleted mirror %s.\n", opts.mirror)
 	return err
 }
 
 // topicsChanges maps the topic-state actions to their changes.
-var topicsChanges = map[string]mirrorwire.TopicsChange{
-	"start":   mirrorwire.StartMirroring,
-	"stop":    mirrorwire.StopMirroring,
-	"pause":   mirrorwire.PauseMirroring,
-	"resume":  mirrorwire.ResumeMirroring,
-	"recover": mirrorwire.RecoverMirroring,
+var topicsChanges = map[string]netio.TopicsChange{
+	"start":   netio.StartMirroring,
+	"stop":    netio.StopMirroring,
+	"pause":   netio.PauseMirroring,
+	"resume":  netio.ResumeMirroring,
+	"recover": netio.RecoverMirroring,
 }
 
-func changeMirrorTopics(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	req := &mirrorwire.MirrorTopicsRequest{Change: topicsChanges[opts.action], MirrorName: opts.mirror}
+// topicSelection is the selection --topics and --exclude make: items
+// that can only be topic names are names, the others patterns.
+func topicSelection(opts mirrorsOptions) netio.TopicSelection {
+	var selection netio.TopicSelection
 	for _, item := range splitMirrorsList(opts.topics) {
 		if isTopicName(item) {
-			req.Topics = append(req.Topics, mirrorwire.MirrorTopicsRequestTopic{TopicName: item})
+			selection.Names = append(selection.Names, item)
 		} else {
-			req.IncludePatterns = append(req.IncludePatterns, item)
+			selection.Include = append(selection.Include, item)
 		}
 	}
-	req.ExcludePatterns = splitMirrorsList(opts.exclude)
-	resp, err := client.request(ctx, req)
-	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.MirrorTopicsResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
-		return fmt.Errorf("%s mirror %q: %w", opts.action, opts.mirror, err)
-	}
-	return printTopicResults(out, opts, r.Topics)
+	selection.Exclude = splitMirrorsList(opts.exclude)
+	return selection
 }
 
-// printTopicResults prints one line per topic and fails if any topic did.
-func printTopicResults(out io.Writer, opts mirrorsOptions, topics []mirrorwire.MirrorTopicsResponseTopic) error {
-	if len(topics) == 0 {
+func changeMirrorTopics(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+	results, err := admin.SetTopicsDesiredState(ctx, opts.mirror, topicsChanges[opts.action], topicSelection(opts))
+	if err != nil {
+		return fmt.Errorf("%s mirror %q: %w", opts.action, opts.mirror, err)
+	}
+	return printTopicResults(out, opts, results)
+}
+
+// topicsOutput is the --json document of a topic-state action.
+type topicsOutput struct {
+	Mirror string `json:"mirror"`
+	Action string `json:"action"` // start, stop, pause, resume or recover
+	// Topics are the topics named or matched, sorted by name; empty when
+	// none matched.
+	Topics []topicOutcome `json:"topics"`
+}
+
+// topicOutcome is one topic of a topic-state action.
+type topicOutcome struct {
+	Topic string `json:"topic"`
+	// Status is "requested" (the desired state is stored; the partitions
+	// walk to it), "stopped" (a stop answers once the topic is writable)
+	// or "failed".
+	Status string `json:"status"`
+	Error  string `json:"error,omitempty"` // when failed
+}
+
+// printTopicResults prints one line per topic, or the --json document,
+// and fails if any topic did.
+func printTopicResults(out io.Writer, opts mirrorsOptions, results []netio.TopicResult) error {
+	doc := topicsOutput{Mirror: opts.mirror, Action: opts.action, Topics: []topicOutcome{}}
+	var failures []string
+	for _, result := range results {
+		outcome := topicOutcome{Topic: result.Topic, Status: "requested"}
+		if opts.action == "stop" {
+			outcome.Status = "stopped"
+		}
+		if result.Err != nil {
+			outcome.Status, outcome.Error = "failed", oneLine(result.Err.Error())
+			failures = append(failures, fmt.Sprintf("%s: %v", result.Topic, result.Err))
+		}
+		doc.Topics = append(doc.Topics, outcome)
+	}
+	if err := writeTopicResults(out, opts, doc); err != nil {
+		return err
+	}
+	if len(failures) > 0 {
+		return fmt.Errorf("%s: %d of %d topics failed (first: %s)", opts.action, len(failures), len(results), failures[0])
+	}
+	return nil
+}
+
+func writeTopicResults(out io.Writer, opts mirrorsOptions, doc topicsOutput) error {
+	if opts.json {
+		return writeJSON(out, doc)
+	}
+	if len(doc.Topics) == 0 {
 		_, err := fmt.Fprintf(out, "Mirror %s: no topic matched (%s).\n", opts.mirror, opts.action)
 		return err
 	}
-	var failures []string
-	for _, topic := range topics {
+	for _, topic := range doc.Topics {
 		status := opts.action + " requested"
-		if opts.action == "stop" {
-			status = "stopped: writable" // a stop answers once done
+		switch {
+		case topic.Status == "failed":
+			status = "failed: " + topic.Error
+		case topic.Status == "stopped":
+			status = "stopped: writable"
 		}
-		if err := kafkaError(topic.ErrorCode, topic.ErrorMessage); err != nil {
-			status = "failed: " + err.Error()
-			failures = append(failures, fmt.Sprintf("%s: %v", topic.TopicName, err))
-		}
-		if _, err := fmt.Fprintf(out, "Mirror %s, topic %s: %s\n", opts.mirror, topic.TopicName, oneLine(status)); err != nil {
+		if _, err := fmt.Fprintf(out, "Mirror %s, topic %s: %s\n", opts.mirror, topic.Topic, status); err != nil {
 			return err
 		}
 	}
-	if len(failures) > 0 {
-		return fmt.Errorf("%s: %d of %d topics failed (first: %s)", opts.action, len(failures), len(topics), failures[0])
-	}
 	return nil
+}
+
+// writeJSON writes v as an indented JSON document.
+func writeJSON(out io.Writer, v any) error {
+	encoder := json.NewEncoder(out)
+	encoder.SetIndent("", "  ")
+	return encoder.Encode(v)
 }
 
 // splitMirrorsList splits a comma-separated option into its non-empty items.
@@ -454,19 +478,34 @@ func isTopicName(s string) bool {
 	return true
 }
 
-func listMirrors(ctx context.Context, client *mirrorsClient, out io.Writer) error {
-	resp, err := client.request(ctx, &mirrorwire.ListClusterMirrorsRequest{})
+// listedMirror is one mirror of --list --json.
+type listedMirror struct {
+	Mirror          string   `json:"mirror"`
+	SourceBootstrap string   `json:"sourceBootstrap"`
+	SourceClusterID string   `json:"sourceClusterId"` // "" until the source has been reached
+	TopicCount      int      `json:"topicCount"`
+	Topics          []string `json:"topics"` // sorted
+}
+
+func listMirrors(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+	listings, err := admin.ListMirrors(ctx)
 	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.ListClusterMirrorsResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("list: %w", err)
+	}
+	if opts.json {
+		doc := struct {
+			Mirrors []listedMirror `json:"mirrors"`
+		}{[]listedMirror{}}
+		for _, m := range listings {
+			doc.Mirrors = append(doc.Mirrors, listedMirror{Mirror: m.Name, SourceBootstrap: m.SourceBootstrap, SourceClusterID: m.SourceClusterID,
+				TopicCount: len(m.Topics), Topics: append([]string{}, m.Topics...)})
+		}
+		return writeJSON(out, doc)
 	}
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(table, "MIRROR\tSOURCE\tSOURCE-CLUSTER-ID\tTOPICS")
-	for _, m := range r.Mirrors {
-		fmt.Fprintf(table, "%s\t%s\t%s\t%d\n", m.MirrorName, m.SourceBootstrap, dashIfEmpty(m.SourceClusterID), m.TopicCount)
+	for _, m := range listings {
+		fmt.Fprintf(table, "%s\t%s\t%s\t%d\n", m.Name, m.SourceBootstrap, dashIfEmpty(m.SourceClusterID), len(m.Topics))
 	}
 	return table.Flush()
 }
@@ -476,195 +515,4 @@ func dashIfEmpty(s string) string {
 		return "-"
 	}
 	return s
-}
-
-// offsetText prints an offset, epoch or lag, "-" when unknown (-1).
-func offsetText(v int64) string {
-	if v < 0 {
-		return "-"
-	}
-	return strconv.FormatInt(v, 10)
-}
-
-// lagText prints a lag in records: exact, "at least" for a lower bound
-// (lag -1 and lowerBound >= 0), or "-" when unknown.
-func lagText(lag, lowerBound int64) string {
-	if lag < 0 && lowerBound >= 0 {
-		return ">= " + strconv.FormatInt(lowerBound, 10)
-	}
-	return offsetText(lag)
-}
-
-// ageText prints how long ago something was (milliseconds): whole
-// seconds from a second on, "-" when unknown (-1).
-func ageText(millis int64) string {
-	if millis < 0 {
-		return "-"
-	}
-	d := time.Duration(millis) * time.Millisecond
-	if d >= time.Second {
-		d = d.Round(time.Second)
-	}
-	return d.String()
-}
-
-// unreachableText is "source unreachable since T (D ago): ERROR", or ""
-// for a source that answers (sinceMillis -1). now is the reader's clock.
-func unreachableText(sinceMillis int64, sourceError string, now time.Time) string {
-	if sinceMillis < 0 {
-		return ""
-	}
-	since := time.UnixMilli(sinceMillis)
-	text := fmt.Sprintf("source unreachable since %s (%s ago)", since.UTC().Format(time.RFC3339), ageText(max(now.Sub(since).Milliseconds(), 0)))
-	if sourceError != "" {
-		text += ": " + oneLine(sourceError)
-	}
-	return text
-}
-
-// describedPartition is one row of --describe, and its JSON form. Lag is
-// exact or -1; LagAtLeast is what is known: Lag, a lower bound when the
-// source high watermark is stale (Lag then -1), or -1 when unknown.
-type describedPartition struct {
-	Mirror              string `json:"mirror"`
-	Topic               string `json:"topic"`
-	Partition           int32  `json:"partition"`
-	State               string `json:"state"`
-	SourceHighWatermark int64  `json:"sourceHighWatermark"`
-	// SourceHighWatermarkAgeMillis: how long ago the source told it.
-	SourceHighWatermarkAgeMillis int64  `json:"sourceHighWatermarkAgeMillis"`
-	LogEndOffset                 int64  `json:"logEndOffset"`
-	Lag                          int64  `json:"lag"`
-	LagAtLeast                   int64  `json:"lagAtLeast"`
-	Error                        string `json:"error,omitempty"`
-	RetryCount                   int16  `json:"retryCount"`
-	LastMirrorEpoch              int32  `json:"lastMirrorEpoch"`
-	LastMirrorOffset             int64  `json:"lastMirrorOffset"`
-}
-
-// describedMirror is one mirror of --describe --json; the source fields
-// are set while the source does not answer.
-type describedMirror struct {
-	Mirror                 string `json:"mirror"`
-	SourceBootstrap        string `json:"sourceBootstrap"`
-	SourceClusterID        string `json:"sourceClusterId"`
-	SourceUnreachableSince string `json:"sourceUnreachableSince,omitempty"` // RFC 3339
-	SourceError            string `json:"sourceError,omitempty"`
-	// GroupSync is the consumer group offset sync's last round.
-	GroupSync *describedGroupSync `json:"groupSync,omitempty"`
-	// ACLSync is the ACL sync's last round.
-	ACLSync *describedACLSync `json:"aclSync,omitempty"`
-}
-
-// describeOutput is the --describe --json document: the mirrors, and the
-// rows of the table (-1 for what the table prints as "-").
-type describeOutput struct {
-	Offline    []describedOffline   `json:"offlinePartitions,omitempty"` // offline.go; absent when none
-	Mirrors    []describedMirror    `json:"mirrors"`
-	Partitions []describedPartition `json:"partitions"`
-}
-
-func describeMirrors(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
-	req := &mirrorwire.DescribeClusterMirrorsRequest{FailedOnly: opts.failed}
-	if opts.mirror != "" {
-		req.MirrorNames = []string{opts.mirror}
-	}
-	resp, err := client.request(ctx, req)
-	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
-		return fmt.Errorf("describe: %w", err)
-	}
-	described := describeOutput{Offline: offlineRows(r.OfflinePartitions), Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
-	var unreachable []string // the text lines above the table
-	now := time.Now()
-	for _, m := range r.Mirrors {
-		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
-			return fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
-		}
-		mirror := describedMirror{Mirror: m.MirrorName, SourceBootstrap: stringOrEmpty(m.SourceBootstrap), SourceClusterID: stringOrEmpty(m.SourceClusterID),
-			GroupSync: groupSyncOf(m.GroupSync, now), ACLSync: aclSyncOf(m.ACLSync, now)}
-		if m.SourceUnreachableSinceMillis >= 0 {
-			mirror.SourceUnreachableSince = time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)
-			mirror.SourceError = stringOrEmpty(m.SourceError)
-			unreachable = append(unreachable, fmt.Sprintf("Mirror %s: %s", m.MirrorName, unreachableText(m.SourceUnreachableSinceMillis, mirror.SourceError, now)))
-		}
-		described.Mirrors = append(described.Mirrors, mirror)
-		described.Partitions = append(described.Partitions, partitionRows(m)...)
-	}
-	if opts.json {
-		encoder := json.NewEncoder(out)
-		encoder.SetIndent("", "  ")
-		return encoder.Encode(described)
-	}
-	if err := printOffline(out, described.Offline); err != nil {
-		return err
-	}
-	for _, line := range unreachable {
-		if _, err := fmt.Fprintln(out, line); err != nil {
-			return err
-		}
-	}
-	if err := printDescribeTable(out, described.Partitions); err != nil {
-		return err
-	}
-	if err := printGroupSyncs(out, described.Mirrors, now); err != nil {
-		return err
-	}
-	return printACLSyncs(out, described.Mirrors, now)
-}
-
-func stringOrEmpty(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// partitionRows are the rows of one described mirror.
-func partitionRows(m mirrorwire.DescribeClusterMirrorsMirror) []describedPartition {
-	var rows []describedPartition
-	for _, topic := range m.Topics {
-		for _, p := range topic.Partitions {
-			atLeast := p.Lag
-			if p.Lag < 0 {
-				atLeast = p.LagLowerBound
-			}
-			rows = append(rows, describedPartition{
-				Mirror: m.MirrorName, Topic: topic.TopicName, Partition: p.PartitionIndex, State: p.StateValue,
-				SourceHighWatermark: p.SourceOffset, SourceHighWatermarkAgeMillis: p.SourceOffsetAgeMillis,
-				LogEndOffset: p.DestinationOffset, Lag: p.Lag, LagAtLeast: atLeast,
-				Error: stringOrEmpty(p.ErrorMessage), RetryCount: p.RetryAttempt,
-				LastMirrorEpoch: p.LastMirrorEpoch, LastMirrorOffset: p.LastMirrorOffset,
-			})
-		}
-	}
-	return rows
-}
-
-// printDescribeTable prints the rows as a table; a FAILED row's ERROR
-// says how often it was retried, or that it waits for --recover. A lag
-// that is only a lower bound reads "lag >= N (source high watermark D
-// ago)".
-func printDescribeTable(out io.Writer, rows []describedPartition) error {
-	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "MIRROR\tTOPIC\tPARTITION\tSTATE\tSOURCE-HW\tLOCAL-LEO\tLAG\tERROR")
-	for _, row := range rows {
-		problem := ""
-		switch {
-		case row.Error != "" && row.RetryCount < 0:
-			problem = oneLine(row.Error) + " (waits for --recover)"
-		case row.Error != "":
-			problem = fmt.Sprintf("%s (retry %d)", oneLine(row.Error), row.RetryCount)
-		}
-		lag := lagText(row.Lag, row.LagAtLeast)
-		if row.Lag < 0 && row.LagAtLeast >= 0 {
-			lag = fmt.Sprintf("%s (source high watermark %s ago)", lag, ageText(row.SourceHighWatermarkAgeMillis))
-		}
-		fmt.Fprintf(table, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", row.Mirror, row.Topic, row.Partition, row.State,
-			offsetText(row.SourceHighWatermark), offsetText(row.LogEndOffset), lag, problem)
-	}
-	return table.Flush()
 }

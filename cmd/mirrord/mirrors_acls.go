@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mirrord/mirrord/mirrorwire"
+	"github.com/mirrord/mirrord/netio"
 )
 
 // describedACLSync is a mirror's last ACL sync round, in --json as
@@ -22,18 +22,17 @@ type describedACLSync struct {
 	Error             string `json:"error,omitempty"`
 }
 
-// aclSyncOf is the wire's ACL sync as shown, nil for none; now is the
+// aclSyncOf is an ACL sync round as shown, nil for none; now is the
 // reader's clock, to age the round.
-func aclSyncOf(s *mirrorwire.DescribeClusterMirrorsACLSync, now time.Time) *describedACLSync {
+func aclSyncOf(s *netio.MirrorACLSync, now time.Time) *describedACLSync {
 	if s == nil {
 		return nil
 	}
-	d := &describedACLSync{LastSyncAgeMillis: -1, DurationMillis: s.DurationMillis, ACLsSynced: s.ACLsSynced,
-		FailedRounds: s.FailedRounds, Error: stringOrEmpty(s.ErrorMessage)}
-	if s.LastSyncMillis >= 0 {
-		at := time.UnixMilli(s.LastSyncMillis)
-		d.LastSync = at.UTC().Format(time.RFC3339Nano)
-		d.LastSyncAgeMillis = max(now.Sub(at).Milliseconds(), 0)
+	d := &describedACLSync{LastSyncAgeMillis: -1, DurationMillis: s.Duration.Milliseconds(), ACLsSynced: clampInt32(s.Synced),
+		FailedRounds: s.FailedRounds, Error: s.Error}
+	if !s.At.IsZero() {
+		d.LastSync = s.At.UTC().Format(time.RFC3339Nano)
+		d.LastSyncAgeMillis = max(now.Sub(s.At).Milliseconds(), 0)
 	}
 	return d
 }

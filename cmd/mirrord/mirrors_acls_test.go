@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/mirrorwire"
+	"github.com/mirrord/mirrord/netio"
 )
 
 func TestACLSyncLines(t *testing.T) {
@@ -13,21 +13,21 @@ func TestACLSyncLines(t *testing.T) {
 	errText := "SECURITY_DISABLED: this node has no authorizer"
 	rows := []struct {
 		name string
-		wire *mirrorwire.DescribeClusterMirrorsACLSync
+		sync *netio.MirrorACLSync
 		want string
 	}{
 		{"none", nil, ""},
-		{"before the first round", &mirrorwire.DescribeClusterMirrorsACLSync{LastSyncMillis: -1},
+		{"before the first round", &netio.MirrorACLSync{},
 			"\nACL sync:\nMirror m: no ACL sync round yet\n"},
-		{"off", &mirrorwire.DescribeClusterMirrorsACLSync{LastSyncMillis: -1, ErrorMessage: &errText},
+		{"off", &netio.MirrorACLSync{Error: errText},
 			"\nACL sync:\nMirror m: no ACL sync round: " + errText + "\n"},
-		{"a round", &mirrorwire.DescribeClusterMirrorsACLSync{LastSyncMillis: now.Add(-2 * time.Second).UnixMilli(), DurationMillis: 7, ACLsSynced: 3, FailedRounds: 1},
+		{"a round", &netio.MirrorACLSync{At: now.Add(-2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1},
 			"\nACL sync:\nMirror m: ACLs synced 2026-05-01T12:00:08Z (2s ago, took 7ms): 3 ACLs of the source held here; 1 rounds failed\n"},
 	}
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := printACLSyncs(&out, []describedMirror{{Mirror: "m", ACLSync: aclSyncOf(row.wire, now)}}, now); err != nil {
+			if err := printACLSyncs(&out, []describedMirror{{Mirror: "m", ACLSync: aclSyncOf(row.sync, now)}}, now); err != nil {
 				t.Fatal(err)
 			}
 			if out.String() != row.want {

@@ -10,11 +10,12 @@ package main
 import (
 	"fmt"
 	"io"
+	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
 
-	"github.com/mirrord/mirrord/mirrorwire"
+	"github.com/mirrord/mirrord/netio"
 )
 
 // describedGroupSync is a mirror's last group sync round, in --json as
@@ -42,23 +43,27 @@ type describedGroup struct {
 	Skipped   bool   `json:"skipped,omitempty"`
 }
 
-// groupSyncOf is the wire's group sync as shown, nil for none; now is the
+// groupSyncOf is a group sync round as shown, nil for none; now is the
 // reader's clock, to age the round.
-func groupSyncOf(g *mirrorwire.DescribeClusterMirrorsGroupSync, now time.Time) *describedGroupSync {
+func groupSyncOf(g *netio.MirrorGroupSync, now time.Time) *describedGroupSync {
 	if g == nil {
 		return nil
 	}
-	d := &describedGroupSync{LastSyncAgeMillis: -1, DurationMillis: g.DurationMillis, GroupsSynced: g.GroupsSynced, GroupsSkipped: g.GroupsSkipped,
-		FailedRounds: g.FailedRounds, Error: stringOrEmpty(g.ErrorMessage), Groups: []describedGroup{}}
-	if g.LastSyncMillis >= 0 {
-		at := time.UnixMilli(g.LastSyncMillis)
-		d.LastSync = at.UTC().Format(time.RFC3339Nano)
-		d.LastSyncAgeMillis = max(now.Sub(at).Milliseconds(), 0)
+	d := &describedGroupSync{LastSyncAgeMillis: -1, DurationMillis: g.Duration.Milliseconds(), GroupsSynced: clampInt32(g.Synced),
+		GroupsSkipped: clampInt32(g.Skipped), FailedRounds: g.FailedRounds, Error: g.Error, Groups: []describedGroup{}}
+	if !g.At.IsZero() {
+		d.LastSync = g.At.UTC().Format(time.RFC3339Nano)
+		d.LastSyncAgeMillis = max(now.Sub(g.At).Milliseconds(), 0)
 	}
 	for _, group := range g.Groups {
-		d.Groups = append(d.Groups, describedGroup{Group: group.GroupID, OffsetLag: group.OffsetLag, Skipped: group.Skipped})
+		d.Groups = append(d.Groups, describedGroup{Group: group.Group, OffsetLag: group.OffsetLag, Skipped: group.Skipped})
 	}
 	return d
+}
+
+// clampInt32 is n, or the int32 nearest it.
+func clampInt32(n int) int32 {
+	return int32(min(max(n, math.MinInt32), math.MaxInt32))
 }
 
 // groupSyncLine is one line on the round: "group offsets synced T (D

@@ -33,11 +33,11 @@ func TestMirrorsDescribeGroupSync(t *testing.T) {
 	atText := regexp.QuoteMeta(at.UTC().Format(time.RFC3339))
 
 	out, err := run("--describe")
-	table := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG  ERROR\n" +
-		"east    orders  0          MIRRORING  1200       1150       50   \n" +
-		"east    orders  1          FAILED     -          80         -    source topic deleted (waits for --recover)\n" +
-		"east    pay     0          FAILED     10         7          3    connection refused (retry 3)\n" +
-		"east    pay     1          UNKNOWN    -          -          -    \n"
+	table := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG  LAG-TIME  EPOCH  SOURCE-EPOCH  ERROR\n" +
+		"east    orders  0          MIRRORING  1200       1150       50   4s        7      7             \n" +
+		"east    orders  1          FAILED     -          80         -    -         4      -             source topic deleted (waits for --recover)\n" +
+		"east    pay     0          FAILED     10         7          3    250ms     2      3             connection refused (retry 3)\n" +
+		"east    pay     1          UNKNOWN    -          -          -    -         -      -             \n"
 	groups := `\nConsumer group offset sync:\n` +
 		`Mirror east: group offsets synced ` + atText + ` \([0-9]+s ago, took 12ms\): 2 groups synced, 1 skipped \(members on this node\); ` +
 		`4 rounds failed; the last round failed: fetch the offsets of group c: NOT_COORDINATOR; \(retried\)\n` +
@@ -84,9 +84,9 @@ func TestMirrorsStopDryRunGroups(t *testing.T) {
 
 	out, err := run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders")
 	partitions := "TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG-RECORDS  LAG-TIME\n" +
-		"orders  0          MIRRORING  1200       1150       50           0s\n" +
-		"orders  1          FAILED     -          80         -            0s\n" +
-		"A stop now would leave 50 records behind on the source (largest lag in time 0s). " +
+		"orders  0          MIRRORING  1200       1150       50           4s\n" +
+		"orders  1          FAILED     -          80         -            -\n" +
+		"A stop now would leave 50 records behind on the source (largest lag in time 4s). " +
 		"1 partitions have no source high watermark yet: their lag is unknown. Nothing was stopped (--dry-run).\n"
 	groups := regexp.QuoteMeta("GROUP  OFFSET-LAG\n"+
 		"app    500\n"+

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"regexp"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord/engine/mirrorstate"
-	"github.com/mirrord/mirrord/mirrorwire"
 )
 
 // stopLag is one partition of `--stop --dry-run`: what a stop now would
@@ -40,51 +38,39 @@ type stopSource struct {
 
 // stopDryRun reports, per partition of the topics --stop selects, the lag
 // in records and in time a stop now would leave behind. It stops nothing.
-func stopDryRun(ctx context.Context, client *mirrorsClient, opts mirrorsOptions, out io.Writer) error {
+func stopDryRun(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
 	selects, err := topicSelector(opts)
 	if err != nil {
 		return err
 	}
-	resp, err := client.request(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{opts.mirror}})
+	descriptions, err := admin.DescribeMirrors(ctx, []string{opts.mirror}, false)
 	if err != nil {
-		return err
-	}
-	r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
-	if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 		return fmt.Errorf("stop --dry-run: %w", err)
 	}
 	lags := []stopLag{}
 	source := stopSource{UnreachableSinceMillis: -1}
 	var groups *describedGroupSync
 	now := time.Now()
-	for _, m := range r.Mirrors {
-		if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
-			return fmt.Errorf("stop --dry-run: mirror %q: %w", m.MirrorName, err)
+	for _, m := range descriptions {
+		if m.Err != nil {
+			return fmt.Errorf("stop --dry-run: mirror %q: %w", m.Name, m.Err)
 		}
-		if m.SourceUnreachableSinceMillis >= 0 {
-			source = stopSource{UnreachableSinceMillis: m.SourceUnreachableSinceMillis, Error: stringOrEmpty(m.SourceError),
-				UnreachableSince: time.UnixMilli(m.SourceUnreachableSinceMillis).UTC().Format(time.RFC3339Nano)}
+		if !m.SourceUnreachableSince.IsZero() {
+			source = stopSource{UnreachableSinceMillis: m.SourceUnreachableSince.UnixMilli(), Error: m.SourceError,
+				UnreachableSince: m.SourceUnreachableSince.UTC().Format(time.RFC3339Nano)}
 		}
 		groups = groupSyncOf(m.GroupSync, now)
-		for _, t := range m.Topics {
-			if !selects(t.TopicName) {
+		for _, p := range m.Partitions {
+			if !selects(p.Topic) {
 				continue
 			}
-			for _, p := range t.Partitions {
-				atLeast := p.Lag
-				if p.Lag < 0 {
-					atLeast = p.LagLowerBound
-				}
-				lags = append(lags, stopLag{Topic: t.TopicName, Partition: p.PartitionIndex, State: p.StateValue,
-					SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, LagRecords: p.Lag, LagMillis: p.LagMillis,
-					LagRecordsAtLeast: atLeast, SourceHighWatermarkAgeMillis: p.SourceOffsetAgeMillis})
-			}
+			lags = append(lags, stopLag{Topic: p.Topic, Partition: p.Partition, State: p.State,
+				SourceHighWatermark: p.SourceHighWatermark, LogEndOffset: p.LogEndOffset, LagRecords: p.Lag(), LagMillis: millisOf(p.LagTime),
+				LagRecordsAtLeast: p.LagAtLeast(), SourceHighWatermarkAgeMillis: millisOf(p.SourceHighWatermarkAge)})
 		}
 	}
 	if opts.json {
-		encoder := json.NewEncoder(out)
-		encoder.SetIndent("", "  ")
-		return encoder.Encode(struct {
+		return writeJSON(out, struct {
 			Mirror string `json:"mirror"`
 			stopSource
 			Partitions []stopLag `json:"partitions"`

@@ -246,10 +246,14 @@ func TestMirrorsList(t *testing.T) {
 func describedFixture() []netio.MirrorDescription {
 	return []netio.MirrorDescription{
 		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []netio.MirrorPartitionStatus{
-			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 500 * time.Millisecond, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1},
-			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77},
-			{Topic: "pay", Partition: 0, State: "FAILED", Error: "connection refused", RetryCount: 3, SourceHighWatermark: 10, SourceHighWatermarkAge: 2 * time.Second, LogEndOffset: 7, LastMirrorEpoch: -1, LastMirrorOffset: -1},
-			{Topic: "pay", Partition: 1, State: "UNKNOWN", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 500 * time.Millisecond, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+				LagTime: 4 * time.Second, LeaderEpoch: 7, SourceLeaderEpoch: 7},
+			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77,
+				LagTime: -1, LeaderEpoch: 4, SourceLeaderEpoch: -1},
+			{Topic: "pay", Partition: 0, State: "FAILED", Error: "connection refused", RetryCount: 3, SourceHighWatermark: 10, SourceHighWatermarkAge: 2 * time.Second, LogEndOffset: 7, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+				LagTime: 250 * time.Millisecond, LeaderEpoch: 2, SourceLeaderEpoch: 3},
+			{Topic: "pay", Partition: 1, State: "UNKNOWN", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1,
+				LagTime: -1, LeaderEpoch: -1, SourceLeaderEpoch: -1},
 		}},
 		{Name: "west", SourceBootstrap: "west-1:9092"},
 	}
@@ -259,18 +263,18 @@ func TestMirrorsDescribeTable(t *testing.T) {
 	admin, run := newCLI(t)
 	admin.descriptions = describedFixture()
 	out, err := run("--describe")
-	want := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG  ERROR\n" +
-		"east    orders  0          MIRRORING  1200       1150       50   \n" +
-		"east    orders  1          FAILED     -          80         -    source topic deleted (waits for --recover)\n" +
-		"east    pay     0          FAILED     10         7          3    connection refused (retry 3)\n" +
-		"east    pay     1          UNKNOWN    -          -          -    \n"
+	want := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG  LAG-TIME  EPOCH  SOURCE-EPOCH  ERROR\n" +
+		"east    orders  0          MIRRORING  1200       1150       50   4s        7      7             \n" +
+		"east    orders  1          FAILED     -          80         -    -         4      -             source topic deleted (waits for --recover)\n" +
+		"east    pay     0          FAILED     10         7          3    250ms     2      3             connection refused (retry 3)\n" +
+		"east    pay     1          UNKNOWN    -          -          -    -         -      -             \n"
 	if err != nil || out != want {
 		t.Errorf("describe: %v\n%s\nwant\n%s", err, out, want)
 	}
 	out, err = run("--describe", "--mirror", "east", "--failed")
-	want = "MIRROR  TOPIC   PARTITION  STATE   SOURCE-HW  LOCAL-LEO  LAG  ERROR\n" +
-		"east    orders  1          FAILED  -          80         -    source topic deleted (waits for --recover)\n" +
-		"east    pay     0          FAILED  10         7          3    connection refused (retry 3)\n"
+	want = "MIRROR  TOPIC   PARTITION  STATE   SOURCE-HW  LOCAL-LEO  LAG  LAG-TIME  EPOCH  SOURCE-EPOCH  ERROR\n" +
+		"east    orders  1          FAILED  -          80         -    -         4      -             source topic deleted (waits for --recover)\n" +
+		"east    pay     0          FAILED  10         7          3    250ms     2      3             connection refused (retry 3)\n"
 	if err != nil || out != want {
 		t.Errorf("describe --failed: %v\n%s\nwant\n%s", err, out, want)
 	}
@@ -294,9 +298,9 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 		Mirrors: []describedMirror{{Mirror: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ"}, {Mirror: "west", SourceBootstrap: "west-1:9092"}},
 		Partitions: []describedPartition{
 			{Mirror: "east", Topic: "orders", Partition: 1, State: "FAILED", SourceHighWatermark: -1, SourceHighWatermarkAgeMillis: -1, LogEndOffset: 80, Lag: -1, LagAtLeast: -1,
-				Error: "source topic deleted", RetryCount: -1, LastMirrorEpoch: 4, LastMirrorOffset: 77},
+				LagMillis: -1, LeaderEpoch: 4, SourceLeaderEpoch: -1, Error: "source topic deleted", RetryCount: -1, LastMirrorEpoch: 4, LastMirrorOffset: 77},
 			{Mirror: "east", Topic: "pay", Partition: 0, State: "FAILED", SourceHighWatermark: 10, SourceHighWatermarkAgeMillis: 2000, LogEndOffset: 7, Lag: 3, LagAtLeast: 3,
-				Error: "connection refused", RetryCount: 3, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+				LagMillis: 250, LeaderEpoch: 2, SourceLeaderEpoch: 3, Error: "connection refused", RetryCount: 3, LastMirrorEpoch: -1, LastMirrorOffset: -1},
 		},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -318,9 +322,9 @@ func staleFixture(since time.Time) []netio.MirrorDescription {
 		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", SourceUnreachableSince: since,
 			SourceError: "fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused", Partitions: []netio.MirrorPartitionStatus{
 				{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 3 * time.Minute, Stale: true,
-					LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 200 * time.Second},
+					LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 200 * time.Second, LeaderEpoch: 3, SourceLeaderEpoch: 3},
 				{Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, SourceHighWatermarkAge: 300 * time.Millisecond,
-					LogEndOffset: 40, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+					LogEndOffset: 40, LastMirrorEpoch: -1, LastMirrorOffset: -1, LeaderEpoch: 0, SourceLeaderEpoch: 1},
 			}},
 		{Name: "west", SourceBootstrap: "west-1:9092"},
 	}
@@ -339,9 +343,9 @@ func TestMirrorsLagLowerBound(t *testing.T) {
 		regexp.QuoteMeta(" ago): fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused")
 
 	out, err := run("--describe")
-	wantTable := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG                                     ERROR\n" +
-		"east    orders  0          MIRRORING  1200       1150       >= 50 (source high watermark 3m0s ago)  \n" +
-		"east    orders  1          MIRRORING  40         40         0                                       \n"
+	wantTable := "MIRROR  TOPIC   PARTITION  STATE      SOURCE-HW  LOCAL-LEO  LAG                                     LAG-TIME  EPOCH  SOURCE-EPOCH  ERROR\n" +
+		"east    orders  0          MIRRORING  1200       1150       >= 50 (source high watermark 3m0s ago)  3m20s     3      3             \n" +
+		"east    orders  1          MIRRORING  40         40         0                                       0s        0      1             \n"
 	if err != nil || !regexp.MustCompile(`^Mirror east: `+unreachable+"\n").MatchString(out) || !strings.HasSuffix(out, wantTable) {
 		t.Errorf("describe: %v\n%s\nwant the unreachable line, then\n%s", err, out, wantTable)
 	}
@@ -357,9 +361,9 @@ func TestMirrorsLagLowerBound(t *testing.T) {
 			{Mirror: "west", SourceBootstrap: "west-1:9092"}},
 		Partitions: []describedPartition{
 			{Mirror: "east", Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAgeMillis: 180000,
-				LogEndOffset: 1150, Lag: -1, LagAtLeast: 50, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+				LogEndOffset: 1150, Lag: -1, LagAtLeast: 50, LagMillis: 200000, LeaderEpoch: 3, SourceLeaderEpoch: 3, LastMirrorEpoch: -1, LastMirrorOffset: -1},
 			{Mirror: "east", Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, SourceHighWatermarkAgeMillis: 300,
-				LogEndOffset: 40, Lag: 0, LagAtLeast: 0, LastMirrorEpoch: -1, LastMirrorOffset: -1},
+				LogEndOffset: 40, Lag: 0, LagAtLeast: 0, LagMillis: 0, LeaderEpoch: 0, SourceLeaderEpoch: 1, LastMirrorEpoch: -1, LastMirrorOffset: -1},
 		},
 	}
 	if !reflect.DeepEqual(got, wantJSON) {
@@ -410,7 +414,7 @@ func TestMirrorsLagLowerBound(t *testing.T) {
 	// Fresh and reachable: the plain figure, no "at least".
 	admin.descriptions = describedFixture()
 	out, err = run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders")
-	if err != nil || !strings.Contains(out, "A stop now would leave 50 records behind on the source (largest lag in time 0s).") ||
+	if err != nil || !strings.Contains(out, "A stop now would leave 50 records behind on the source (largest lag in time 4s).") ||
 		strings.Contains(out, "at least") || strings.Contains(out, "unreachable") {
 		t.Errorf("dry run, fresh: %v\n%s", err, out)
 	}
@@ -447,7 +451,12 @@ func TestMirrorsErrorsAreOneLine(t *testing.T) {
 		{[]string{"--delete"}, "mirrors: --delete needs --mirror"},
 		{[]string{"--pause", "--mirror", "m", "--topics", "t", "--exclude", "x"}, "mirrors: --pause does not take --exclude"},
 		{[]string{"--start", "--mirror", "m", "--topics", "t", "--dry-run"}, "mirrors: --start does not take --dry-run"},
-		{[]string{"--list", "--json", "--mirror", "m"}, "mirrors: --list does not take --json --mirror"},
+		{[]string{"--list", "--json", "--failed", "--mirror", "m"}, "mirrors: --list does not take --failed --mirror"},
+		{[]string{"--list", "--count", "2"}, "mirrors: --list does not take --count"},
+		{[]string{"--describe", "--count", "2"}, "mirrors: --interval and --count go with --watch"},
+		{[]string{"--describe", "--watch", "--interval", "0s"}, "mirrors: --interval 0s: must be positive"},
+		{[]string{"--describe", "--watch", "--count", "-1"}, "mirrors: --count -1: must be at least 0"},
+		{[]string{"--describe", "--watch", "--mirror", "nope", "--count", "3"}, `mirrors: describe mirror "nope": RESOURCE_NOT_FOUND`},
 		{[]string{"--create", "--mirror", "m", "--mirror-config", config, "--failed"}, "mirrors: --create does not take --failed"},
 		{[]string{"--list", "extra"}, `mirrors: unexpected argument "extra"`},
 		{[]string{"--lst"}, "mirrors: flag provided but not defined: -lst"},

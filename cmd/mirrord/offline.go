@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/mirrord/mirrord/mirrorwire"
+	"github.com/mirrord/mirrord/netio"
 )
 
 // describedOffline is one offline partition of --describe: its log could
@@ -16,10 +16,10 @@ type describedOffline struct {
 	Error     string `json:"error"`
 }
 
-func offlineRows(partitions []mirrorwire.DescribeClusterMirrorsOfflinePartition) []describedOffline {
+func offlineRows(partitions []netio.OfflineLog) []describedOffline {
 	var rows []describedOffline
 	for _, p := range partitions {
-		rows = append(rows, describedOffline{Topic: p.TopicName, Partition: p.PartitionIndex, Error: p.ErrorMessage})
+		rows = append(rows, describedOffline{Topic: p.Topic, Partition: p.Partition, Error: p.Error})
 	}
 	return rows
 }
