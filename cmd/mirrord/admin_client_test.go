@@ -31,17 +31,17 @@ func mirroredNodes(t *testing.T) (source, target demoNode) {
 	base := t.TempDir()
 	var err error
 	// The nodes serve until the test ends, past this function's ctx.
-	if source, err = startDemoNode(context.Background(), filepath.Join(base, "source")); err != nil {
+	if source, err = startDemoNode(context.Background(), filepath.Join(base, "source"), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { source.stop() })
-	if target, err = startDemoNode(context.Background(), filepath.Join(base, "target")); err != nil {
+	if target, err = startDemoNode(context.Background(), filepath.Join(base, "target"), nil); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { target.stop() })
 	topics := map[string]int32{"orders": 2, "done": 1}
 	for name, partitions := range topics {
-		if _, err := source.node.CreateTopic(ctx, name, partitions, nil, false); err != nil {
+		if err := source.node.CreateTopic(ctx, name, partitions, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -58,16 +58,16 @@ func mirroredNodes(t *testing.T) (source, target demoNode) {
 		}
 	}
 	config := map[string]string{"bootstrap.servers": source.addr, "mirror.metadata.refresh.interval.ms": "200", "fetch.wait.max.ms": "100"}
-	if err := target.node.Mirrors().CreateMirror(ctx, "m", config); err != nil {
+	if err := target.node.Admin().CreateMirror(ctx, "m", config); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.node.Mirrors().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: []string{"orders", "done"}}); err != nil {
+	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: []string{"orders", "done"}}); err != nil {
 		t.Fatal(err)
 	}
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
 	for {
-		described, err := target.node.Mirrors().DescribeMirrors(ctx, []string{"m"}, false)
+		described, err := target.node.Admin().DescribeMirrors(ctx, []string{"m"}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func TestAdminClientDescribesAsTheEngine(t *testing.T) {
 	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "done", Value: []byte("here")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	admins := map[string]mirrorsAdmin{"remote": remote, "local": target.node.Mirrors()}
+	admins := map[string]mirrorsAdmin{"remote": remote, "local": target.node.Admin()}
 	for _, c := range []struct {
 		names      []string
 		failedOnly bool
@@ -209,7 +209,7 @@ func TestAdminClientDescribesAsTheEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	localList, err := target.node.Mirrors().ListMirrors(ctx)
+	localList, err := target.node.Admin().ListMirrors(ctx)
 	if err != nil || !reflect.DeepEqual(remoteList, localList) || len(remoteList) != 1 || !reflect.DeepEqual(remoteList[0].Topics, []string{"done", "orders"}) {
 		t.Errorf("list: remote %+v, local %+v (%v)", remoteList, localList, err)
 	}
