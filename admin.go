@@ -34,6 +34,20 @@ type Admin interface {
 	// unknown name has its Err set), or every mirror, sorted by name,
 	// when names is nil; failedOnly keeps only FAILED partitions.
 	DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]MirrorDescription, error)
+	// OfflinePartitions lists the node's partitions whose log could not
+	// be opened (they answer KAFKA_STORAGE_ERROR), mirrored or not.
+	OfflinePartitions(ctx context.Context) ([]OfflineLog, error)
+}
+
+// localAdmin is the Admin of a node in this process: the engine's
+// mirror administration, and the node's offline partitions.
+type localAdmin struct {
+	netio.MirrorAdmin
+	node *Node
+}
+
+func (a localAdmin) OfflinePartitions(context.Context) ([]OfflineLog, error) {
+	return a.node.OfflineLogs(), nil
 }
 
 // The types of the mirror administration.
@@ -50,6 +64,15 @@ type (
 	// MirrorDescription is one mirror of DescribeMirrors: its source,
 	// its partitions with their state and offsets, its syncs.
 	MirrorDescription = netio.MirrorDescription
+	// MirrorPartitionStatus is one partition of a MirrorDescription.
+	MirrorPartitionStatus = netio.MirrorPartitionStatus
+	// MirrorGroupSync is a MirrorDescription's consumer group offset
+	// sync: its last round and each group's offset lag.
+	MirrorGroupSync = netio.MirrorGroupSync
+	// MirrorGroupSyncGroup is one group of a MirrorGroupSync.
+	MirrorGroupSyncGroup = netio.MirrorGroupSyncGroup
+	// MirrorACLSync is a MirrorDescription's ACL sync: its last round.
+	MirrorACLSync = netio.MirrorACLSync
 )
 
 // The changes of SetTopicsDesiredState.

@@ -1,6 +1,6 @@
 package main
 
-// Tests of adminClient against a real node: the remote administration
+// Tests of mirrord.Client against a real node: the remote administration
 // answers as the engine's own does (a differential test), and the node's
 // error codes come back as errors wrapping kerr's.
 
@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/mirrord/mirrord"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -15,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -61,7 +61,7 @@ func mirroredNodes(t *testing.T) (source, target demoNode) {
 	if err := target.node.Admin().CreateMirror(ctx, "m", config); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: []string{"orders", "done"}}); err != nil {
+	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", mirrord.StartMirroring, mirrord.TopicSelection{Names: []string{"orders", "done"}}); err != nil {
 		t.Fatal(err)
 	}
 	poll := time.NewTicker(20 * time.Millisecond)
@@ -92,14 +92,14 @@ func mirroredNodes(t *testing.T) (source, target demoNode) {
 // durations to the millisecond, errors compared apart (nil here), and
 // the source high watermark's age, which moves between two calls,
 // checked apart (0 here when known).
-func comparableDescriptions(ds []netio.MirrorDescription) []netio.MirrorDescription {
+func comparableDescriptions(ds []mirrord.MirrorDescription) []mirrord.MirrorDescription {
 	toMillis := func(at time.Time) time.Time {
 		if at.IsZero() {
 			return at
 		}
 		return time.UnixMilli(at.UnixMilli())
 	}
-	out := make([]netio.MirrorDescription, 0, len(ds))
+	out := make([]mirrord.MirrorDescription, 0, len(ds))
 	for _, d := range ds {
 		d.Err = nil
 		d.SourceUnreachableSince = toMillis(d.SourceUnreachableSince)
@@ -113,7 +113,7 @@ func comparableDescriptions(ds []netio.MirrorDescription) []netio.MirrorDescript
 			s.At, s.Duration = toMillis(s.At), s.Duration.Truncate(time.Millisecond)
 			d.ACLSync = &s
 		}
-		partitions := make([]netio.MirrorPartitionStatus, 0, len(d.Partitions))
+		partitions := make([]mirrord.MirrorPartitionStatus, 0, len(d.Partitions))
 		for _, p := range d.Partitions {
 			if p.SourceHighWatermarkAge >= 0 {
 				p.SourceHighWatermarkAge = 0
@@ -136,14 +136,14 @@ func TestAdminClientDescribesAsTheEngine(t *testing.T) {
 	_, target := mirroredNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	remote, err := dialAdmin(ctx, target.addr, nil)
+	remote, err := mirrord.Dial(ctx, target.addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer remote.Close()
 	// Stop done (failover) and write to it here: its row is STOPPED with
 	// a last mirror epoch and offset, and a leader epoch of its own.
-	results, err := remote.SetTopicsDesiredState(ctx, "m", netio.StopMirroring, netio.TopicSelection{Names: []string{"done"}})
+	results, err := remote.SetTopicsDesiredState(ctx, "m", mirrord.StopMirroring, mirrord.TopicSelection{Names: []string{"done"}})
 	if err != nil || len(results) != 1 || results[0].Err != nil {
 		t.Fatalf("stop done: %+v, %v", results, err)
 	}
@@ -155,12 +155,12 @@ func TestAdminClientDescribesAsTheEngine(t *testing.T) {
 	if err := producer.ProduceSync(ctx, &kgo.Record{Topic: "done", Value: []byte("here")}).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
-	admins := map[string]mirrorsAdmin{"remote": remote, "local": target.node.Admin()}
+	admins := map[string]mirrord.Admin{"remote": remote, "local": target.node.Admin()}
 	for _, c := range []struct {
 		names      []string
 		failedOnly bool
 	}{{nil, false}, {[]string{"m", "nope"}, false}, {[]string{"m"}, true}, {[]string{}, false}} {
-		got := map[string][]netio.MirrorDescription{}
+		got := map[string][]mirrord.MirrorDescription{}
 		for side, admin := range admins {
 			if got[side], err = admin.DescribeMirrors(ctx, c.names, c.failedOnly); err != nil {
 				t.Fatalf("%s describe %q: %v", side, c.names, err)
@@ -221,7 +221,7 @@ func TestAdminClientErrors(t *testing.T) {
 	_, target := mirroredNodes(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	remote, err := dialAdmin(ctx, target.addr, nil)
+	remote, err := mirrord.Dial(ctx, target.addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,10 +233,10 @@ func TestAdminClientErrors(t *testing.T) {
 	if err := remote.DeleteMirror(ctx, "nope"); !errors.Is(err, kerr.ResourceNotFound) || !strings.HasPrefix(err.Error(), "RESOURCE_NOT_FOUND") {
 		t.Errorf("delete nope: %v", err)
 	}
-	if _, err := remote.SetTopicsDesiredState(ctx, "nope", netio.PauseMirroring, netio.TopicSelection{Names: []string{"orders"}}); !errors.Is(err, kerr.ResourceNotFound) {
+	if _, err := remote.SetTopicsDesiredState(ctx, "nope", mirrord.PauseMirroring, mirrord.TopicSelection{Names: []string{"orders"}}); !errors.Is(err, kerr.ResourceNotFound) {
 		t.Errorf("pause on nope: %v", err)
 	}
-	results, err := remote.SetTopicsDesiredState(ctx, "m", netio.StopMirroring, netio.TopicSelection{Names: []string{"absent"}})
+	results, err := remote.SetTopicsDesiredState(ctx, "m", mirrord.StopMirroring, mirrord.TopicSelection{Names: []string{"absent"}})
 	if err != nil || len(results) != 1 || results[0].Topic != "absent" || !errors.Is(results[0].Err, kerr.UnknownTopicOrPartition) {
 		t.Errorf("stop absent: %+v, %v", results, err)
 	}
@@ -244,12 +244,8 @@ func TestAdminClientErrors(t *testing.T) {
 	if err != nil || len(offline) != 0 {
 		t.Errorf("offline partitions: %+v, %v", offline, err)
 	}
-	if _, err := dialAdmin(ctx, target.addr, map[string]string{"bootstrap.servers": "x:1"}); err == nil || !strings.Contains(err.Error(), "not a security config") {
+	if _, err := mirrord.Dial(ctx, target.addr, map[string]string{"bootstrap.servers": "x:1"}); err == nil || !strings.Contains(err.Error(), "not a security config") {
 		t.Errorf("a command config with a non-security key: %v", err)
-	}
-	// An unknown code keeps its number.
-	if err := kafkaError(-42, nil); err == nil || err.Error() != "error code -42" || !errors.As(err, new(*kerr.Error)) {
-		t.Errorf("unknown code: %v", err)
 	}
 }
 
@@ -295,16 +291,16 @@ func TestMirrorsDescribeLiveNode(t *testing.T) {
 // everyFieldSet is a description whose every field (but Err) holds a
 // value other than its zero, times and durations to the millisecond, so
 // that a field the client drops or misplaces shows.
-func everyFieldSet() netio.MirrorDescription {
+func everyFieldSet() mirrord.MirrorDescription {
 	at := time.UnixMilli(1_780_000_000_123)
-	return netio.MirrorDescription{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ",
+	return mirrord.MirrorDescription{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ",
 		SourceUnreachableSince: at, SourceError: "fetch from broker 1: connection refused",
-		Partitions: []netio.MirrorPartitionStatus{{Topic: "orders", Partition: 3, State: "FAILED", Error: "source topic deleted", RetryCount: 2,
+		Partitions: []mirrord.MirrorPartitionStatus{{Topic: "orders", Partition: 3, State: "FAILED", Error: "source topic deleted", RetryCount: 2,
 			SourceHighWatermark: 1200, SourceHighWatermarkAge: 3 * time.Minute, Stale: true, LogEndOffset: 1150, LastMirrorEpoch: 4, LastMirrorOffset: 77,
 			LagTime: 200 * time.Second, LeaderEpoch: 9, SourceLeaderEpoch: 11}},
-		GroupSync: &netio.MirrorGroupSync{At: at.Add(time.Second), Duration: 12 * time.Millisecond, Synced: 2, Skipped: 1, FailedRounds: 4, Error: "NOT_COORDINATOR",
-			Groups: []netio.MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500, Skipped: true}}},
-		ACLSync: &netio.MirrorACLSync{At: at.Add(2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1, Error: "SECURITY_DISABLED"},
+		GroupSync: &mirrord.MirrorGroupSync{At: at.Add(time.Second), Duration: 12 * time.Millisecond, Synced: 2, Skipped: 1, FailedRounds: 4, Error: "NOT_COORDINATOR",
+			Groups: []mirrord.MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500, Skipped: true}}},
+		ACLSync: &mirrord.MirrorACLSync{At: at.Add(2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1, Error: "SECURITY_DISABLED"},
 	}
 }
 
@@ -340,11 +336,11 @@ func TestAdminClientRoundTrip(t *testing.T) {
 	want := everyFieldSet()
 	requireNoZeroField(t, "MirrorDescription", reflect.ValueOf(want), "Err")
 	admin, _ := newCLI(t)
-	admin.descriptions = []netio.MirrorDescription{want}
+	admin.descriptions = []mirrord.MirrorDescription{want}
 	addr := serveCLI(t, cliBackend{admin: admin})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	remote, err := dialAdmin(ctx, addr, nil)
+	remote, err := mirrord.Dial(ctx, addr, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,7 @@ package main
 
 // `mirrord mirrors`: mirror administration over the Kafka listener, like
 // kafka-cluster-mirrors.sh. Each action is a call on the node's mirror
-// administration through adminClient (admin_client.go: the mirror admin
+// administration through mirrord.Client (admin_client.go: the mirror admin
 // RPCs of mirrorwire/keys.go), and prints the answer, as text or --json;
 // any failure is one line and a non-zero exit.
 
@@ -12,6 +12,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"os"
 	"os/signal"
@@ -21,8 +22,6 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--command-config FILE] ACTION [options]
@@ -255,23 +254,6 @@ func optionValue(opts mirrorsOptions, name string) string {
 	return opts.exclude
 }
 
-// mirrorsAdmin is the mirror administration the commands use: the
-// engine's (netio.MirrorAdmin without LastMirrorEpochs), whether the node
-// is across the network (adminClient) or in this process.
-type mirrorsAdmin interface {
-	CreateMirror(ctx context.Context, name string, config map[string]string) error
-	DeleteMirror(ctx context.Context, name string) error
-	SetTopicsDesiredState(ctx context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error)
-	ListMirrors(ctx context.Context) ([]netio.MirrorListing, error)
-	DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error)
-}
-
-// offlineReporter is a mirrorsAdmin that also lists the node's offline
-// partitions, which --describe shows first (adminClient is one).
-type offlineReporter interface {
-	OfflinePartitions(ctx context.Context) ([]netio.OfflineLog, error)
-}
-
 // runMirrorsAction connects and performs opts.action.
 func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
 	security, err := commandConfigProperties(opts.commandConfig)
@@ -279,7 +261,7 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 		return err
 	}
 	dialCtx, cancel := context.WithTimeout(ctx, mirrorsTimeout) // --watch has no overall timeout
-	client, err := dialAdmin(dialCtx, opts.bootstrap, security)
+	client, err := mirrord.Dial(dialCtx, opts.bootstrap, security)
 	cancel()
 	if err != nil {
 		return err
@@ -307,7 +289,7 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 }
 
 // commandConfigProperties reads --command-config (none: nil, PLAINTEXT):
-// the security properties dialAdmin takes.
+// the security properties mirrord.Dial takes.
 func commandConfigProperties(path string) (map[string]string, error) {
 	if path == "" {
 		return nil, nil
@@ -323,7 +305,7 @@ func commandConfigProperties(path string) (map[string]string, error) {
 	return props, nil
 }
 
-func createMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func createMirror(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	text, err := os.ReadFile(opts.mirrorConfig)
 	if err != nil {
 		return fmt.Errorf("--mirror-config: %w", err)
@@ -339,7 +321,7 @@ func createMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, 
 	return err
 }
 
-func deleteMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func deleteMirror(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	if err := admin.DeleteMirror(ctx, opts.mirror); err != nil {
 		return fmt.Errorf("delete mirror %q: %w", opts.mirror, err)
 	}
@@ -348,18 +330,18 @@ func deleteMirror(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, 
 }
 
 // topicsChanges maps the topic-state actions to their changes.
-var topicsChanges = map[string]netio.TopicsChange{
-	"start":   netio.StartMirroring,
-	"stop":    netio.StopMirroring,
-	"pause":   netio.PauseMirroring,
-	"resume":  netio.ResumeMirroring,
-	"recover": netio.RecoverMirroring,
+var topicsChanges = map[string]mirrord.TopicsChange{
+	"start":   mirrord.StartMirroring,
+	"stop":    mirrord.StopMirroring,
+	"pause":   mirrord.PauseMirroring,
+	"resume":  mirrord.ResumeMirroring,
+	"recover": mirrord.RecoverMirroring,
 }
 
 // topicSelection is the selection --topics and --exclude make: items
 // that can only be topic names are names, the others patterns.
-func topicSelection(opts mirrorsOptions) netio.TopicSelection {
-	var selection netio.TopicSelection
+func topicSelection(opts mirrorsOptions) mirrord.TopicSelection {
+	var selection mirrord.TopicSelection
 	for _, item := range splitMirrorsList(opts.topics) {
 		if isTopicName(item) {
 			selection.Names = append(selection.Names, item)
@@ -371,7 +353,7 @@ func topicSelection(opts mirrorsOptions) netio.TopicSelection {
 	return selection
 }
 
-func changeMirrorTopics(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func changeMirrorTopics(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	results, err := admin.SetTopicsDesiredState(ctx, opts.mirror, topicsChanges[opts.action], topicSelection(opts))
 	if err != nil {
 		return fmt.Errorf("%s mirror %q: %w", opts.action, opts.mirror, err)
@@ -400,7 +382,7 @@ type topicOutcome struct {
 
 // printTopicResults prints one line per topic, or the --json document,
 // and fails if any topic did.
-func printTopicResults(out io.Writer, opts mirrorsOptions, results []netio.TopicResult) error {
+func printTopicResults(out io.Writer, opts mirrorsOptions, results []mirrord.TopicResult) error {
 	doc := topicsOutput{Mirror: opts.mirror, Action: opts.action, Topics: []topicOutcome{}}
 	var failures []string
 	for _, result := range results {
@@ -487,7 +469,7 @@ type listedMirror struct {
 	Topics          []string `json:"topics"` // sorted
 }
 
-func listMirrors(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func listMirrors(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	listings, err := admin.ListMirrors(ctx)
 	if err != nil {
 		return fmt.Errorf("list: %w", err)

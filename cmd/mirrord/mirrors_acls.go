@@ -2,11 +2,10 @@ package main
 
 import (
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"strings"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // describedACLSync is a mirror's last ACL sync round, in --json as
@@ -24,7 +23,7 @@ type describedACLSync struct {
 
 // aclSyncOf is an ACL sync round as shown, nil for none; now is the
 // reader's clock, to age the round.
-func aclSyncOf(s *netio.MirrorACLSync, now time.Time) *describedACLSync {
+func aclSyncOf(s *mirrord.MirrorACLSync, now time.Time) *describedACLSync {
 	if s == nil {
 		return nil
 	}

@@ -2,10 +2,9 @@ package main
 
 import (
 	"bytes"
+	"github.com/mirrord/mirrord"
 	"testing"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 func TestACLSyncLines(t *testing.T) {
@@ -13,15 +12,15 @@ func TestACLSyncLines(t *testing.T) {
 	errText := "SECURITY_DISABLED: this node has no authorizer"
 	rows := []struct {
 		name string
-		sync *netio.MirrorACLSync
+		sync *mirrord.MirrorACLSync
 		want string
 	}{
 		{"none", nil, ""},
-		{"before the first round", &netio.MirrorACLSync{},
+		{"before the first round", &mirrord.MirrorACLSync{},
 			"\nACL sync:\nMirror m: no ACL sync round yet\n"},
-		{"off", &netio.MirrorACLSync{Error: errText},
+		{"off", &mirrord.MirrorACLSync{Error: errText},
 			"\nACL sync:\nMirror m: no ACL sync round: " + errText + "\n"},
-		{"a round", &netio.MirrorACLSync{At: now.Add(-2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1},
+		{"a round", &mirrord.MirrorACLSync{At: now.Add(-2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1},
 			"\nACL sync:\nMirror m: ACLs synced 2026-05-01T12:00:08Z (2s ago, took 7ms): 3 ACLs of the source held here; 1 rounds failed\n"},
 	}
 	for _, row := range rows {

@@ -9,13 +9,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // offsetText prints an offset, epoch or lag, "-" when unknown (-1).
@@ -122,7 +121,7 @@ type describeOutput struct {
 	Partitions []describedPartition `json:"partitions"`
 }
 
-func describeMirrors(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func describeMirrors(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	described, now, err := describe(ctx, admin, opts)
 	if err != nil {
 		return err
@@ -132,19 +131,17 @@ func describeMirrors(ctx context.Context, admin mirrorsAdmin, opts mirrorsOption
 
 // describe asks the node what --describe shows; now is when it answered,
 // on the reader's clock.
-func describe(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions) (describeOutput, time.Time, error) {
+func describe(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions) (describeOutput, time.Time, error) {
 	var names []string
 	if opts.mirror != "" {
 		names = []string{opts.mirror}
 	}
 	described := describeOutput{Mirrors: []describedMirror{}, Partitions: []describedPartition{}}
-	if reporter, ok := admin.(offlineReporter); ok {
-		offline, err := reporter.OfflinePartitions(ctx)
-		if err != nil {
-			return described, time.Time{}, fmt.Errorf("describe: %w", err)
-		}
-		described.Offline = offlineRows(offline)
+	offline, err := admin.OfflinePartitions(ctx)
+	if err != nil {
+		return described, time.Time{}, fmt.Errorf("describe: %w", err)
 	}
+	described.Offline = offlineRows(offline)
 	descriptions, err := admin.DescribeMirrors(ctx, names, opts.failed)
 	if err != nil {
 		return described, time.Time{}, fmt.Errorf("describe: %w", err)
@@ -194,7 +191,7 @@ func writeDescribe(out io.Writer, opts mirrorsOptions, described describeOutput,
 }
 
 // partitionRows are the rows of one described mirror.
-func partitionRows(m netio.MirrorDescription) []describedPartition {
+func partitionRows(m mirrord.MirrorDescription) []describedPartition {
 	var rows []describedPartition
 	for _, p := range m.Partitions {
 		rows = append(rows, describedPartition{
@@ -244,7 +241,7 @@ const clearScreen = "\x1b[H\x1b[2J"
 // (not with --json: each document stands alone). The first snapshot's
 // failure ends the watch; a later one is shown as that snapshot, and the
 // watch goes on (a node restarting answers again).
-func watchMirrors(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func watchMirrors(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	redraw := watchTerminal(out)
 	ticker := time.NewTicker(opts.interval)
 	defer ticker.Stop()

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"reflect"
 	"regexp"
@@ -17,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
@@ -63,10 +63,10 @@ func sorted(paths []string) []string {
 // for field, and its values.
 func TestMirrorsJSONShapes(t *testing.T) {
 	admin, run := newCLI(t)
-	admin.listing = []netio.MirrorListing{{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Topics: []string{"orders", "pay"}}}
+	admin.listing = []mirrord.MirrorListing{{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Topics: []string{"orders", "pay"}}}
 	at := time.Now().Add(-3 * time.Second).Truncate(time.Millisecond)
 	admin.descriptions = groupSyncFixture(at)
-	admin.descriptions[0].ACLSync = &netio.MirrorACLSync{At: at, Duration: 7 * time.Millisecond, Synced: 3, Error: "SECURITY_DISABLED"}
+	admin.descriptions[0].ACLSync = &mirrord.MirrorACLSync{At: at, Duration: 7 * time.Millisecond, Synced: 3, Error: "SECURITY_DISABLED"}
 	admin.descriptions[0].SourceUnreachableSince, admin.descriptions[0].SourceError = at, "connection refused"
 
 	out, err := run("--list", "--json")
@@ -118,7 +118,7 @@ func TestMirrorsJSONShapes(t *testing.T) {
 		}
 	}
 
-	admin.topicResults = []netio.TopicResult{{Topic: "orders"}, {Topic: "tmp", Err: fmt.Errorf("tmp is not\nmirrored: %w", kerr.UnknownTopicOrPartition)}}
+	admin.topicResults = []mirrord.TopicResult{{Topic: "orders"}, {Topic: "tmp", Err: fmt.Errorf("tmp is not\nmirrored: %w", kerr.UnknownTopicOrPartition)}}
 	out, err = run("--stop", "--json", "--mirror", "east", "--topics", "orders,tmp")
 	if err == nil || !strings.Contains(err.Error(), "stop: 1 of 2 topics failed") {
 		t.Errorf("--stop --json with a failure: %v", err)

@@ -9,13 +9,12 @@ package main
 
 import (
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // describedGroupSync is a mirror's last group sync round, in --json as
@@ -45,7 +44,7 @@ type describedGroup struct {
 
 // groupSyncOf is a group sync round as shown, nil for none; now is the
 // reader's clock, to age the round.
-func groupSyncOf(g *netio.MirrorGroupSync, now time.Time) *describedGroupSync {
+func groupSyncOf(g *mirrord.MirrorGroupSync, now time.Time) *describedGroupSync {
 	if g == nil {
 		return nil
 	}

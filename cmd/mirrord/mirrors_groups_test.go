@@ -5,24 +5,23 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/mirrord/mirrord"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // groupSyncFixture is describedFixture with a group sync on east, its last
 // round 3 seconds before at (failed: one group's offsets were not
 // fetched), and none run yet on west.
-func groupSyncFixture(at time.Time) []netio.MirrorDescription {
+func groupSyncFixture(at time.Time) []mirrord.MirrorDescription {
 	described := describedFixture()
-	described[0].GroupSync = &netio.MirrorGroupSync{At: at, Duration: 12 * time.Millisecond, Synced: 2, Skipped: 1, FailedRounds: 4,
+	described[0].GroupSync = &mirrord.MirrorGroupSync{At: at, Duration: 12 * time.Millisecond, Synced: 2, Skipped: 1, FailedRounds: 4,
 		Error:  "fetch the offsets of group c: NOT_COORDINATOR\n(retried)",
-		Groups: []netio.MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500}, {Group: "b", OffsetLag: 0}, {Group: "live", OffsetLag: -1, Skipped: true}}}
-	described[1].GroupSync = &netio.MirrorGroupSync{}
+		Groups: []mirrord.MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500}, {Group: "b", OffsetLag: 0}, {Group: "live", OffsetLag: -1, Skipped: true}}}
+	described[1].GroupSync = &mirrord.MirrorGroupSync{}
 	return described
 }
 
@@ -111,7 +110,7 @@ func TestMirrorsStopDryRunGroups(t *testing.T) {
 		t.Errorf("dry run --json groupSync %+v", g)
 	}
 
-	admin.descriptions[0].GroupSync = &netio.MirrorGroupSync{}
+	admin.descriptions[0].GroupSync = &mirrord.MirrorGroupSync{}
 	out, err = run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders")
 	if err != nil || !strings.HasSuffix(out, "Consumer groups: no group offset sync round yet; how far their offsets here trail the source is unknown.\n") {
 		t.Errorf("dry run, no round yet: %v\n%s", err, out)

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
 	"regexp"
 	"text/tabwriter"
 	"time"
-
-	"github.com/mirrord/mirrord/engine/mirrorstate"
 )
 
 // stopLag is one partition of `--stop --dry-run`: what a stop now would
@@ -38,7 +37,7 @@ type stopSource struct {
 
 // stopDryRun reports, per partition of the topics --stop selects, the lag
 // in records and in time a stop now would leave behind. It stops nothing.
-func stopDryRun(ctx context.Context, admin mirrorsAdmin, opts mirrorsOptions, out io.Writer) error {
+func stopDryRun(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
 	selects, err := topicSelector(opts)
 	if err != nil {
 		return err
@@ -186,6 +185,6 @@ func topicSelector(opts mirrorsOptions) (func(string) bool, error) {
 
 // isStopped: the wire's state name is STOPPED.
 func isStopped(name string) bool {
-	state, _ := mirrorstate.ParseState(name)
-	return state == mirrorstate.Stopped
+	state, _ := mirrord.ParsePartitionState(name)
+	return state == mirrord.Stopped
 }

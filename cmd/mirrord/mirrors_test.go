@@ -17,6 +17,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"math/big"
 	"net"
 	"os"
@@ -36,10 +37,10 @@ type cliAdmin struct {
 	mu           sync.Mutex
 	calls        []string
 	configs      map[string]map[string]string
-	listing      []netio.MirrorListing
-	descriptions []netio.MirrorDescription
-	topicResults []netio.TopicResult // nil: every topic named succeeds
-	err          error               // every call's error
+	listing      []mirrord.MirrorListing
+	descriptions []mirrord.MirrorDescription
+	topicResults []mirrord.TopicResult // nil: every topic named succeeds
+	err          error                 // every call's error
 }
 
 func (a *cliAdmin) record(format string, args ...any) error {
@@ -74,29 +75,29 @@ func (a *cliAdmin) DeleteMirror(_ context.Context, name string) error {
 	return a.record("delete(%s)", name)
 }
 
-func (a *cliAdmin) SetTopicsDesiredState(_ context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
+func (a *cliAdmin) SetTopicsDesiredState(_ context.Context, mirror string, change mirrord.TopicsChange, topics mirrord.TopicSelection) ([]mirrord.TopicResult, error) {
 	if err := a.record("%s(%s, names %v, include %v, exclude %v)", change, mirror, topics.Names, topics.Include, topics.Exclude); err != nil {
 		return nil, err
 	}
 	if a.topicResults != nil {
 		return a.topicResults, nil
 	}
-	var results []netio.TopicResult
+	var results []mirrord.TopicResult
 	for _, name := range topics.Names {
-		results = append(results, netio.TopicResult{Topic: name})
+		results = append(results, mirrord.TopicResult{Topic: name})
 	}
 	return results, nil
 }
 
-func (a *cliAdmin) ListMirrors(context.Context) ([]netio.MirrorListing, error) {
+func (a *cliAdmin) ListMirrors(context.Context) ([]mirrord.MirrorListing, error) {
 	return a.listing, a.record("list")
 }
 
-func (a *cliAdmin) DescribeMirrors(_ context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
+func (a *cliAdmin) DescribeMirrors(_ context.Context, names []string, failedOnly bool) ([]mirrord.MirrorDescription, error) {
 	if err := a.record("describe(%q, %v)", names, failedOnly); err != nil {
 		return nil, err
 	}
-	var out []netio.MirrorDescription
+	var out []mirrord.MirrorDescription
 	for _, d := range a.descriptions {
 		if names != nil && !strings.Contains(strings.Join(names, ","), d.Name) {
 			continue
@@ -111,7 +112,7 @@ func (a *cliAdmin) DescribeMirrors(_ context.Context, names []string, failedOnly
 		out = append(out, kept)
 	}
 	if names != nil && len(out) == 0 {
-		out = append(out, netio.MirrorDescription{Name: names[0], Err: fmt.Errorf("mirror %q: %w", names[0], kerr.ResourceNotFound)})
+		out = append(out, mirrord.MirrorDescription{Name: names[0], Err: fmt.Errorf("mirror %q: %w", names[0], kerr.ResourceNotFound)})
 	}
 	return out, nil
 }
@@ -214,7 +215,7 @@ func TestMirrorsTopicActions(t *testing.T) {
 
 func TestMirrorsTopicFailure(t *testing.T) {
 	admin, run := newCLI(t)
-	admin.topicResults = []netio.TopicResult{{Topic: "orders"}, {Topic: "tmp", Err: fmt.Errorf("tmp is not mirrored\n(really): %w", kerr.UnknownTopicOrPartition)}}
+	admin.topicResults = []mirrord.TopicResult{{Topic: "orders"}, {Topic: "tmp", Err: fmt.Errorf("tmp is not mirrored\n(really): %w", kerr.UnknownTopicOrPartition)}}
 	out, err := run("--pause", "--mirror", "m", "--topics", "orders,tmp")
 	wantOut := "Mirror m, topic orders: pause requested\nMirror m, topic tmp: failed: UNKNOWN_TOPIC_OR_PARTITION: tmp is not mirrored; (really): UNKNOWN_TOPIC_OR_PARTITION: This server does not host this topic-partition.\n"
 	if out != wantOut {
@@ -228,7 +229,7 @@ func TestMirrorsTopicFailure(t *testing.T) {
 
 func TestMirrorsList(t *testing.T) {
 	admin, run := newCLI(t)
-	admin.listing = []netio.MirrorListing{
+	admin.listing = []mirrord.MirrorListing{
 		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Topics: []string{"orders", "pay"}},
 		{Name: "west", SourceBootstrap: "west-1:9092"},
 	}
@@ -243,9 +244,9 @@ func TestMirrorsList(t *testing.T) {
 
 // describedFixture is a mirror with a mirroring, a failed (waiting for
 // --recover) and an unknown partition, and a mirror without topics.
-func describedFixture() []netio.MirrorDescription {
-	return []netio.MirrorDescription{
-		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []netio.MirrorPartitionStatus{
+func describedFixture() []mirrord.MirrorDescription {
+	return []mirrord.MirrorDescription{
+		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []mirrord.MirrorPartitionStatus{
 			{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 500 * time.Millisecond, LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1,
 				LagTime: 4 * time.Second, LeaderEpoch: 7, SourceLeaderEpoch: 7},
 			{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 80, LastMirrorEpoch: 4, LastMirrorOffset: 77,
@@ -317,10 +318,10 @@ func TestMirrorsDescribeJSON(t *testing.T) {
 // staleFixture is a mirror whose source stopped answering three minutes
 // ago: one partition's high watermark is stale (lag only a lower bound),
 // the other's fresh from before; and a mirror without topics.
-func staleFixture(since time.Time) []netio.MirrorDescription {
-	return []netio.MirrorDescription{
+func staleFixture(since time.Time) []mirrord.MirrorDescription {
+	return []mirrord.MirrorDescription{
 		{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", SourceUnreachableSince: since,
-			SourceError: "fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused", Partitions: []netio.MirrorPartitionStatus{
+			SourceError: "fetch from broker 1: dial tcp 127.0.0.1:9: connect: connection refused", Partitions: []mirrord.MirrorPartitionStatus{
 				{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 3 * time.Minute, Stale: true,
 					LogEndOffset: 1150, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 200 * time.Second, LeaderEpoch: 3, SourceLeaderEpoch: 3},
 				{Topic: "orders", Partition: 1, State: "MIRRORING", SourceHighWatermark: 40, SourceHighWatermarkAge: 300 * time.Millisecond,
@@ -522,7 +523,7 @@ func TestMirrorsCommandConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin := &cliAdmin{configs: map[string]map[string]string{}, listing: []netio.MirrorListing{{Name: "east", SourceBootstrap: "a:1"}}}
+	admin := &cliAdmin{configs: map[string]map[string]string{}, listing: []mirrord.MirrorListing{{Name: "east", SourceBootstrap: "a:1"}}}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() {

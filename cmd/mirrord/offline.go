@@ -2,9 +2,8 @@ package main
 
 import (
 	"fmt"
+	"github.com/mirrord/mirrord"
 	"io"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // describedOffline is one offline partition of --describe: its log could
@@ -16,7 +15,7 @@ type describedOffline struct {
 	Error     string `json:"error"`
 }
 
-func offlineRows(partitions []netio.OfflineLog) []describedOffline {
+func offlineRows(partitions []mirrord.OfflineLog) []describedOffline {
 	var rows []describedOffline
 	for _, p := range partitions {
 		rows = append(rows, describedOffline{Topic: p.Topic, Partition: p.Partition, Error: p.Error})

@@ -4,22 +4,21 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/mirrord/mirrord"
 	"reflect"
 	"strings"
 	"testing"
-
-	"github.com/mirrord/mirrord/netio"
 )
 
 // offlineBackend is cliBackend with offline partitions.
 type offlineBackend struct {
 	cliBackend
-	offline []netio.OfflineLog
+	offline []mirrord.OfflineLog
 }
 
-func (b offlineBackend) OfflineLogs() []netio.OfflineLog { return b.offline }
+func (b offlineBackend) OfflineLogs() []mirrord.OfflineLog { return b.offline }
 
-var offlineFixture = []netio.OfflineLog{
+var offlineFixture = []mirrord.OfflineLog{
 	{Topic: "orders", Partition: 1, Error: "logstore: corrupt: /data/orders-1/partition.metadata: topic id \"junk\""},
 	{Topic: "pay", Partition: 0, Error: "broker: pay-0: load producer state: magic 7, want 2"},
 }

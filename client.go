@@ -1,7 +1,7 @@
-package main
+package mirrord
 
 // The mirror administration of a node reached over its Kafka listener:
-// adminClient sends the mirror admin RPCs (mirrorwire, keys 1000-1008)
+// Client sends the mirror admin RPCs (mirrorwire, keys 1000-1008)
 // with a franz-go client and turns the answers into netio's types, the
 // inverse of netio/1000_mirror_admin.go. It has the method set of the
 // engine's own (netio.MirrorAdmin without LastMirrorEpochs), so the same
@@ -12,8 +12,7 @@ package main
 // and the node's message; a node that does not answer, or does not serve
 // the mirror RPCs, is an error naming the bootstrap servers.
 //
-// This file knows nothing of flags or printing: it is the embedding API's
-// remote Admin.
+// `mirrord mirrors` is built on it.
 
 import (
 	"context"
@@ -35,20 +34,21 @@ import (
 // connection to the node (a request is bounded by its ctx).
 const adminRequestTimeout = 60 * time.Second
 
-// adminClient administers the mirrors of one node over the network. It
-// is safe for concurrent use; Close releases it.
-type adminClient struct {
+// Client administers the mirrors of one node over the network: the
+// Admin of a node reached through its Kafka listener (Dial). It is safe
+// for concurrent use; Close releases it.
+type Client struct {
 	client    *kgo.Client
 	bootstrap string
-	served    map[int16]bool // the mirror keys the node advertises; read-only after dialAdmin
+	served    map[int16]bool // the mirror keys the node advertises; read-only after Dial
 }
 
-// dialAdmin connects to the node at bootstrap (HOST:PORT, comma-separated
+// Dial connects to the node at bootstrap (HOST:PORT, comma-separated
 // for several) and checks that it serves the mirror admin RPCs.
 // commandConfig holds the connection's security properties as Kafka's
 // tools take them (security.protocol, ssl.*, sasl.*; nil or empty:
 // PLAINTEXT), parsed as a mirror config's security keys are.
-func dialAdmin(ctx context.Context, bootstrap string, commandConfig map[string]string) (*adminClient, error) {
+func Dial(ctx context.Context, bootstrap string, commandConfig map[string]string) (*Client, error) {
 	security, err := adminSecurityOptions(commandConfig)
 	if err != nil {
 		return nil, err
@@ -78,7 +78,7 @@ func dialAdmin(ctx context.Context, bootstrap string, commandConfig map[string]s
 			served[key.ApiKey] = true
 		}
 	}
-	return &adminClient{client: client, bootstrap: bootstrap, served: served}, nil
+	return &Client{client: client, bootstrap: bootstrap, served: served}, nil
 }
 
 // adminSecurityOptions turns the connection's security properties into
@@ -97,10 +97,10 @@ func adminSecurityOptions(config map[string]string) ([]kgo.Opt, error) {
 }
 
 // Close closes the connections to the node.
-func (c *adminClient) Close() { c.client.Close() }
+func (c *Client) Close() { c.client.Close() }
 
 // request sends req, which the node must serve.
-func (c *adminClient) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
+func (c *Client) request(ctx context.Context, req kmsg.Request) (kmsg.Response, error) {
 	if !c.served[req.Key()] {
 		return nil, fmt.Errorf("%s does not serve %s (API key %d): not a mirrord node, or one without mirroring",
 			c.bootstrap, mirrorwire.KeyName(req.Key()), req.Key())
@@ -148,7 +148,7 @@ func kafkaError(code int16, message *string) error {
 
 // CreateMirror creates the mirror name with config (the mirror config
 // keys, bootstrap.servers required); the node validates them.
-func (c *adminClient) CreateMirror(ctx context.Context, name string, config map[string]string) error {
+func (c *Client) CreateMirror(ctx context.Context, name string, config map[string]string) error {
 	req := &mirrorwire.CreateClusterMirrorRequest{MirrorName: name}
 	keys := make([]string, 0, len(config))
 	for key := range config {
@@ -167,7 +167,7 @@ func (c *adminClient) CreateMirror(ctx context.Context, name string, config map[
 }
 
 // DeleteMirror deletes the mirror name.
-func (c *adminClient) DeleteMirror(ctx context.Context, name string) error {
+func (c *Client) DeleteMirror(ctx context.Context, name string) error {
 	resp, err := c.request(ctx, &mirrorwire.DeleteClusterMirrorRequest{MirrorName: name})
 	if err != nil {
 		return err
@@ -179,7 +179,7 @@ func (c *adminClient) DeleteMirror(ctx context.Context, name string) error {
 // SetTopicsDesiredState applies change to the topics of mirror that
 // topics selects and returns each topic's result, as the node gives them
 // (sorted by name); a failure of the whole request is the error.
-func (c *adminClient) SetTopicsDesiredState(ctx context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
+func (c *Client) SetTopicsDesiredState(ctx context.Context, mirror string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
 	req := &mirrorwire.MirrorTopicsRequest{Change: change, MirrorName: mirror, IncludePatterns: topics.Include, ExcludePatterns: topics.Exclude}
 	for _, name := range topics.Names {
 		req.Topics = append(req.Topics, mirrorwire.MirrorTopicsRequestTopic{TopicName: name})
@@ -201,7 +201,7 @@ func (c *adminClient) SetTopicsDesiredState(ctx context.Context, mirror string, 
 
 // ListMirrors lists the mirrors the node lets this client describe,
 // sorted by name, with their topics.
-func (c *adminClient) ListMirrors(ctx context.Context) ([]netio.MirrorListing, error) {
+func (c *Client) ListMirrors(ctx context.Context) ([]netio.MirrorListing, error) {
 	resp, err := c.request(ctx, &mirrorwire.ListClusterMirrorsRequest{IncludeTopicNames: true})
 	if err != nil {
 		return nil, err
@@ -223,7 +223,7 @@ func (c *adminClient) ListMirrors(ctx context.Context) ([]netio.MirrorListing, e
 // or every mirror, sorted by name, when names is nil. failedOnly keeps
 // only the FAILED partitions. Times and durations come to the
 // millisecond.
-func (c *adminClient) DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
+func (c *Client) DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
 	r, err := c.describe(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: names, FailedOnly: failedOnly})
 	if err != nil {
 		return nil, err
@@ -239,7 +239,7 @@ func (c *adminClient) DescribeMirrors(ctx context.Context, names []string, faile
 // opened (they answer KAFKA_STORAGE_ERROR), mirrored or not, sorted. It
 // is not part of the engine's MirrorAdmin: the node (broker.Node's
 // OfflineLogs) holds them.
-func (c *adminClient) OfflinePartitions(ctx context.Context) ([]netio.OfflineLog, error) {
+func (c *Client) OfflinePartitions(ctx context.Context) ([]netio.OfflineLog, error) {
 	r, err := c.describe(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{}}) // no mirror: the offline list only
 	if err != nil {
 		return nil, err
@@ -253,7 +253,7 @@ func (c *adminClient) OfflinePartitions(ctx context.Context) ([]netio.OfflineLog
 
 // describe sends a DescribeClusterMirrors request and checks the
 // top-level error.
-func (c *adminClient) describe(ctx context.Context, req *mirrorwire.DescribeClusterMirrorsRequest) (*mirrorwire.DescribeClusterMirrorsResponse, error) {
+func (c *Client) describe(ctx context.Context, req *mirrorwire.DescribeClusterMirrorsRequest) (*mirrorwire.DescribeClusterMirrorsResponse, error) {
 	resp, err := c.request(ctx, req)
 	if err != nil {
 		return nil, err
