@@ -39,16 +39,20 @@ const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--com
 actions:
   --create    --mirror NAME --mirror-config FILE    create a mirror; FILE is Java properties
                                                       (bootstrap.servers=... and the other mirror configs)
-  --start     --mirror NAME --topics LIST [--exclude LIST]
-                                                      start mirroring topics (failback for stopped ones)
+  --start     --mirror NAME --topics LIST [--exclude LIST] [--wait [--wait-timeout D]]
+                                                      start mirroring topics (failback for stopped ones);
+                                                      --wait: until every partition is caught up (default
+                                                      bound 1h), with progress on a terminal
   --stop      --mirror NAME --topics LIST [--exclude LIST] [--dry-run [--json]]
                                                       stop mirroring: the topics become writable with the
                                                       offsets they have (failover); --dry-run stops nothing
                                                       and reports, per partition, the lag in records and
                                                       time a stop now would leave behind, and per consumer
-                                                      group the records it would read again here
+                                                      group the records it would read again here;
+                                                      on a terminal the stop shows its progress
   --pause     --mirror NAME --topics LIST           pause fetching; the topics stay read-only
-  --resume    --mirror NAME --topics LIST           resume paused topics
+  --resume    --mirror NAME --topics LIST [--wait [--wait-timeout D]]
+                                                      resume paused topics
   --recover   --mirror NAME --topics LIST           retry FAILED partitions now
   --delete    --mirror NAME                         delete a mirror
   --list                                            list the mirrors
@@ -80,7 +84,7 @@ func mirrorsCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err == nil {
-		ctx, cancel := context.WithTimeout(ctx, mirrorsTimeout)
+		ctx, cancel := context.WithTimeout(ctx, commandTimeout(opts)) // mirrors_wait.go
 		defer cancel()
 		err = runMirrorsAction(ctx, opts, out)
 	}
@@ -106,16 +110,18 @@ type mirrorsOptions struct {
 	exclude       string
 	json, failed  bool
 	dryRun        bool // --stop --dry-run: report what a stop would leave behind
+	wait          bool // --start/--resume --wait: until caught up (mirrors_wait.go)
+	waitTimeout   time.Duration
 }
 
 // mirrorsActions lists, per action, the options it requires and those it
 // allows besides.
 var mirrorsActions = map[string]struct{ required, optional []string }{
 	"create":   {[]string{"mirror", "mirror-config"}, nil},
-	"start":    {[]string{"mirror", "topics"}, []string{"exclude"}},
+	"start":    {[]string{"mirror", "topics"}, []string{"exclude", "wait", "wait-timeout"}},
 	"stop":     {[]string{"mirror", "topics"}, []string{"exclude", "dry-run", "json"}},
 	"pause":    {[]string{"mirror", "topics"}, nil},
-	"resume":   {[]string{"mirror", "topics"}, nil},
+	"resume":   {[]string{"mirror", "topics"}, []string{"wait", "wait-timeout"}},
 	"recover":  {[]string{"mirror", "topics"}, nil},
 	"delete":   {[]string{"mirror"}, nil},
 	"list":     {nil, nil},
@@ -136,6 +142,8 @@ func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
 	flags.BoolVar(&opts.json, "json", false, "describe as JSON")
 	flags.BoolVar(&opts.failed, "failed", false, "describe only FAILED partitions")
 	flags.BoolVar(&opts.dryRun, "dry-run", false, "with --stop: report the lag a stop now would leave behind, stop nothing")
+	flags.BoolVar(&opts.wait, "wait", false, "with --start, --resume: wait until every partition is caught up")
+	flags.DurationVar(&opts.waitTimeout, "wait-timeout", waitTimeoutDefault, "with --wait: how long to wait at most")
 	actions := map[string]*bool{}
 	for action := range mirrorsActions {
 		actions[action] = flags.Bool(action, false, action)
@@ -221,13 +229,16 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 		if opts.dryRun {
 			return stopDryRun(ctx, client, opts, out)
 		}
-		return changeMirrorTopics(ctx, client, opts, out)
+		return stopWithProgress(ctx, opts, out, func(out io.Writer) error { return changeMirrorTopics(ctx, client, opts, out) }) // mirrors_wait.go
 	case "list":
 		return listMirrors(ctx, client, out)
 	case "describe":
 		return describeMirrors(ctx, client, opts, out)
 	}
-	return changeMirrorTopics(ctx, client, opts, out)
+	if err := changeMirrorTopics(ctx, client, opts, out); err != nil || !opts.wait {
+		return err
+	}
+	return waitMirroring(ctx, opts, out) // mirrors_wait.go
 }
 
 // commandConfigOptions reads --command-config (none: PLAINTEXT) with the

@@ -1,0 +1,295 @@
+package main
+
+// The long operations of `mirrord mirrors` and their progress
+// (progress.go draws it):
+//
+//   - `--start --wait` (and `--resume --wait`) waits, after the request,
+//     until every partition of the selected topics is MIRRORING and caught
+//     up (lag 0 at one describe). A failback first walks its partitions
+//     through LOG_ALIGNMENT (the truncation to the last mirror epoch):
+//     the progress counts the partitions past it, then the ones caught up
+//     and the records left. The wait ends with one line, "Mirror m: N
+//     partitions caught up in D.", printed on a terminal and on a pipe
+//     alike; without --wait nothing changes. The wait fails at once when a
+//     partition is FAILED for good (waiting for --recover), and at
+//     --wait-timeout.
+//   - `--stop` answers once every partition is STOPPED: on a terminal,
+//     while it blocks, a second connection polls DescribeClusterMirrors
+//     and the progress counts the STOPPED partitions; the line that ends
+//     it ("Mirror m: N/N partitions stopped in D.") is followed by the
+//     usual result lines. On a pipe --stop prints what it always did.
+//
+// Polls run at an interval that follows the describe's cost (four times
+// its duration), bounded by waitPollMin and waitPollMax.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/mirrord/mirrord/mirrorwire"
+	"github.com/mirrord/mirrord/netio"
+)
+
+const (
+	waitPollMin = 100 * time.Millisecond
+	waitPollMax = 2 * time.Second
+	// waitTimeoutDefault is --wait-timeout's default.
+	waitTimeoutDefault = time.Hour
+)
+
+// errWaitFailed is a --wait that ended on a partition FAILED for good.
+var errWaitFailed = errors.New("partition failed")
+
+// commandTimeout bounds the whole command: mirrorsTimeout, and with --wait
+// the wait's own bound besides.
+func commandTimeout(opts mirrorsOptions) time.Duration {
+	if opts.wait {
+		return mirrorsTimeout + opts.waitTimeout
+	}
+	return mirrorsTimeout
+}
+
+// partitionsDescriber returns the partitions of the mirror the command
+// names, sorted by topic and partition.
+type partitionsDescriber func(ctx context.Context) ([]netio.MirrorPartitionStatus, error)
+
+// dialDescriber opens the connection the progress polls on, its own (a
+// --stop blocks the command's connection), and returns the describer and
+// the connection's closer. The one seam between the progress and the
+// admin client.
+func dialDescriber(ctx context.Context, opts mirrorsOptions) (partitionsDescriber, func(), error) {
+	security, err := commandConfigOptions(opts.commandConfig)
+	if err != nil {
+		return nil, nil, err
+	}
+	client, err := dialMirrors(ctx, opts.bootstrap, security...)
+	if err != nil {
+		return nil, nil, err
+	}
+	describe := func(ctx context.Context) ([]netio.MirrorPartitionStatus, error) {
+		resp, err := client.request(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{opts.mirror}})
+		if err != nil {
+			return nil, err
+		}
+		r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
+		if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
+			return nil, fmt.Errorf("describe: %w", err)
+		}
+		var partitions []netio.MirrorPartitionStatus
+		for _, m := range r.Mirrors {
+			if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
+				return nil, fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
+			}
+			for _, t := range m.Topics {
+				for _, p := range t.Partitions {
+					partitions = append(partitions, netio.MirrorPartitionStatus{Topic: t.TopicName, Partition: p.PartitionIndex,
+						State: p.StateValue, Error: stringOrEmpty(p.ErrorMessage), RetryCount: p.RetryAttempt,
+						SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, Stale: p.Lag < 0 && p.LagLowerBound >= 0})
+				}
+			}
+		}
+		return partitions, nil
+	}
+	return describe, client.Close, nil
+}
+
+// selectedPartitions keeps the partitions of the topics the command
+// selects (--topics, --exclude), and lists the topics named in --topics
+// that have none yet.
+func selectedPartitions(opts mirrorsOptions, partitions []netio.MirrorPartitionStatus) (selected []netio.MirrorPartitionStatus, missing []string, err error) {
+	selects, err := topicSelector(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	seen := map[string]bool{} // bounded by the mirror's topics
+	for _, p := range partitions {
+		if selects(p.Topic) {
+			selected = append(selected, p)
+			seen[p.Topic] = true
+		}
+	}
+	for _, item := range splitMirrorsList(opts.topics) {
+		if isTopicName(item) && selects(item) && !seen[item] {
+			missing = append(missing, item)
+		}
+	}
+	return selected, missing, nil
+}
+
+// mirroringStep is the progress of a start towards every partition
+// caught up: the partitions past log alignment while some are aligning,
+// then the partitions caught up and the records left. done: every
+// partition caught up. A partition FAILED for good is an error.
+func mirroringStep(partitions []netio.MirrorPartitionStatus) (step progressStep, done bool, err error) {
+	aligning, caughtUp := 0, 0
+	var recordsLeft int64
+	for _, p := range partitions {
+		switch p.State {
+		case "UNKNOWN", "STOPPED", "LOG_ALIGNMENT":
+			aligning++
+		case "FAILED":
+			if p.RetryCount < 0 {
+				return step, false, fmt.Errorf("%w: %s-%d: %s (waits for --recover)", errWaitFailed, p.Topic, p.Partition, oneLine(p.Error))
+			}
+		case "MIRRORING":
+			if p.Lag() == 0 {
+				caughtUp++
+			}
+		}
+		recordsLeft += max(p.LagAtLeast(), 0)
+	}
+	total := len(partitions)
+	if aligning > 0 {
+		return progressStep{Done: total - aligning, Total: total, Doing: "aligned", Left: int64(aligning), Unit: "partitions"}, false, nil
+	}
+	step = progressStep{Done: caughtUp, Total: total, Doing: "caught up", Left: recordsLeft, Unit: "records"}
+	return step, total > 0 && caughtUp == total, nil
+}
+
+// stoppedStep is the progress of a stop: the partitions STOPPED.
+func stoppedStep(partitions []netio.MirrorPartitionStatus) progressStep {
+	stopped := 0
+	for _, p := range partitions {
+		if p.State == "STOPPED" {
+			stopped++
+		}
+	}
+	return progressStep{Done: stopped, Total: len(partitions), Doing: "stopped", Left: int64(len(partitions) - stopped), Unit: "partitions"}
+}
+
+// poller paces the polls: the interval is four times the last describe's
+// duration, within [waitPollMin, waitPollMax].
+type poller struct {
+	describe partitionsDescriber
+	interval time.Duration
+}
+
+// poll describes, then waits the interval (or until ctx ends).
+func (p *poller) poll(ctx context.Context) ([]netio.MirrorPartitionStatus, error) {
+	start := time.Now()
+	partitions, err := p.describe(ctx)
+	p.interval = min(max(4*time.Since(start), waitPollMin), waitPollMax)
+	return partitions, err
+}
+
+// pause waits the interval or until ctx ends.
+func (p *poller) pause(ctx context.Context) error {
+	timer := time.NewTimer(p.interval)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
+// waitMirroring is --start/--resume --wait: it polls until every
+// selected partition is caught up, drawing the progress on a terminal, and
+// ends with one line on out.
+func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
+	start := time.Now()
+	describe, closeDescriber, err := dialDescriber(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer closeDescriber()
+	ctx, cancel := context.WithTimeout(ctx, opts.waitTimeout)
+	defer cancel()
+	line := newProgressLine(out, "Mirror "+opts.mirror, time.Now)
+	polls := &poller{describe: describe}
+	for {
+		described, err := polls.poll(ctx)
+		if err != nil {
+			line.finish("")
+			return fmt.Errorf("--wait: %w", err)
+		}
+		partitions, missing, err := selectedPartitions(opts, described)
+		if err != nil {
+			line.finish("")
+			return err
+		}
+		step, done, err := mirroringStep(partitions)
+		if err != nil {
+			line.finish("")
+			return fmt.Errorf("--wait: %w", err)
+		}
+		if done && len(missing) == 0 {
+			line.finish("")
+			_, err := fmt.Fprintf(out, "Mirror %s: %d partitions caught up in %s.\n", opts.mirror, step.Total, durationText(time.Since(start)))
+			return err
+		}
+		line.update(step)
+		if err := polls.pause(ctx); err != nil {
+			line.finish("")
+			return fmt.Errorf("--wait: %d/%d partitions %s after %s, topics without partitions %v: %w",
+				step.Done, step.Total, step.Doing, durationText(time.Since(start)), missing, err)
+		}
+	}
+}
+
+// stopWithProgress runs stop (the --stop request and its result lines on
+// out) and, on a terminal, draws the STOPPED partitions while the request
+// blocks. The progress ends, with its final line, before the first result
+// line is written; on anything but a terminal, stop runs alone.
+func stopWithProgress(ctx context.Context, opts mirrorsOptions, out io.Writer, stop func(out io.Writer) error) error {
+	line := newProgressLine(out, "Mirror "+opts.mirror, time.Now)
+	if !line.active() {
+		return stop(out)
+	}
+	start := time.Now()
+	describe, closeDescriber, err := dialDescriber(ctx, opts)
+	if err != nil {
+		return err
+	}
+	defer closeDescriber()
+	pollCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { // the line's owner until done closes
+		defer close(done)
+		polls := &poller{describe: describe}
+		for {
+			if described, err := polls.poll(pollCtx); err == nil { // a failed poll skips a redraw
+				if partitions, _, err := selectedPartitions(opts, described); err == nil {
+					line.update(stoppedStep(partitions))
+				}
+			}
+			if polls.pause(pollCtx) != nil {
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	end := func() { // the final line, once the poller is gone
+		once.Do(func() {
+			cancel()
+			<-done
+			described, err := describe(ctx)
+			if err != nil {
+				line.finish("")
+				return
+			}
+			partitions, _, err := selectedPartitions(opts, described)
+			if err != nil {
+				line.finish("")
+				return
+			}
+			step := stoppedStep(partitions)
+			line.finish(fmt.Sprintf("Mirror %s: %d/%d partitions stopped in %s.", opts.mirror, step.Done, step.Total, durationText(time.Since(start))))
+		})
+	}
+	defer end()
+	return stop(writerFunc(func(b []byte) (int, error) {
+		end()
+		return out.Write(b)
+	}))
+}
+
+// writerFunc is a function as an io.Writer.
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
