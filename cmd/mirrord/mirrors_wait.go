@@ -125,7 +125,7 @@ func selectedPartitions(opts mirrorsOptions, partitions []netio.MirrorPartitionS
 // then the partitions caught up and the records left. done: every
 // partition caught up. A partition FAILED for good is an error.
 func mirroringStep(partitions []netio.MirrorPartitionStatus) (step progressStep, done bool, err error) {
-	aligning, caughtUp := 0, 0
+	aligning, caughtUp, unknown := 0, 0, false
 	var recordsLeft int64
 	for _, p := range partitions {
 		switch p.State {
@@ -141,12 +141,13 @@ func mirroringStep(partitions []netio.MirrorPartitionStatus) (step progressStep,
 			}
 		}
 		recordsLeft += max(p.LagAtLeast(), 0)
+		unknown = unknown || p.Lag() < 0
 	}
 	total := len(partitions)
 	if aligning > 0 {
 		return progressStep{Done: total - aligning, Total: total, Doing: "aligned", Left: int64(aligning), Unit: "partitions"}, false, nil
 	}
-	step = progressStep{Done: caughtUp, Total: total, Doing: "caught up", Left: recordsLeft, Unit: "records"}
+	step = progressStep{Done: caughtUp, Total: total, Doing: "caught up", Left: recordsLeft, Unit: "records", LeftAtLeast: unknown}
 	return step, total > 0 && caughtUp == total, nil
 }
 

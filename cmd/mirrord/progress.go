@@ -67,6 +67,10 @@ type progressStep struct {
 	// of decrease gives the ETA. A change of Unit starts a new rate.
 	Left int64
 	Unit string
+	// LeftAtLeast: Left is only a lower bound (some partitions' lag is
+	// not known yet); such a sample has no ETA, and the rate starts anew
+	// after it.
+	LeftAtLeast bool
 }
 
 // progressLine draws the progress of one operation. It is used by one
@@ -119,6 +123,10 @@ func (p *progressLine) update(step progressStep) {
 
 // sample folds step into the smoothed rate.
 func (p *progressLine) sample(step progressStep, now time.Time) {
+	if step.LeftAtLeast {
+		p.lastAt, p.rated = time.Time{}, false
+		return
+	}
 	if step.Unit != p.unit || p.lastAt.IsZero() {
 		p.unit, p.lastLeft, p.lastAt, p.rated = step.Unit, step.Left, now, false
 		return
@@ -157,13 +165,17 @@ func (p *progressLine) text(step progressStep) string {
 		return p.label + ": waiting for the partitions"
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %d/%d partitions %s (%d%%), %d %s left", p.label, step.Done, step.Total, step.Doing,
-		int64(step.Done)*100/int64(step.Total), step.Left, step.Unit)
+	atLeast := ""
+	if step.LeftAtLeast {
+		atLeast = "at least "
+	}
+	fmt.Fprintf(&b, "%s: %d/%d partitions %s (%d%%), %s%d %s left", p.label, step.Done, step.Total, step.Doing,
+		int64(step.Done)*100/int64(step.Total), atLeast, step.Left, step.Unit)
 	if p.rated && p.rate > 0 {
 		fmt.Fprintf(&b, " at %s/s", rateText(p.rate))
 	}
 	b.WriteString(", ETA ")
-	if eta, ok := p.eta(step.Left); ok {
+	if eta, ok := p.eta(step.Left); ok && !step.LeftAtLeast {
 		b.WriteString(durationText(eta))
 	} else {
 		b.WriteString("-")
