@@ -235,10 +235,10 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 	case "describe":
 		return describeMirrors(ctx, client, opts, out)
 	}
-	if err := changeMirrorTopics(ctx, client, opts, out); err != nil || !opts.wait {
-		return err
+	if opts.wait {
+		return startAndWait(ctx, opts, out, func(out io.Writer) error { return changeMirrorTopics(ctx, client, opts, out) }) // mirrors_wait.go
 	}
-	return waitMirroring(ctx, opts, out) // mirrors_wait.go
+	return changeMirrorTopics(ctx, client, opts, out)
 }
 
 // commandConfigOptions reads --command-config (none: PLAINTEXT) with the

@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/mirrordtest/faultproxy"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -206,16 +207,16 @@ func TestMirrorsProgressCatchUp(t *testing.T) {
 	source := startTestNode(ctx, t, filepath.Join(base, "source"))
 	target := startTestNode(ctx, t, filepath.Join(base, "target"))
 	const partitions, catchUpBatches = 200, 10
-	for _, topic := range []string{"slow", "piped"} {
+	for topic, batches := range map[string]int{"slow": catchUpBatches, "piped": 1} {
 		if _, err := source.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
 			t.Fatal(err)
 		}
-		produceEach(ctx, t, source.addr, topic, partitions, catchUpBatches, 400)
+		produceEach(ctx, t, source.addr, topic, partitions, batches, 400)
 	}
-	// A fetch answers 4 KiB at most, and half the frames or more wait
-	// 40ms: 200 partitions of 10 batches of ~470 bytes take 230 fetches
-	// or more, 4.6s or more.
-	proxy := stalledProxy(t, source.addr, 40*time.Millisecond)
+	// A fetch answers 1 KiB a partition, 4 KiB at most, and half the
+	// frames or more wait 100ms: the 2,000 batches of ~470 bytes take
+	// seconds, several polls (at most waitPollMax apart).
+	proxy := stalledProxy(t, source.addr, 100*time.Millisecond)
 	proxy.SetFaults(true)
 	createTestMirror(ctx, t, target, "m", proxy.Addr(), map[string]string{"fetch.response.max.bytes": "4096", "fetch.max.bytes": "1024"})
 
@@ -229,14 +230,14 @@ func TestMirrorsProgressCatchUp(t *testing.T) {
 	if !regexp.MustCompile(`^Mirror m, topic slow: start requested\nMirror m: 200 partitions caught up in [0-9hms<]+\.\n$`).MatchString(text) {
 		t.Errorf("terminal text %q", text)
 	}
-	checkProgress(t, progress, "caught up", "records", partitions)
+	checkProgress(t, progress, "caught up", "records", partitions, true)
 	waitPartitions(ctx, t, target, "m", []string{"slow"}, partitions, func(p netio.MirrorPartitionStatus) bool { return p.LogEndOffset == catchUpBatches })
 
 	piped, err := runPiped(ctx, t, target.addr, "--start", "--mirror", "m", "--topics", "piped", "--wait")
 	if err != nil || !regexp.MustCompile(`^Mirror m, topic piped: start requested\nMirror m: 200 partitions caught up in [0-9hms<]+\.\n$`).MatchString(piped) {
 		t.Errorf("piped: %q, %v", piped, err)
 	}
-	waitPartitions(ctx, t, target, "m", []string{"piped"}, partitions, func(p netio.MirrorPartitionStatus) bool { return p.LogEndOffset == catchUpBatches })
+	waitPartitions(ctx, t, target, "m", []string{"piped"}, partitions, func(p netio.MirrorPartitionStatus) bool { return p.LogEndOffset == 1 })
 	// Without --wait nothing changes: the result line alone.
 	piped, err = runPiped(ctx, t, target.addr, "--start", "--mirror", "m", "--topics", "piped")
 	if err != nil || piped != "Mirror m, topic piped: start requested\n" {
@@ -245,12 +246,12 @@ func TestMirrorsProgressCatchUp(t *testing.T) {
 }
 
 // checkProgress requires progress lines that count doing of total
-// partitions in unit, with counts that never exceed total, and one of
-// them at least with a rate and an ETA in time.
-func checkProgress(t *testing.T, progress []string, doing, unit string, total int) {
+// partitions in unit and, if rated, one of them at least with a rate and
+// an ETA in time.
+func checkProgress(t *testing.T, progress []string, doing, unit string, total int, rated bool) {
 	t.Helper()
 	counted := regexp.MustCompile(`^Mirror [a-z-]+: (\d+)/(\d+) partitions ` + doing + ` \(\d+%\), \d+ ` + unit + ` left`)
-	rated, seen := false, 0
+	hasRate, seen := false, 0
 	for _, line := range progress {
 		match := counted.FindStringSubmatch(line)
 		if match == nil {
@@ -260,9 +261,124 @@ func checkProgress(t *testing.T, progress []string, doing, unit string, total in
 		if match[2] != fmt.Sprint(total) {
 			t.Errorf("progress line %q: total %s, want %d", line, match[2], total)
 		}
-		rated = rated || regexp.MustCompile(`/s, ETA (0s|<1s|\d+s|\d+m\d\ds)$`).MatchString(line)
+		hasRate = hasRate || regexp.MustCompile(`/s, ETA (0s|<1s|\d+s|\d+m\d\ds)$`).MatchString(line)
 	}
-	if seen == 0 || !rated {
-		t.Errorf("%d progress lines of partitions %s (one with an ETA: %v): %q", seen, doing, rated, progress)
+	if seen == 0 || rated && !hasRate {
+		t.Errorf("%d progress lines of partitions %s (one with an ETA: %v): %q", seen, doing, hasRate, progress)
+	}
+}
+
+// A stop of 500 partitions: on a terminal the STOPPED partitions are drawn
+// from before the request until it answers, then the line that ends the
+// progress and the usual result line; piped, the result line alone.
+func TestMirrorsProgressStop(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), progressTestDeadline)
+	defer cancel()
+	base := t.TempDir()
+	source := startTestNode(ctx, t, filepath.Join(base, "source"))
+	target := startTestNode(ctx, t, filepath.Join(base, "target"))
+	const partitions = 500
+	topics := []string{"stop-tty", "stop-piped"}
+	for _, topic := range topics {
+		if _, err := source.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	createTestMirror(ctx, t, target, "m", source.addr, nil)
+	if _, err := target.node.Mirrors().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
+		t.Fatal(err)
+	}
+	waitPartitions(ctx, t, target, "m", topics, 2*partitions, func(p netio.MirrorPartitionStatus) bool { return p.State == "MIRRORING" })
+
+	start := time.Now()
+	screen, err := runOnTerminal(ctx, t, target.addr, "--stop", "--mirror", "m", "--topics", "stop-tty")
+	if err != nil {
+		t.Fatalf("--stop: %v\n%q", err, screen)
+	}
+	progress, text := splitScreen(t, screen)
+	t.Logf("stopped in %v, %d progress lines:\n%s", time.Since(start), len(progress), strings.Join(progress, "\n"))
+	if !regexp.MustCompile(`^Mirror m: 500/500 partitions stopped in [0-9hms<]+\.\nMirror m, topic stop-tty: stopped: writable\n$`).MatchString(text) {
+		t.Errorf("terminal text %q", text)
+	}
+	checkProgress(t, progress, "stopped", "partitions", partitions, false)
+	if len(progress) > 0 && !strings.HasPrefix(progress[0], "Mirror m: 0/500 partitions stopped (0%), 500 partitions left, ETA -") {
+		t.Errorf("first progress line %q, want the 500 partitions to stop", progress[0])
+	}
+
+	piped, err := runPiped(ctx, t, target.addr, "--stop", "--mirror", "m", "--topics", "stop-piped")
+	if err != nil || piped != "Mirror m, topic stop-piped: stopped: writable\n" {
+		t.Errorf("piped: %q, %v", piped, err)
+	}
+	waitPartitions(ctx, t, target, "m", topics, 2*partitions, func(p netio.MirrorPartitionStatus) bool { return p.State == "STOPPED" })
+}
+
+// Failback with truncation, 2 topics of 100 partitions: B mirrored A,
+// stopped and took writes; A wrote past the mirror too. A mirrors B back
+// through a slow link: on a terminal `--start --wait` draws the partitions
+// past log alignment (A truncates what it wrote), then those caught up
+// with B's writes; piped, the result line and the line that ends the wait.
+func TestMirrorsProgressFailback(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), progressTestDeadline)
+	defer cancel()
+	base := t.TempDir()
+	a := startTestNode(ctx, t, filepath.Join(base, "a"))
+	b := startTestNode(ctx, t, filepath.Join(base, "b"))
+	const partitions = 100
+	topics := []string{"back-tty", "back-piped"}
+	for _, topic := range topics {
+		if _, err := a.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
+			t.Fatal(err)
+		}
+		produceEach(ctx, t, a.addr, topic, partitions, 3, 100)
+	}
+	createTestMirror(ctx, t, b, "a-to-b", a.addr, nil)
+	if _, err := b.node.Mirrors().SetTopicsDesiredState(ctx, "a-to-b", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
+		t.Fatal(err)
+	}
+	waitPartitions(ctx, t, b, "a-to-b", topics, 2*partitions, func(p netio.MirrorPartitionStatus) bool { return p.State == "MIRRORING" && p.LogEndOffset == 3 })
+	if _, err := b.node.Mirrors().SetTopicsDesiredState(ctx, "a-to-b", netio.StopMirroring, netio.TopicSelection{Names: topics}); err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range topics {
+		produceEach(ctx, t, b.addr, topic, partitions, 5, 100) // to mirror back
+		produceEach(ctx, t, a.addr, topic, partitions, 2, 100) // to truncate
+	}
+	bEnd := int64(3 + 1 + 5) // the stop's marker takes an offset
+
+	proxy := stalledProxy(t, b.addr, 500*time.Millisecond)
+	proxy.SetFaults(true)
+	createTestMirror(ctx, t, a, "b-to-a", proxy.Addr(), nil)
+	start := time.Now()
+	screen, err := runOnTerminal(ctx, t, a.addr, "--start", "--mirror", "b-to-a", "--topics", "back-tty", "--wait")
+	if err != nil {
+		t.Fatalf("--start --wait: %v\n%q", err, screen)
+	}
+	progress, text := splitScreen(t, screen)
+	t.Logf("failed back in %v, %d progress lines:\n%s", time.Since(start), len(progress), strings.Join(progress, "\n"))
+	if !regexp.MustCompile(`^Mirror b-to-a, topic back-tty: start requested\nMirror b-to-a: 100 partitions caught up in [0-9hms<]+\.\n$`).MatchString(text) {
+		t.Errorf("terminal text %q", text)
+	}
+	checkProgress(t, progress, "aligned", "partitions", partitions, false)
+	checkProgress(t, progress, "caught up", "records", partitions, false)
+	waitPartitions(ctx, t, a, "b-to-a", []string{"back-tty"}, partitions, func(p netio.MirrorPartitionStatus) bool { return p.LogEndOffset == bEnd })
+	checkTruncated(t, filepath.Join(base, "a"), "back-tty", partitions)
+
+	piped, err := runPiped(ctx, t, a.addr, "--start", "--mirror", "b-to-a", "--topics", "back-piped", "--wait")
+	if err != nil || !regexp.MustCompile(`^Mirror b-to-a, topic back-piped: start requested\nMirror b-to-a: 100 partitions caught up in [0-9hms<]+\.\n$`).MatchString(piped) {
+		t.Errorf("piped: %q, %v", piped, err)
+	}
+	waitPartitions(ctx, t, a, "b-to-a", []string{"back-piped"}, partitions, func(p netio.MirrorPartitionStatus) bool { return p.LogEndOffset == bEnd })
+	checkTruncated(t, filepath.Join(base, "a"), "back-piped", partitions)
+}
+
+// checkTruncated requires, for each partition of topic, the file in which
+// failback kept what it truncated.
+func checkTruncated(t *testing.T, dataDir, topic string, partitions int) {
+	t.Helper()
+	for p := range partitions {
+		kept, err := filepath.Glob(filepath.Join(dataDir, logstore.TruncatedDir, fmt.Sprintf("%s-%d", topic, p), "*.batches"))
+		if err != nil || len(kept) != 1 {
+			t.Fatalf("%s-%d: truncated batches kept in %v (%v), want one file", topic, p, kept, err)
+		}
 	}
 }

@@ -19,8 +19,8 @@ package main
 //     it ("Mirror m: N/N partitions stopped in D.") is followed by the
 //     usual result lines. On a pipe --stop prints what it always did.
 //
-// Polls run at an interval that follows the describe's cost (four times
-// its duration), bounded by waitPollMin and waitPollMax.
+// Polls run at an interval that follows the describe's cost (twice its
+// duration), bounded by waitPollMin and waitPollMax.
 
 import (
 	"context"
@@ -36,7 +36,7 @@ import (
 
 const (
 	waitPollMin = 100 * time.Millisecond
-	waitPollMax = 2 * time.Second
+	waitPollMax = time.Second
 	// waitTimeoutDefault is --wait-timeout's default.
 	waitTimeoutDefault = time.Hour
 )
@@ -162,7 +162,7 @@ func stoppedStep(partitions []netio.MirrorPartitionStatus) progressStep {
 	return progressStep{Done: stopped, Total: len(partitions), Doing: "stopped", Left: int64(len(partitions) - stopped), Unit: "partitions"}
 }
 
-// poller paces the polls: the interval is four times the last describe's
+// poller paces the polls: the interval is twice the last describe's
 // duration, within [waitPollMin, waitPollMax].
 type poller struct {
 	describe partitionsDescriber
@@ -173,7 +173,7 @@ type poller struct {
 func (p *poller) poll(ctx context.Context) ([]netio.MirrorPartitionStatus, error) {
 	start := time.Now()
 	partitions, err := p.describe(ctx)
-	p.interval = min(max(4*time.Since(start), waitPollMin), waitPollMax)
+	p.interval = min(max(2*time.Since(start), waitPollMin), waitPollMax)
 	return partitions, err
 }
 
@@ -189,102 +189,131 @@ func (p *poller) pause(ctx context.Context) error {
 	}
 }
 
-// waitMirroring is --start/--resume --wait: it polls until every
-// selected partition is caught up, drawing the progress on a terminal, and
-// ends with one line on out.
-func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer) error {
-	start := time.Now()
+// startAndWait is --start/--resume --wait: it runs start (the request and
+// its result lines on the writer it is given), then polls until every
+// selected partition is caught up, and ends with one line on out. On a
+// terminal the progress is drawn from before the request, and while it
+// blocks (the log alignment of a failback runs within it).
+func startAndWait(ctx context.Context, opts mirrorsOptions, out io.Writer, start func(out io.Writer) error) error {
+	begin := time.Now()
 	describe, closeDescriber, err := dialDescriber(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer closeDescriber()
-	ctx, cancel := context.WithTimeout(ctx, opts.waitTimeout)
-	defer cancel()
 	line := newProgressLine(out, "Mirror "+opts.mirror, time.Now)
 	polls := &poller{describe: describe}
+	if line.active() {
+		stepOf := func(partitions []netio.MirrorPartitionStatus) progressStep {
+			step, _, _ := mirroringStep(partitions) // a failure is the wait's to report
+			return step
+		}
+		err = progressDuring(ctx, opts, line, polls, stepOf, out, start, line.erase)
+	} else {
+		err = start(out)
+	}
+	if err != nil {
+		line.finish("")
+		return err
+	}
+	err = waitMirroring(ctx, opts, out, line, polls, begin)
+	line.finish("")
+	return err
+}
+
+// waitMirroring polls until every selected partition is caught up,
+// drawing the progress on line, and ends with one line on out.
+func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer, line *progressLine, polls *poller, begin time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, opts.waitTimeout)
+	defer cancel()
 	for {
 		described, err := polls.poll(ctx)
 		if err != nil {
-			line.finish("")
 			return fmt.Errorf("--wait: %w", err)
 		}
 		partitions, missing, err := selectedPartitions(opts, described)
 		if err != nil {
-			line.finish("")
 			return err
 		}
 		step, done, err := mirroringStep(partitions)
 		if err != nil {
-			line.finish("")
 			return fmt.Errorf("--wait: %w", err)
 		}
 		if done && len(missing) == 0 {
 			line.finish("")
-			_, err := fmt.Fprintf(out, "Mirror %s: %d partitions caught up in %s.\n", opts.mirror, step.Total, durationText(time.Since(start)))
+			_, err := fmt.Fprintf(out, "Mirror %s: %d partitions caught up in %s.\n", opts.mirror, step.Total, durationText(time.Since(begin)))
 			return err
 		}
 		line.update(step)
 		if err := polls.pause(ctx); err != nil {
-			line.finish("")
 			return fmt.Errorf("--wait: %d/%d partitions %s after %s, topics without partitions %v: %w",
-				step.Done, step.Total, step.Doing, durationText(time.Since(start)), missing, err)
+				step.Done, step.Total, step.Doing, durationText(time.Since(begin)), missing, err)
 		}
 	}
 }
 
 // stopWithProgress runs stop (the --stop request and its result lines on
-// out) and, on a terminal, draws the STOPPED partitions while the request
-// blocks. The progress ends, with its final line, before the first result
-// line is written; on anything but a terminal, stop runs alone.
+// the writer it is given) and, on a terminal, draws the STOPPED partitions
+// from before the request and while it blocks, and the line that ends the
+// progress before the first result line. On anything but a terminal, stop
+// runs alone.
 func stopWithProgress(ctx context.Context, opts mirrorsOptions, out io.Writer, stop func(out io.Writer) error) error {
 	line := newProgressLine(out, "Mirror "+opts.mirror, time.Now)
 	if !line.active() {
 		return stop(out)
 	}
-	start := time.Now()
+	begin := time.Now()
 	describe, closeDescriber, err := dialDescriber(ctx, opts)
 	if err != nil {
 		return err
 	}
 	defer closeDescriber()
+	ending := func() {
+		final := ""
+		if described, err := describe(ctx); err == nil {
+			if partitions, _, err := selectedPartitions(opts, described); err == nil {
+				step := stoppedStep(partitions)
+				final = fmt.Sprintf("Mirror %s: %d/%d partitions stopped in %s.", opts.mirror, step.Done, step.Total, durationText(time.Since(begin)))
+			}
+		}
+		line.finish(final)
+	}
+	return progressDuring(ctx, opts, line, &poller{describe: describe}, stoppedStep, out, stop, ending)
+}
+
+// progressDuring runs request, which writes its result lines to the
+// writer it is given, with the progress drawn on line (a terminal's) from
+// a describe before it and from polls on another goroutine while it
+// blocks. The polls end, and ending runs, before request writes its first
+// line, or once it returns.
+func progressDuring(ctx context.Context, opts mirrorsOptions, line *progressLine, polls *poller, stepOf func([]netio.MirrorPartitionStatus) progressStep,
+	out io.Writer, request func(out io.Writer) error, ending func()) error {
+	draw := func(ctx context.Context) { // a failed poll skips a redraw
+		if described, err := polls.poll(ctx); err == nil {
+			if partitions, _, err := selectedPartitions(opts, described); err == nil {
+				line.update(stepOf(partitions))
+			}
+		}
+	}
+	draw(ctx)
 	pollCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
-	go func() { // the line's owner until done closes
+	go func() { // line's owner until done closes
 		defer close(done)
-		polls := &poller{describe: describe}
-		for {
-			if described, err := polls.poll(pollCtx); err == nil { // a failed poll skips a redraw
-				if partitions, _, err := selectedPartitions(opts, described); err == nil {
-					line.update(stoppedStep(partitions))
-				}
-			}
-			if polls.pause(pollCtx) != nil {
-				return
-			}
+		for polls.pause(pollCtx) == nil {
+			draw(pollCtx)
 		}
 	}()
 	var once sync.Once
-	end := func() { // the final line, once the poller is gone
+	end := func() {
 		once.Do(func() {
 			cancel()
 			<-done
-			described, err := describe(ctx)
-			if err != nil {
-				line.finish("")
-				return
-			}
-			partitions, _, err := selectedPartitions(opts, described)
-			if err != nil {
-				line.finish("")
-				return
-			}
-			step := stoppedStep(partitions)
-			line.finish(fmt.Sprintf("Mirror %s: %d/%d partitions stopped in %s.", opts.mirror, step.Done, step.Total, durationText(time.Since(start))))
+			ending()
 		})
 	}
 	defer end()
-	return stop(writerFunc(func(b []byte) (int, error) {
+	return request(writerFunc(func(b []byte) (int, error) {
 		end()
 		return out.Write(b)
 	}))

@@ -192,15 +192,22 @@ func (p *progressLine) cut(line string) string {
 	return line[:p.width-1]
 }
 
+// erase erases the line, for other output to take its place; the next
+// update draws it again.
+func (p *progressLine) erase() {
+	if p.out != nil && p.drawn {
+		io.WriteString(p.out, progressEraseLine)
+	}
+	p.drawn = false
+}
+
 // finish erases the line and writes final (if not empty) in its place,
 // with a newline. The line draws nothing afterwards.
 func (p *progressLine) finish(final string) {
 	if p.out == nil {
 		return
 	}
-	if p.drawn {
-		io.WriteString(p.out, progressEraseLine)
-	}
+	p.erase()
 	if final != "" {
 		io.WriteString(p.out, p.cut(final)+"\n")
 	}
