@@ -33,7 +33,7 @@ import (
 const progressTestDeadline = 3 * time.Minute
 
 // progressLineRE is a drawn progress line.
-var progressLineRE = regexp.MustCompile(`^Mirror [a-z-]+: (waiting for the partitions|\d+/\d+ partitions (stopped|aligned|caught up) \(\d+%\), (at least )?\d+ (partitions|records) left( at [0-9.]+/s)?, ETA (-|0s|<1s|\d+s|\d+m\d\ds|\d+h\d\dm))$`)
+var progressLineRE = regexp.MustCompile(`^Mirror [a-z-]+: (waiting for the partitions|\d+/\d+ partitions (stopped|aligned|caught up) \(\d+%\), (at least )?\d+ (partitions|records) left( at [0-9.]+/s)?, ETA (-|0s|<1s|\d+s|\d+m\d\ds|\d+h\d\dm)), (0s|<1s|\d+s|\d+m\d\ds) elapsed$`)
 
 // runOnTerminal runs `mirrord mirrors --bootstrap-server addr args...`
 // with a pseudo-terminal's tty as its output, and returns what the
@@ -261,7 +261,7 @@ func checkProgress(t *testing.T, progress []string, doing, unit string, total in
 		if match[2] != fmt.Sprint(total) {
 			t.Errorf("progress line %q: total %s, want %d", line, match[2], total)
 		}
-		hasRate = hasRate || regexp.MustCompile(`/s, ETA (0s|<1s|\d+s|\d+m\d\ds)$`).MatchString(line)
+		hasRate = hasRate || regexp.MustCompile(`/s, ETA (0s|<1s|\d+s|\d+m\d\ds), `).MatchString(line)
 	}
 	if seen == 0 || rated && !hasRate {
 		t.Errorf("%d progress lines of partitions %s (one with an ETA: %v): %q", seen, doing, hasRate, progress)
@@ -301,7 +301,7 @@ func TestMirrorsProgressStop(t *testing.T) {
 		t.Errorf("terminal text %q", text)
 	}
 	checkProgress(t, progress, "stopped", "partitions", partitions, false)
-	if len(progress) > 0 && !strings.HasPrefix(progress[0], "Mirror m: 0/500 partitions stopped (0%), 500 partitions left, ETA -") {
+	if len(progress) > 0 && !strings.HasPrefix(progress[0], "Mirror m: 0/500 partitions stopped (0%), 500 partitions left, ETA -, ") {
 		t.Errorf("first progress line %q, want the 500 partitions to stop", progress[0])
 	}
 

@@ -4,8 +4,8 @@ package main
 // many partitions, a start --wait: the log alignment of a failback, then
 // the catch-up): on a terminal, one line redrawn in place,
 //
-//	Mirror m: 120/500 partitions stopped (24%), 380 partitions left at 95/s, ETA 4s
-//	Mirror m: 12/200 partitions caught up (6%), 48200 records left at 10500/s, ETA 5s
+//	Mirror m: 120/500 partitions stopped (24%), 380 partitions left at 95/s, ETA 4s, 2s elapsed
+//	Mirror m: 12/200 partitions caught up (6%), 48200 records left at 10500/s, ETA 5s, 1s elapsed
 //
 // at most progressRedrawsPerSecond times a second, and a final line when
 // the operation ends. The line is drawn with "\r" and ESC [K (erase to the
@@ -81,7 +81,8 @@ type progressLine struct {
 	now   func() time.Time
 	label string // "Mirror m"
 
-	drawn    bool // the line is on the screen
+	begin    time.Time // the first update
+	drawn    bool      // the line is on the screen
 	lastDraw time.Time
 
 	// The rate: Unit of the samples, the last sample, and the smoothed
@@ -113,12 +114,15 @@ func (p *progressLine) update(step progressStep) {
 		return
 	}
 	now := p.now()
+	if p.begin.IsZero() {
+		p.begin = now
+	}
 	p.sample(step, now)
 	if p.drawn && now.Sub(p.lastDraw) < progressRedrawEvery {
 		return
 	}
 	p.drawn, p.lastDraw = true, now
-	io.WriteString(p.out, progressEraseLine+p.cut(p.text(step)))
+	io.WriteString(p.out, progressEraseLine+p.cut(p.text(step)+", "+durationText(now.Sub(p.begin))+" elapsed"))
 }
 
 // sample folds step into the smoothed rate.

@@ -79,6 +79,7 @@ func TestProgressLineETA(t *testing.T) {
 			"Mirror m: 3/7 partitions stopped (42%), 999929993 partitions left at 250/s, ETA 1109h17m"},
 		{0, progressStep{}, "Mirror m: waiting for the partitions"},
 	}
+	begin := clock.now()
 	for i, s := range steps {
 		clock.advance(s.after)
 		if s.after == 0 && i > 0 {
@@ -86,8 +87,9 @@ func TestProgressLineETA(t *testing.T) {
 		}
 		out.Reset()
 		line.update(s.step)
-		if got := strings.TrimPrefix(out.String(), progressEraseLine); got != s.want || !strings.HasPrefix(out.String(), progressEraseLine) {
-			t.Errorf("step %d: drew %q, want %q", i, out.String(), s.want)
+		want := progressEraseLine + s.want + ", " + durationText(clock.now().Sub(begin)) + " elapsed"
+		if out.String() != want {
+			t.Errorf("step %d: drew %q, want %q", i, out.String(), want)
 		}
 	}
 }
@@ -113,7 +115,7 @@ func TestProgressLineThrottle(t *testing.T) {
 		}
 	}
 	// 100 partitions/s all along: at the end, 0 left.
-	if last := drawn[len(drawn)-1]; !strings.HasSuffix(last, "0 partitions left at 100/s, ETA 0s") {
+	if last := drawn[len(drawn)-1]; !strings.HasSuffix(last, "0 partitions left at 100/s, ETA 0s, 1s elapsed") {
 		t.Errorf("last redraw %q", last)
 	}
 	out.Reset()
