@@ -6,21 +6,26 @@ package main
 //   - `--start --wait` (and `--resume --wait`) waits, after the request,
 //     until every partition of the selected topics is MIRRORING and caught
 //     up (lag 0 at one describe). A failback first walks its partitions
-//     through LOG_ALIGNMENT (the truncation to the last mirror epoch):
-//     the progress counts the partitions past it, then the ones caught up
-//     and the records left. The wait ends with one line, "Mirror m: N
+//     through LOG_ALIGNMENT (the truncation to the last mirror epoch),
+//     within the start request for the partitions the mirror knows: the
+//     progress counts the partitions past it, then the ones caught up and
+//     the records left. The wait ends with one line, "Mirror m: N
 //     partitions caught up in D.", printed on a terminal and on a pipe
-//     alike; without --wait nothing changes. The wait fails at once when a
-//     partition is FAILED for good (waiting for --recover), and at
-//     --wait-timeout.
-//   - `--stop` answers once every partition is STOPPED: on a terminal,
-//     while it blocks, a second connection polls DescribeClusterMirrors
-//     and the progress counts the STOPPED partitions; the line that ends
-//     it ("Mirror m: N/N partitions stopped in D.") is followed by the
-//     usual result lines. On a pipe --stop prints what it always did.
+//     alike; without --wait nothing changes (a start is not long: it
+//     returns once the partitions are aligned and fetching, and scripts
+//     read its output). The wait fails at once when a partition is FAILED
+//     for good (waiting for --recover), and at --wait-timeout.
+//   - `--stop` answers once every partition is STOPPED: on a terminal the
+//     progress counts the STOPPED partitions from before the request
+//     until it answers; the line that ends it ("Mirror m: N/N partitions
+//     stopped in D.") comes before the usual result lines. On anything
+//     but a terminal --stop prints what it always did.
 //
-// Polls run at an interval that follows the describe's cost (twice its
-// duration), bounded by waitPollMin and waitPollMax.
+// While a request blocks, the progress polls DescribeClusterMirrors on a
+// second connection of its own (dialDescriber: the one seam between the
+// progress and the admin client). Polls run at an interval that follows
+// the describe's cost (twice its duration), bounded by waitPollMin and
+// waitPollMax.
 
 import (
 	"context"
@@ -195,6 +200,9 @@ func (p *poller) pause(ctx context.Context) error {
 // terminal the progress is drawn from before the request, and while it
 // blocks (the log alignment of a failback runs within it).
 func startAndWait(ctx context.Context, opts mirrorsOptions, out io.Writer, start func(out io.Writer) error) error {
+	if opts.waitTimeout <= 0 {
+		return fmt.Errorf("--wait-timeout %v: not a time to wait", opts.waitTimeout)
+	}
 	begin := time.Now()
 	describe, closeDescriber, err := dialDescriber(ctx, opts)
 	if err != nil {
@@ -255,8 +263,8 @@ func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer, line
 // stopWithProgress runs stop (the --stop request and its result lines on
 // the writer it is given) and, on a terminal, draws the STOPPED partitions
 // from before the request and while it blocks, and the line that ends the
-// progress before the first result line. On anything but a terminal, stop
-// runs alone.
+// progress before the first result line. On anything but a terminal, or
+// without a connection to poll on, stop runs alone.
 func stopWithProgress(ctx context.Context, opts mirrorsOptions, out io.Writer, stop func(out io.Writer) error) error {
 	line := newProgressLine(out, "Mirror "+opts.mirror, time.Now)
 	if !line.active() {
@@ -264,8 +272,8 @@ func stopWithProgress(ctx context.Context, opts mirrorsOptions, out io.Writer, s
 	}
 	begin := time.Now()
 	describe, closeDescriber, err := dialDescriber(ctx, opts)
-	if err != nil {
-		return err
+	if err != nil { // the stop's own connection will say why, or stop
+		return stop(out)
 	}
 	defer closeDescriber()
 	ending := func() {

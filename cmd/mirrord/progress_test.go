@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -259,5 +260,58 @@ func TestSelectedPartitions(t *testing.T) {
 	if err != nil || len(selected) != 2 || selected[0].Topic != "orders" || selected[1].Topic != "pay-1" ||
 		len(missing) != 1 || missing[0] != "new" {
 		t.Errorf("selected %v, missing %v, %v", selected, missing, err)
+	}
+}
+
+// --wait against the fake admin: it ends when every selected partition
+// is caught up, fails at once on a partition FAILED for good, and at
+// --wait-timeout; the actions that do not wait refuse it.
+func TestMirrorsWait(t *testing.T) {
+	admin, run := newCLI(t)
+	partition := func(topic string, p int32, state string, hw, leo int64, retries int16) netio.MirrorPartitionStatus {
+		return netio.MirrorPartitionStatus{Topic: topic, Partition: p, State: state, SourceHighWatermark: hw, LogEndOffset: leo,
+			RetryCount: retries, Error: map[bool]string{true: "disk full"}[state == "FAILED"], LastMirrorEpoch: -1, LastMirrorOffset: -1}
+	}
+	tests := []struct {
+		name       string
+		args       []string
+		partitions []netio.MirrorPartitionStatus
+		out, err   string // regular expressions
+	}{
+		{"caught up", []string{"--start", "--mirror", "m", "--topics", "orders", "--wait"},
+			[]netio.MirrorPartitionStatus{partition("orders", 0, "MIRRORING", 5, 5, 0), partition("orders", 1, "MIRRORING", 0, 0, 0),
+				partition("other", 0, "LOG_ALIGNMENT", 9, 0, 0)}, // not selected
+			`^Mirror m, topic orders: start requested\nMirror m: 2 partitions caught up in (0s|<1s)\.\n$`, `^$`},
+		{"resume", []string{"--resume", "--mirror", "m", "--topics", "pay-.*", "--wait"},
+			[]netio.MirrorPartitionStatus{partition("pay-1", 0, "MIRRORING", 5, 5, 0)},
+			`^Mirror m: no topic matched \(resume\)\.\nMirror m: 1 partitions caught up in (0s|<1s)\.\n$`, `^$`},
+		{"failed for good", []string{"--start", "--mirror", "m", "--topics", "orders", "--wait"},
+			[]netio.MirrorPartitionStatus{partition("orders", 0, "MIRRORING", 5, 5, 0), partition("orders", 1, "FAILED", 5, 1, -1)},
+			`^Mirror m, topic orders: start requested\n$`, `^mirrors: --wait: partition failed: orders-1: disk full \(waits for --recover\)$`},
+		{"timeout", []string{"--start", "--mirror", "m", "--topics", "orders,new", "--wait", "--wait-timeout", "300ms"},
+			[]netio.MirrorPartitionStatus{partition("orders", 0, "MIRRORING", 5, 5, 0), partition("orders", 1, "FAILED", 5, 1, 3)},
+			`^Mirror m, topic orders: start requested\nMirror m, topic new: start requested\n$`,
+			`^mirrors: --wait: 1/2 partitions caught up after (<1s|\d+s), topics without partitions \[new\]: context deadline exceeded$`},
+		{"no time", []string{"--start", "--mirror", "m", "--topics", "orders", "--wait", "--wait-timeout", "0s"}, nil,
+			`^$`, `^mirrors: --wait-timeout 0s: not a time to wait$`},
+		{"stop does not wait", []string{"--stop", "--mirror", "m", "--topics", "orders", "--wait"}, nil,
+			`^$`, `^mirrors: --stop does not take --wait$`},
+		{"pause does not wait", []string{"--pause", "--mirror", "m", "--topics", "orders", "--wait-timeout", "1s"}, nil,
+			`^$`, `^mirrors: --pause does not take --wait-timeout$`},
+	}
+	for _, test := range tests {
+		t.Run(test.name, func(t *testing.T) {
+			admin.mu.Lock()
+			admin.descriptions = []netio.MirrorDescription{{Name: "m", Partitions: test.partitions}}
+			admin.mu.Unlock()
+			out, err := run(test.args...)
+			errText := ""
+			if err != nil {
+				errText = err.Error()
+			}
+			if !regexp.MustCompile(test.out).MatchString(out) || !regexp.MustCompile(test.err).MatchString(errText) {
+				t.Errorf("output %q, error %q; want %s and %s", out, errText, test.out, test.err)
+			}
+		})
 	}
 }
