@@ -58,15 +58,15 @@ func commandTimeout(opts mirrorsOptions) time.Duration {
 	return mirrorsTimeout
 }
 
-// partitionsDescriber returns the partitions of the mirror the command
-// names, sorted by topic and partition.
-type partitionsDescriber func(ctx context.Context) ([]netio.MirrorPartitionStatus, error)
+// mirrorDescriber describes the mirror the command names: what
+// Admin.DescribeMirrors(ctx, []string{mirror}, false) answers.
+type mirrorDescriber func(ctx context.Context) ([]netio.MirrorDescription, error)
 
 // dialDescriber opens the connection the progress polls on, its own (a
 // --stop blocks the command's connection), and returns the describer and
 // the connection's closer. The one seam between the progress and the
 // admin client.
-func dialDescriber(ctx context.Context, opts mirrorsOptions) (partitionsDescriber, func(), error) {
+func dialDescriber(ctx context.Context, opts mirrorsOptions) (mirrorDescriber, func(), error) {
 	security, err := commandConfigOptions(opts.commandConfig)
 	if err != nil {
 		return nil, nil, err
@@ -75,7 +75,7 @@ func dialDescriber(ctx context.Context, opts mirrorsOptions) (partitionsDescribe
 	if err != nil {
 		return nil, nil, err
 	}
-	describe := func(ctx context.Context) ([]netio.MirrorPartitionStatus, error) {
+	describe := func(ctx context.Context) ([]netio.MirrorDescription, error) {
 		resp, err := client.request(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: []string{opts.mirror}})
 		if err != nil {
 			return nil, err
@@ -84,22 +84,34 @@ func dialDescriber(ctx context.Context, opts mirrorsOptions) (partitionsDescribe
 		if err := kafkaError(r.ErrorCode, r.ErrorMessage); err != nil {
 			return nil, fmt.Errorf("describe: %w", err)
 		}
-		var partitions []netio.MirrorPartitionStatus
-		for _, m := range r.Mirrors {
-			if err := kafkaError(m.ErrorCode, m.ErrorMessage); err != nil {
-				return nil, fmt.Errorf("describe mirror %q: %w", m.MirrorName, err)
-			}
+		var described []netio.MirrorDescription
+		for _, m := range r.Mirrors { // the fields the progress reads
+			d := netio.MirrorDescription{Name: m.MirrorName, Err: kafkaError(m.ErrorCode, m.ErrorMessage)}
 			for _, t := range m.Topics {
 				for _, p := range t.Partitions {
-					partitions = append(partitions, netio.MirrorPartitionStatus{Topic: t.TopicName, Partition: p.PartitionIndex,
+					d.Partitions = append(d.Partitions, netio.MirrorPartitionStatus{Topic: t.TopicName, Partition: p.PartitionIndex,
 						State: p.StateValue, Error: stringOrEmpty(p.ErrorMessage), RetryCount: p.RetryAttempt,
 						SourceHighWatermark: p.SourceOffset, LogEndOffset: p.DestinationOffset, Stale: p.Lag < 0 && p.LagLowerBound >= 0})
 				}
 			}
+			described = append(described, d)
 		}
-		return partitions, nil
+		return described, nil
 	}
 	return describe, client.Close, nil
+}
+
+// mirrorPartitions are the partitions of the mirrors described, or the
+// error of one that could not be.
+func mirrorPartitions(described []netio.MirrorDescription) ([]netio.MirrorPartitionStatus, error) {
+	var partitions []netio.MirrorPartitionStatus
+	for _, d := range described {
+		if d.Err != nil {
+			return nil, fmt.Errorf("describe mirror %q: %w", d.Name, d.Err)
+		}
+		partitions = append(partitions, d.Partitions...)
+	}
+	return partitions, nil
 }
 
 // selectedPartitions keeps the partitions of the topics the command
@@ -170,16 +182,19 @@ func stoppedStep(partitions []netio.MirrorPartitionStatus) progressStep {
 // poller paces the polls: the interval is twice the last describe's
 // duration, within [waitPollMin, waitPollMax].
 type poller struct {
-	describe partitionsDescriber
+	describe mirrorDescriber
 	interval time.Duration
 }
 
 // poll describes, then waits the interval (or until ctx ends).
 func (p *poller) poll(ctx context.Context) ([]netio.MirrorPartitionStatus, error) {
 	start := time.Now()
-	partitions, err := p.describe(ctx)
+	described, err := p.describe(ctx)
 	p.interval = min(max(2*time.Since(start), waitPollMin), waitPollMax)
-	return partitions, err
+	if err != nil {
+		return nil, err
+	}
+	return mirrorPartitions(described)
 }
 
 // pause waits the interval or until ctx ends.
@@ -278,7 +293,7 @@ func stopWithProgress(ctx context.Context, opts mirrorsOptions, out io.Writer, s
 	defer closeDescriber()
 	ending := func() {
 		final := ""
-		if described, err := describe(ctx); err == nil {
+		if described, err := (&poller{describe: describe}).poll(ctx); err == nil {
 			if partitions, _, err := selectedPartitions(opts, described); err == nil {
 				step := stoppedStep(partitions)
 				final = fmt.Sprintf("Mirror %s: %d/%d partitions stopped in %s.", opts.mirror, step.Done, step.Total, durationText(time.Since(begin)))
