@@ -249,17 +249,28 @@ func startAndWait(ctx context.Context, opts mirrorsOptions, out io.Writer, start
 func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer, line *progressLine, polls *poller, begin time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, opts.waitTimeout)
 	defer cancel()
+	var step progressStep // the last poll's, for an interrupted wait to tell
+	var missing []string
+	interrupted := func(err error) error {
+		text := fmt.Sprintf("%d/%d partitions %s after %s", step.Done, step.Total, step.Doing, durationText(time.Since(begin)))
+		if len(missing) > 0 {
+			text += fmt.Sprintf(", topics without partitions %v", missing)
+		}
+		return fmt.Errorf("--wait: %s: %w", text, err)
+	}
 	for {
-		described, err := polls.poll(ctx)
+		partitions, err := polls.poll(ctx)
+		if ctx.Err() != nil {
+			return interrupted(ctx.Err())
+		}
 		if err != nil {
 			return fmt.Errorf("--wait: %w", err)
 		}
-		partitions, missing, err := selectedPartitions(opts, described)
-		if err != nil {
+		var done bool
+		if partitions, missing, err = selectedPartitions(opts, partitions); err != nil {
 			return err
 		}
-		step, done, err := mirroringStep(partitions)
-		if err != nil {
+		if step, done, err = mirroringStep(partitions); err != nil {
 			return fmt.Errorf("--wait: %w", err)
 		}
 		if done && len(missing) == 0 {
@@ -269,8 +280,7 @@ func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer, line
 		}
 		line.update(step)
 		if err := polls.pause(ctx); err != nil {
-			return fmt.Errorf("--wait: %d/%d partitions %s after %s, topics without partitions %v: %w",
-				step.Done, step.Total, step.Doing, durationText(time.Since(begin)), missing, err)
+			return interrupted(err)
 		}
 	}
 }
