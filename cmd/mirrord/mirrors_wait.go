@@ -275,7 +275,7 @@ func waitMirroring(ctx context.Context, opts mirrorsOptions, out io.Writer, line
 		}
 		if done && len(missing) == 0 {
 			line.finish("")
-			_, err := fmt.Fprintf(out, "Mirror %s: %d partitions caught up in %s.\n", opts.mirror, step.Total, durationText(time.Since(begin)))
+			_, err := fmt.Fprintf(out, "Mirror %s: %s caught up in %s.\n", opts.mirror, partitionsText(step.Total), durationText(time.Since(begin)))
 			return err
 		}
 		line.update(step)
@@ -350,6 +350,14 @@ func progressDuring(ctx context.Context, opts mirrorsOptions, line *progressLine
 		end()
 		return out.Write(b)
 	}))
+}
+
+// partitionsText is "1 partition", "N partitions".
+func partitionsText(n int) string {
+	if n == 1 {
+		return "1 partition"
+	}
+	return fmt.Sprintf("%d partitions", n)
 }
 
 // writerFunc is a function as an io.Writer.

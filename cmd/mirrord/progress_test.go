@@ -284,7 +284,7 @@ func TestMirrorsWait(t *testing.T) {
 			`^Mirror m, topic orders: start requested\nMirror m: 2 partitions caught up in (0s|<1s)\.\n$`, `^$`},
 		{"resume", []string{"--resume", "--mirror", "m", "--topics", "pay-.*", "--wait"},
 			[]netio.MirrorPartitionStatus{partition("pay-1", 0, "MIRRORING", 5, 5, 0)},
-			`^Mirror m: no topic matched \(resume\)\.\nMirror m: 1 partitions caught up in (0s|<1s)\.\n$`, `^$`},
+			`^Mirror m: no topic matched \(resume\)\.\nMirror m: 1 partition caught up in (0s|<1s)\.\n$`, `^$`},
 		{"failed for good", []string{"--start", "--mirror", "m", "--topics", "orders", "--wait"},
 			[]netio.MirrorPartitionStatus{partition("orders", 0, "MIRRORING", 5, 5, 0), partition("orders", 1, "FAILED", 5, 1, -1)},
 			`^Mirror m, topic orders: start requested\n$`, `^mirrors: --wait: partition failed: orders-1: disk full \(waits for --recover\)$`},
