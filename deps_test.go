@@ -1,6 +1,6 @@
 // The dependency direction of STYLE.md, enforced:
 //
-//	cmd -> engine -> broker -> {netio, logstore} -> epoch -> recordbatch
+//	cmd -> mirrord (the module root: the embedding API) -> engine -> broker -> {netio, logstore} -> epoch -> recordbatch
 //
 // engine is the replication engine (mirrors, __mirror_state, the machine's
 // owner); broker is the Kafka node it writes into, which knows nothing of
@@ -16,8 +16,12 @@ package mirrord_test
 
 import (
 	"encoding/json"
+	"go/parser"
+	"go/token"
 	"io"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -27,6 +31,7 @@ const module = "github.com/mirrord/mirrord"
 // allowed lists, per package (relative to the module), the module packages
 // it may import directly. A package missing here may not exist.
 var allowed = map[string][]string{
+	"":                    {"auth", "console", "engine", "engine/mirrorstate", "logstore", "netio", "recordbatch/records", "vfs"}, // the embedding API
 	"recordbatch":         {},
 	"recordbatch/records": {"recordbatch"},
 	"vfs":                 {},
@@ -42,12 +47,17 @@ var allowed = map[string][]string{
 	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"engine":              {"acl", "auth", "broker", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
-	"cmd/mirrord":         {"acl", "auth", "engine", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "bench", "mirrorwire"},
-	"kafkatest":           {}, // starts real Kafka brokers for e2e and bench; imports nothing of the module
-	"mirrordtest":         {}, // runs mirrord as a process for e2e and bench; imports nothing of the module
+	"console":             {"broker", "engine", "engine/mirrorstate", "netio"}, // the web console: reads a node, changes nothing
+	// cmd/mirrord: the root package alone once mirrors*.go and offline.go
+	// use the API's Admin (issue 21's merge); commandFilesOnTheAPI holds
+	// the other files of cmd/mirrord to it already.
+	"cmd/mirrord": {"", "engine", "engine/mirrorstate", "netio", "mirrorwire"},
+	"kafkatest":   {}, // starts real Kafka brokers for e2e and bench; imports nothing of the module
+	"mirrordtest": {}, // runs mirrord as a process for e2e and bench; imports nothing of the module
 
 	"mirrordtest/faultproxy": {},                                                     // a Kafka-framing TCP proxy that injects faults; imports nothing of the module
 	"e2e":                    {"kafkatest", "mirrordtest", "mirrordtest/faultproxy"}, // test-only: drives mirrord as a process
+	"deploy":                 {},                                                     // test-only: checks deploy/ with promtool and systemd-analyze
 }
 
 // noIO lists packages that must not touch files or the network.
@@ -90,9 +100,6 @@ func TestDependencyDirection(t *testing.T) {
 			t.Fatalf("go list output: %v", err)
 		}
 		name := strings.TrimPrefix(strings.TrimPrefix(p.ImportPath, module), "/")
-		if name == "" {
-			continue // this test's own package
-		}
 		seen++
 		rules, ok := allowed[name]
 		if !ok {
@@ -106,6 +113,9 @@ func TestDependencyDirection(t *testing.T) {
 				}
 			}
 			target, internal := strings.CutPrefix(imported, module+"/")
+			if imported == module {
+				target, internal = "", true
+			}
 			if only, ok := externalOnly[name]; ok && !internal && strings.Contains(strings.Split(imported, "/")[0], ".") && !contains(only, imported) {
 				t.Errorf("%s imports %s: it may import only the standard library and %v", name, imported, only)
 			}
@@ -119,6 +129,26 @@ func TestDependencyDirection(t *testing.T) {
 	}
 	if seen < len(allowed) {
 		t.Errorf("go list showed %d module packages, the rules name %d", seen, len(allowed))
+	}
+}
+
+// commandFilesOnTheAPI are the files of cmd/mirrord built on the
+// embedding API alone: of the module, they import only its root.
+var commandFilesOnTheAPI = []string{"main.go", "properties.go", "serve.go", "serve_flags.go", "serve_flags_test.go",
+	"serve_test.go", "demo_mirror.go", "demo_failover.go", "demo_test.go"}
+
+func TestCommandBuiltOnTheAPI(t *testing.T) {
+	for _, name := range commandFilesOnTheAPI {
+		file, err := parser.ParseFile(token.NewFileSet(), filepath.Join("cmd", "mirrord", name), nil, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, spec := range file.Imports {
+			path, _ := strconv.Unquote(spec.Path.Value)
+			if strings.HasPrefix(path, module+"/") {
+				t.Errorf("cmd/mirrord/%s imports %s: the command is built on the embedding API (%s) alone", name, path, module)
+			}
+		}
 	}
 }
 

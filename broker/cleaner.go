@@ -181,16 +181,16 @@ func (c *cleaner) clean(p *Partition, m *logstore.OffsetMap) {
 	c.bytesRead.Add(stats.BytesRead)
 	c.bytesWritten.Add(stats.BytesWritten)
 	if err != nil {
-		c.node.log.Error("log cleaning failed", "partition", p.tp.String(), "error", err)
+		c.node.log.Error("log cleaning failed", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", err)
 		return
 	}
 	c.cleanings.Add(1)
 	if stats.Groups == 0 {
 		return
 	}
-	c.node.log.Info("cleaned log", "partition", p.tp.String(), "stats", stats.String())
+	c.node.log.Info("cleaned log", "topic", p.tp.Topic, "partition", p.tp.Partition, "stats", stats.String())
 	if err := p.cleaned(stats.End, expireBefore); err != nil {
-		c.node.log.Error("rebuilding the aborted transactions after a cleaning failed", "partition", p.tp.String(), "error", err)
+		c.node.log.Error("rebuilding the aborted transactions after a cleaning failed", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", err)
 	}
 }
 

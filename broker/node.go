@@ -248,7 +248,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 				dir.Close()
 				return nil, err
 			}
-			n.log.Warn("removed an empty partition a crash left past a missing one", "partition", info.TopicPartition.String(),
+			n.log.Warn("removed an empty partition a crash left past a missing one", "topic", info.Topic, "partition", info.Partition,
 				"missing", have)
 			continue
 		}
@@ -267,7 +267,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 				dir.Close()
 				return nil, fmt.Errorf("broker: internal topic %s cannot be opened: %w", info.Topic, e.offline)
 			}
-			n.log.Error("partition offline: its log cannot be opened; the node serves the others", "partition", info.TopicPartition.String(),
+			n.log.Error("partition offline: its log cannot be opened; the node serves the others", "topic", info.Topic, "partition", info.Partition,
 				"error", e.offline)
 			t.partitions = append(t.partitions, newOfflinePartition(n, info.TopicPartition, e.offline, t.settings.limits))
 			continue

@@ -139,7 +139,7 @@ func (n *Node) RebuildPartition(_ context.Context, topic string, index int32, id
 	p.log, p.producers = log, newProducerStates()
 	p.offline.Store(nil) // after p.log: who sees it online sees the new log
 	p.notify()
-	n.log.Warn("rebuilt an offline partition empty; its broken directory is kept", "partition", p.tp.String(),
+	n.log.Warn("rebuilt an offline partition empty; its broken directory is kept", "topic", p.tp.Topic, "partition", p.tp.Partition,
 		"moved_to", aside, "was", cause)
 	return aside, nil
 }

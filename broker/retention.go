@@ -74,7 +74,7 @@ func (n *Node) applyRetention() int {
 		}
 		count, err := p.applyRetention()
 		if err != nil && !errors.Is(err, logstore.ErrClosed) { // deleted meanwhile
-			n.log.Error("retention failed", "partition", p.tp.String(), "error", err)
+			n.log.Error("retention failed", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", err)
 		}
 		deleted += count
 	}

@@ -750,7 +750,7 @@ func (t *transactions) end(m *txnMetadata, next *txnRecord) error {
 	}
 	m.apply(next)
 	if err := t.complete(m); err != nil {
-		t.log.Warn("transaction markers not all written; retrying later", "transactional.id", m.id, "state", m.state, "error", err)
+		t.log.Warn("transaction markers not all written; retrying later", "transactional.id", m.id, "state", m.state.String(), "error", err)
 	}
 	return nil
 }

@@ -165,12 +165,12 @@ func (t *transactions) recover() error {
 		p.mu.Unlock()
 		if err != nil {
 			// Only this partition: it goes offline, the node opens.
-			t.log.Error("partition offline: its producer state cannot be replayed from its log", "partition", p.tp.String(), "error", err)
+			t.log.Error("partition offline: its producer state cannot be replayed from its log", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", err)
 			p.takeOffline(err)
 			continue
 		}
 		if report.inconsistent != nil {
-			t.log.Warn("producer state replayed from an inconsistent log", "partition", p.tp.String(), "error", report.inconsistent)
+			t.log.Warn("producer state replayed from an inconsistent log", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", report.inconsistent)
 		}
 	}
 	owners := map[int64]*txnMetadata{} // producer ID -> its Ongoing transaction
@@ -238,7 +238,7 @@ func (t *transactions) abortOrphans(partitions []*Partition, owners map[int64]*t
 		p.mu.Unlock()
 		sort.Slice(orphans, func(i, j int) bool { return orphans[i].producerID < orphans[j].producerID })
 		for _, o := range orphans {
-			t.log.Warn("aborting a transaction without coordinator state", "partition", p.tp.String(), "producer.id", o.producerID)
+			t.log.Warn("aborting a transaction without coordinator state", "topic", p.tp.Topic, "partition", p.tp.Partition, "producer.id", o.producerID)
 			if _, err := p.writeMarker(o.producerID, o.epoch, false, now); err != nil {
 				return err
 			}

@@ -99,7 +99,7 @@ func TestLogRecoveryReported(t *testing.T) {
 			warn = line
 		}
 	}
-	for _, field := range []string{"partition=t-0", "segment=" + segment, fmt.Sprintf("position=%d", position), fmt.Sprintf("bytes=%d", len(removed)),
+	for _, field := range []string{"topic=t", "partition=0", "segment=" + segment, fmt.Sprintf("position=%d", position), fmt.Sprintf("bytes=%d", len(removed)),
 		"first_offset=5", fmt.Sprintf("last_offset=%d", batches-1), "kept=" + kept, "crc"} {
 		if !strings.Contains(warn, field) {
 			t.Errorf("WARN line %q lacks %q", warn, field)

@@ -34,6 +34,8 @@ import (
 //	                                       mirror                     gauge
 //	mirrord_mirror_group_sync_errors_total mirror                     counter
 //	mirrord_mirror_group_offset_lag        mirror, group              gauge
+//	mirrord_mirror_{transaction,config,acl}_sync_timestamp_seconds
+//	                                       mirror                     gauge
 //	mirrord_mirror_source_reachable        mirror                     gauge
 //	mirrord_mirror_source_unreachable_seconds
 //	                                       mirror                     gauge
@@ -191,8 +193,13 @@ type MirrorReport struct {
 type MirrorPartitionReport struct {
 	Topic     string
 	Partition int32
-	// State is the state DescribeClusterMirrors reports.
-	State mirrorstate.State
+	// State is the state DescribeClusterMirrors reports, Previous the
+	// one before it; Error is the failure's text in FAILED (as
+	// DescribeClusterMirrors reports it), RetryCount the attempts made
+	// (-1: it waits for --recover).
+	State, Previous mirrorstate.State
+	Error           string
+	RetryCount      int16
 	// SourceHighWatermark is the source's high watermark as last learned,
 	// -1 when unknown; SourceHighWatermarkAge is its age (-1 when
 	// unknown); LogEndOffset is the local log end offset.
@@ -241,8 +248,10 @@ func (m *mirror) report() MirrorReport {
 	r.ACLSync = m.aclSync.get()
 	now := time.Now()
 	for _, mp := range m.partitions {
-		record, _ := mp.status()
-		r.Partitions = append(r.Partitions, mp.report(record.State, now, r.StaleAfter))
+		record, errText := mp.status()
+		pr := mp.report(record.State, now, r.StaleAfter)
+		pr.Previous, pr.Error, pr.RetryCount = record.Previous, errText, retryCount(record)
+		r.Partitions = append(r.Partitions, pr)
 	}
 	sort.Slice(r.Partitions, func(i, j int) bool {
 		a, b := r.Partitions[i], r.Partitions[j]
@@ -277,8 +286,8 @@ type mirrorCollector struct {
 	uncleanTruncations                             *prometheus.Desc
 	groupSyncGroups, groupSyncAt, groupSyncTook    *prometheus.Desc
 	groupSyncErrors, groupOffsetLag                *prometheus.Desc
-	txnSyncIDs, txnSyncErrors                      *prometheus.Desc
-	configSyncTopics, configSyncErrors             *prometheus.Desc
+	txnSyncIDs, txnSyncErrors, txnSyncAt           *prometheus.Desc
+	configSyncTopics, configSyncErrors, configAt   *prometheus.Desc
 	aclSyncACLs, aclSyncErrors, aclSyncAt          *prometheus.Desc
 	highWatermarkAge, reachable, unreachable       *prometheus.Desc
 }
@@ -321,6 +330,10 @@ func newMirrorCollector(n *Node) *mirrorCollector {
 				"their producers go on here after a failover.", []string{"mirror"}, nil),
 		txnSyncErrors: prometheus.NewDesc("mirrord_mirror_transaction_sync_errors_total",
 			"Transactional ID sync rounds that failed in part or whole since the mirror started.", []string{"mirror"}, nil),
+		txnSyncAt: prometheus.NewDesc("mirrord_mirror_transaction_sync_timestamp_seconds",
+			"When the last transactional ID sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
+		configAt: prometheus.NewDesc("mirrord_mirror_config_sync_timestamp_seconds",
+			"When the last topic config sync round ended (Unix seconds); absent before the first.", []string{"mirror"}, nil),
 		configSyncTopics: prometheus.NewDesc("mirrord_mirror_config_sync_topics",
 			"Mirror topics whose configs are the source topic's dynamic configs (minus topic.properties.exclude) after the last sync round.", []string{"mirror"}, nil),
 		configSyncErrors: prometheus.NewDesc("mirrord_mirror_config_sync_errors_total",
@@ -363,6 +376,8 @@ func (c *mirrorCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.groupSyncErrors
 	ch <- c.txnSyncIDs
 	ch <- c.txnSyncErrors
+	ch <- c.txnSyncAt
+	ch <- c.configAt
 	ch <- c.configSyncTopics
 	ch <- c.configSyncErrors
 	ch <- c.aclSyncACLs
@@ -407,6 +422,11 @@ func (c *mirrorCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.txnSyncErrors, prometheus.CounterValue, float64(m.TransactionSync.Errors), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncTopics, prometheus.GaugeValue, float64(m.ConfigSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.configSyncErrors, prometheus.CounterValue, float64(m.ConfigSync.Errors), m.Name)
+		for desc, at := range map[*prometheus.Desc]time.Time{c.txnSyncAt: m.TransactionSync.At, c.configAt: m.ConfigSync.At} {
+			if !at.IsZero() {
+				ch <- prometheus.MustNewConstMetric(desc, prometheus.GaugeValue, float64(at.UnixMilli())/1000, m.Name)
+			}
+		}
 		ch <- prometheus.MustNewConstMetric(c.aclSyncACLs, prometheus.GaugeValue, float64(m.ACLSync.Synced), m.Name)
 		ch <- prometheus.MustNewConstMetric(c.aclSyncErrors, prometheus.CounterValue, float64(m.ACLSync.Errors), m.Name)
 		if !m.ACLSync.At.IsZero() {

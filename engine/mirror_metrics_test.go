@@ -315,7 +315,8 @@ func TestMirrorMetricsEmptyMirror(t *testing.T) {
 		"mirrord_mirror_config_sync_topics": true, "mirrord_mirror_config_sync_errors_total": true,
 		"mirrord_mirror_acl_sync_acls": true, "mirrord_mirror_acl_sync_errors_total": true,
 		// a sync round may have run (a source without groups)
-		"mirrord_mirror_group_sync_timestamp_seconds": true, "mirrord_mirror_group_sync_duration_seconds": true}
+		"mirrord_mirror_group_sync_timestamp_seconds": true, "mirrord_mirror_group_sync_duration_seconds": true,
+		"mirrord_mirror_transaction_sync_timestamp_seconds": true, "mirrord_mirror_config_sync_timestamp_seconds": true}
 	for _, family := range families {
 		if name := family.GetName(); !perMirror[name] && strings.HasPrefix(name, "mirrord_mirror_") {
 			t.Fatalf("%s reported for a mirror without partitions", name)

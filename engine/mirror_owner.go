@@ -298,13 +298,13 @@ func (m *mirror) publish(mp *mirrorPartition) {
 	}
 	switch record.State {
 	case mirrorstate.Failed:
-		m.log.Warn("mirror partition failed", "topic", mp.topic, "partition", mp.partition, "from", record.Previous,
+		m.log.Warn("mirror partition failed", "topic", mp.topic, "partition", mp.partition, "from", record.Previous.String(),
 			"retryable", record.Retryable, "retry_count", record.RetryCount, "error", record.Error)
 	case mirrorstate.Stopped:
 		m.log.Info("stopped mirroring: the partition is writable", "topic", mp.topic, "partition", mp.partition,
 			"last_mirror_epoch", record.LastMirrorEpoch, "last_mirror_offset", record.LastMirrorOffset, "leader_epoch", record.LeaderEpoch)
 	default:
-		m.log.Debug("mirror partition state", "topic", mp.topic, "partition", mp.partition, "state", record.State, "from", previous)
+		m.log.Debug("mirror partition state", "topic", mp.topic, "partition", mp.partition, "state", record.State.String(), "from", previous.String())
 	}
 }
 

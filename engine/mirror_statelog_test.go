@@ -343,6 +343,14 @@ func TestMirrorFailedStateSurvivesRestart(t *testing.T) {
 		}
 		persisted[p.Partition] = v
 	}
+	// The report the console reads says the same as the describe.
+	for _, r := range target.MirrorReports()[0].Partitions {
+		v := persisted[r.Partition]
+		if r.State != mirrorstate.Failed || r.Error != v.Error || r.RetryCount != -1 || r.Previous != v.Previous {
+			t.Fatalf("report of partition %d: %v from %v, error %q, retry count %d; want FAILED from %v, %q, -1",
+				r.Partition, r.State, r.Previous, r.Error, r.RetryCount, v.Previous, v.Error)
+		}
+	}
 	stop()
 
 	target, _, _ = serveNode(t, targetDir)

@@ -55,12 +55,12 @@ func (t Truncation) Warn(logger *slog.Logger) {
 	if t.WholeSegment {
 		what = "log recovery dropped a segment after a corrupt one: its bytes are kept"
 	}
-	partition := ""
+	var partition []any // none for a log outside a topic's directory
 	if t.Partition.Topic != "" {
-		partition = t.Partition.String()
+		partition = []any{"topic", t.Partition.Topic, "partition", t.Partition.Partition}
 	}
-	logger.Warn(what, "partition", partition, "dir", t.Dir, "segment", t.Segment, "position", t.Position,
-		"bytes", t.Bytes, "first_offset", int64(t.FirstOffset), "last_offset", int64(t.LastOffset), "kept", t.Kept, "cause", t.Cause)
+	logger.Warn(what, append(partition, "dir", t.Dir, "segment", t.Segment, "position", t.Position,
+		"bytes", t.Bytes, "first_offset", int64(t.FirstOffset), "last_offset", int64(t.LastOffset), "kept", t.Kept, "cause", t.Cause)...)
 }
 
 // report hands l's completed truncations to Config.RecoveryTruncated, or

@@ -184,7 +184,7 @@ func TestRecoveryTruncationKept(t *testing.T) {
 					}
 				}
 				line := strings.Split(lines.String(), "\n")[len(cuts)-1]
-				for _, field := range []string{"level=WARN", "partition=t-0", "segment=" + name, fmt.Sprintf("position=%d", test.position),
+				for _, field := range []string{"level=WARN", "topic=t", "partition=0", "segment=" + name, fmt.Sprintf("position=%d", test.position),
 					fmt.Sprintf("bytes=%d", len(removed)), fmt.Sprintf("first_offset=%d", test.first), fmt.Sprintf("last_offset=%d", test.last),
 					"kept=" + want.Kept, "cause="} {
 					if !strings.Contains(line, field) {

@@ -2,7 +2,7 @@ package main
 
 // The demo ends with a failover. Once the source's writes have ended and
 // the mirror has caught up, the mirror node stops mirroring every demo
-// topic (netio.StopMirroring, which returns when each partition is
+// topic (mirrord.StopMirroring, which returns when each partition is
 // STOPPED). A stopped partition keeps the source's offsets and adds one,
 // the invisible MIRROR_PID_RESET control batch at the last mirror offset
 // (the log end offset when mirroring stopped), so the first record written
@@ -27,8 +27,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mirrord/mirrord/engine/mirrorstate"
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -105,7 +104,7 @@ func (d *mirrorDemo) failover(ctx context.Context) (failoverReport, error) {
 // behind, in records and in time: what `mirrord mirrors --stop --dry-run`
 // shows.
 func (d *mirrorDemo) printStopDryRun(ctx context.Context) error {
-	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+	descriptions, err := d.target.node.Admin().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil {
 		return fmt.Errorf("demo: stop dry run: %w", err)
 	}
@@ -140,7 +139,7 @@ func (d *mirrorDemo) printStopDryRun(ctx context.Context) error {
 func (d *mirrorDemo) stopMirroring(ctx context.Context) (time.Duration, error) {
 	names := d.topicNames()
 	start := time.Now()
-	results, err := d.target.node.Mirrors().SetTopicsDesiredState(ctx, "demo", netio.StopMirroring, netio.TopicSelection{Names: names})
+	results, err := d.target.node.Admin().SetTopicsDesiredState(ctx, "demo", mirrord.StopMirroring, mirrord.TopicSelection{Names: names})
 	took := time.Since(start)
 	if err != nil {
 		return took, fmt.Errorf("demo: stop mirroring: %w", err)
@@ -155,21 +154,21 @@ func (d *mirrorDemo) stopMirroring(ctx context.Context) (time.Duration, error) {
 // partition must be STOPPED with a last mirror offset no greater than the
 // source's high watermark.
 func (d *mirrorDemo) stoppedPartitions(ctx context.Context) ([]partitionFailover, error) {
-	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+	descriptions, err := d.target.node.Admin().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil {
 		return nil, fmt.Errorf("demo: describe after the stop: %w", err)
 	}
 	var parts []partitionFailover
 	for _, p := range descriptions[0].Partitions {
-		if state, _ := mirrorstate.ParseState(p.State); state != mirrorstate.Stopped || p.LastMirrorOffset < 0 {
+		if state, _ := mirrord.ParsePartitionState(p.State); state != mirrord.Stopped || p.LastMirrorOffset < 0 {
 			return nil, fmt.Errorf("demo: after the stop %s-%d is %s (last mirror offset %d, error %q), want STOPPED",
 				p.Topic, p.Partition, p.State, p.LastMirrorOffset, p.Error)
 		}
-		source, err := d.source.node.Partition(p.Topic, p.Partition)
+		source, err := d.source.node.Offsets(p.Topic, p.Partition)
 		if err != nil {
-			return nil, fmt.Errorf("demo: source partition %s-%d: %w", p.Topic, p.Partition, err)
+			return nil, fmt.Errorf("demo: source partition: %w", err)
 		}
-		part := partitionFailover{Topic: p.Topic, Partition: p.Partition, SourceHighWatermark: int64(source.Offsets().HighWatermark),
+		part := partitionFailover{Topic: p.Topic, Partition: p.Partition, SourceHighWatermark: int64(source.HighWatermark),
 			LastMirrorOffset: p.LastMirrorOffset, FirstWritten: -1, LastWritten: -1, ComparedOffset: -1}
 		if part.LastMirrorOffset > part.SourceHighWatermark {
 			return nil, fmt.Errorf("demo: %s: last mirror offset %d beyond the source's high watermark %d", part, part.LastMirrorOffset, part.SourceHighWatermark)

@@ -14,36 +14,33 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mirrord/mirrord/engine"
-	"github.com/mirrord/mirrord/engine/mirrorstate"
-	"github.com/mirrord/mirrord/logstore"
-	"github.com/mirrord/mirrord/netio"
-	"github.com/mirrord/mirrord/vfs"
+	"github.com/mirrord/mirrord"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
-// demoNode is a node served on a loopback port, inside this process.
+// demoNode is a node served on a loopback port, inside this process,
+// through the embedding API.
 type demoNode struct {
-	node *engine.Node
+	node *mirrord.Node
 	addr string
 	stop func() error
 }
 
-func startDemoNode(ctx context.Context, dir string) (demoNode, error) {
+// startDemoNode opens a node on dir logging to logger (nil: nowhere) and
+// serves it on a free loopback port until stop.
+func startDemoNode(ctx context.Context, dir string, logger *slog.Logger) (demoNode, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return demoNode{}, err
 	}
-	addr := ln.Addr().(*net.TCPAddr)
-	quiet := slog.New(slog.NewTextHandler(io.Discard, nil))
-	node, err := engine.OpenNode(engine.NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), Host: addr.IP.String(), Port: int32(addr.Port), Logger: quiet})
+	node, err := mirrord.Open(mirrord.Config{DataDir: dir, Logger: logger})
 	if err != nil {
 		ln.Close()
 		return demoNode{}, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- netio.NewServer(netio.Config{Backend: node, Logger: quiet}).Serve(ctx, ln) }()
+	go func() { done <- node.Serve(ctx, ln) }()
 	return demoNode{node: node, addr: ln.Addr().String(), stop: func() error {
 		cancel()
 		return errors.Join(<-done, node.Close())
@@ -58,15 +55,18 @@ func startDemoNode(ctx context.Context, dir string) (demoNode, error) {
 func runMirrorDemo(args []string) error {
 	flags := flag.NewFlagSet("demo", flag.ContinueOnError)
 	seconds := flags.Int("seconds", 10, "how long the load generator writes")
-	storage := flags.Bool("storage", false, "run the storage demo instead (append and read back through the log store)")
-	storageBytes := flags.Int64("bytes", 512<<20, "with --storage: bytes to append")
+	logFormat := flags.String("log-format", "", "the two nodes' log lines on stderr: text or json (empty: none)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	if *storage {
-		return runDemo([]string{"--bytes", fmt.Sprint(*storageBytes)})
+	var logger *slog.Logger
+	if *logFormat != "" {
+		var err error
+		if logger, err = mirrord.NewLogger(os.Stderr, *logFormat, slog.LevelInfo); err != nil {
+			return fmt.Errorf("demo: --log-format: %w", err)
+		}
 	}
-	_, err := mirrorDemoRun(context.Background(), os.Stdout, time.Duration(*seconds)*time.Second)
+	_, err := mirrorDemoRun(context.Background(), os.Stdout, time.Duration(*seconds)*time.Second, logger)
 	return err
 }
 
@@ -89,18 +89,18 @@ type mirrorDemo struct {
 
 // mirrorDemoRun runs the whole demo, load for load, printing to out; it
 // returns what the failover did, for the test to check.
-func mirrorDemoRun(ctx context.Context, out io.Writer, load time.Duration) (_ failoverReport, err error) {
+func mirrorDemoRun(ctx context.Context, out io.Writer, load time.Duration, logger *slog.Logger) (_ failoverReport, err error) {
 	base, err := os.MkdirTemp("", "mirrord-demo-")
 	if err != nil {
 		return failoverReport{}, fmt.Errorf("demo: %w", err)
 	}
 	defer func() { err = errors.Join(err, os.RemoveAll(base)) }()
 	d := &mirrorDemo{out: out, topics: map[string]int32{"orders": 3, "payments": 2}}
-	if d.source, err = startDemoNode(ctx, filepath.Join(base, "source")); err != nil {
+	if d.source, err = startDemoNode(ctx, filepath.Join(base, "source"), nodeLogger(logger, "source")); err != nil {
 		return failoverReport{}, fmt.Errorf("demo: source node: %w", err)
 	}
 	defer func() { err = errors.Join(err, stopDemoNode("source", d.source)) }()
-	if d.target, err = startDemoNode(ctx, filepath.Join(base, "mirror")); err != nil {
+	if d.target, err = startDemoNode(ctx, filepath.Join(base, "mirror"), nodeLogger(logger, "mirror")); err != nil {
 		return failoverReport{}, fmt.Errorf("demo: mirror node: %w", err)
 	}
 	defer func() { err = errors.Join(err, stopDemoNode("mirror", d.target)) }()
@@ -126,6 +126,14 @@ func mirrorDemoRun(ctx context.Context, out io.Writer, load time.Duration) (_ fa
 	return report, nil
 }
 
+// nodeLogger is logger with the node's role on each line; nil for nil.
+func nodeLogger(logger *slog.Logger, role string) *slog.Logger {
+	if logger == nil {
+		return nil
+	}
+	return logger.With("node", role)
+}
+
 // stopDemoNode stops a node; it is an error for the demo to end on.
 func stopDemoNode(role string, n demoNode) error {
 	if err := n.stop(); err != nil {
@@ -138,15 +146,15 @@ func stopDemoNode(role string, n demoNode) error {
 // them on the target.
 func (d *mirrorDemo) startMirroring(ctx context.Context) error {
 	for name, partitions := range d.topics {
-		if _, err := d.source.node.CreateTopic(ctx, name, partitions, nil, false); err != nil {
-			return fmt.Errorf("demo: create topic %s: %w", name, err)
+		if err := d.source.node.CreateTopic(ctx, name, partitions, nil); err != nil {
+			return fmt.Errorf("demo: %w", err)
 		}
 	}
 	fmt.Fprintf(d.out, "mirrord demo: source node %s, mirror node %s, topics orders (3 partitions) and payments (2)\n", d.source.addr, d.target.addr)
-	if err := d.target.node.Mirrors().CreateMirror(ctx, "demo", map[string]string{"bootstrap.servers": d.source.addr, "mirror.metadata.refresh.interval.ms": "1000"}); err != nil {
+	if err := d.target.node.Admin().CreateMirror(ctx, "demo", map[string]string{"bootstrap.servers": d.source.addr, "mirror.metadata.refresh.interval.ms": "1000"}); err != nil {
 		return fmt.Errorf("demo: create mirror: %w", err)
 	}
-	results, err := d.target.node.Mirrors().SetTopicsDesiredState(ctx, "demo", netio.StartMirroring, netio.TopicSelection{Include: []string{"orders|payments"}})
+	results, err := d.target.node.Admin().SetTopicsDesiredState(ctx, "demo", mirrord.StartMirroring, mirrord.TopicSelection{Include: []string{"orders|payments"}})
 	if err != nil {
 		return fmt.Errorf("demo: start mirroring: %w", err)
 	}
@@ -240,7 +248,7 @@ func generateLoad(ctx context.Context, addr string, topics map[string]int32, d t
 // printProgress prints one progress line: the offsets mirrored, the
 // mirror's MB/s since the last line, and the lag per topic.
 func (d *mirrorDemo) printProgress(ctx context.Context) {
-	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+	descriptions, err := d.target.node.Admin().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil || len(descriptions) == 0 {
 		fmt.Fprintf(d.out, "  progress: %v\n", err)
 		return
@@ -249,7 +257,12 @@ func (d *mirrorDemo) printProgress(ctx context.Context) {
 	for _, p := range descriptions[0].Partitions {
 		mirrored += p.LogEndOffset
 	}
-	bytes := d.target.node.MirroredBytes()
+	var bytes int64
+	for _, m := range d.target.node.Mirrors() {
+		for _, p := range m.Partitions {
+			bytes += p.Bytes
+		}
+	}
 	rate := 0.0
 	if !d.progressAt.IsZero() {
 		rate = float64(bytes-d.progressBytes) / time.Since(d.progressAt).Seconds() / 1e6
@@ -266,16 +279,16 @@ func totalLag(source, target demoNode, topics map[string]int32) int64 {
 	var lag int64
 	for name, partitions := range topics {
 		for i := range partitions {
-			sp, err := source.node.Partition(name, i)
+			sp, err := source.node.Offsets(name, i)
 			if err != nil {
 				return -1
 			}
-			tp, err := target.node.Partition(name, i)
+			tp, err := target.node.Offsets(name, i)
 			if err != nil {
-				lag += int64(sp.Offsets().HighWatermark)
+				lag += int64(sp.HighWatermark)
 				continue
 			}
-			lag += int64(max(sp.Offsets().HighWatermark-tp.Offsets().LogEndOffset, 0))
+			lag += int64(max(sp.HighWatermark-tp.LogEndOffset, 0))
 		}
 	}
 	return lag
@@ -283,14 +296,14 @@ func totalLag(source, target demoNode, topics map[string]int32) int64 {
 
 // printSummary prints what was mirrored; a FAILED partition is an error.
 func (d *mirrorDemo) printSummary(ctx context.Context, produced int64) error {
-	descriptions, err := d.target.node.Mirrors().DescribeMirrors(ctx, []string{"demo"}, false)
+	descriptions, err := d.target.node.Admin().DescribeMirrors(ctx, []string{"demo"}, false)
 	if err != nil {
 		return fmt.Errorf("demo: describe mirror: %w", err)
 	}
 	var mirrored int64
 	for _, p := range descriptions[0].Partitions {
 		mirrored += p.LogEndOffset
-		if state, _ := mirrorstate.ParseState(p.State); state == mirrorstate.Failed {
+		if state, _ := mirrord.ParsePartitionState(p.State); state == mirrord.Failed {
 			return fmt.Errorf("demo: partition %s-%d failed: %s", p.Topic, p.Partition, p.Error)
 		}
 	}
@@ -313,7 +326,7 @@ To do the same against your own cluster, and fail over to the mirror:
 }
 
 // topicResultsError joins the per-topic errors of a topic-state change.
-func topicResultsError(what string, results []netio.TopicResult) error {
+func topicResultsError(what string, results []mirrord.TopicResult) error {
 	var errs []error
 	for _, r := range results {
 		if r.Err != nil {

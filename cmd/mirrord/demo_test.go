@@ -16,7 +16,7 @@ func TestMirrorDemoFailover(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	var out bytes.Buffer
-	report, err := mirrorDemoRun(ctx, &out, time.Second)
+	report, err := mirrorDemoRun(ctx, &out, time.Second, nil)
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}

@@ -1,11 +1,14 @@
-// Command mirrord is the mirrord daemon and CLI. See README.md.
+// Command mirrord is the mirrord daemon and CLI, built on the embedding
+// API (the module root, package mirrord). See README.md.
 //
-//	mirrord demo [--storage]                     live mirroring demo ending in a failover (--storage: the log store alone)
-//	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT]
+//	mirrord demo [--seconds N] [--log-format text|json]   live mirroring demo ending in a failover
+//	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--log-format text|json]
 //	mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]   mirror administration
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -14,8 +17,9 @@ const usage = `usage: mirrord <command> [options]
 
 commands:
   demo      a source node, a load generator and a mirror node in one process, mirroring live,
-            ending with a failover (the mirror takes the writes); --storage: the log store alone
+            ending with a failover (the mirror takes the writes)
   serve     the Kafka-protocol node: --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--advertise HOST:PORT]
+            [--config server.properties] [--log-format text|json] (mirrord serve --help)
   mirrors   mirror administration: --bootstrap-server HOST:PORT and one of --create --start --stop
             --pause --resume --recover --delete --list --describe (mirrord mirrors --help)
 `
@@ -38,6 +42,9 @@ func main() {
 		return
 	default:
 		err = fmt.Errorf("unknown command %q\n%s", command, usage)
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return // the command's flags were printed
 	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "mirrord: %v\n", err)

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/netio"
 )
 
@@ -121,35 +120,5 @@ func TestMirrorsStopDryRunGroups(t *testing.T) {
 	admin.descriptions[0].GroupSync = nil
 	if out, err = run("--stop", "--dry-run", "--mirror", "east", "--topics", "orders"); err != nil || strings.Contains(out, "group") {
 		t.Errorf("dry run, no group sync reported: %v\n%s", err, out)
-	}
-}
-
-// The status page's line per mirror: the round, and the groups' offset
-// lag with the group that has the most.
-func TestStatusPageGroupSync(t *testing.T) {
-	now := time.Now()
-	for _, tc := range []struct {
-		status engine.GroupSyncStatus
-		want   string
-	}{
-		{engine.GroupSyncStatus{}, "no group offset sync round yet"},
-		{engine.GroupSyncStatus{At: now.Add(-2 * time.Second), Duration: 3 * time.Millisecond, Synced: 2, Skipped: 1,
-			Lag: map[string]int64{"a": 7, "b": 9, "c": 9}, SkippedGroups: []string{"live"}},
-			"group offsets synced " + now.Add(-2*time.Second).UTC().Format(time.RFC3339) +
-				" (2s ago, took 3ms): 2 groups synced, 1 skipped (members on this node); offset lag 25 over 3 groups (most: b 9)"},
-		{engine.GroupSyncStatus{At: now.Add(-time.Second), Err: "list the source's groups: EOF", Errors: 2, Lag: map[string]int64{}},
-			"group offsets synced " + now.Add(-time.Second).UTC().Format(time.RFC3339) +
-				" (1s ago, took 0s): 0 groups synced, 0 skipped (members on this node); 2 rounds failed; the last round failed: list the source's groups: EOF"},
-	} {
-		if got := groupSyncStatusLine(tc.status, now); got != tc.want {
-			t.Errorf("%+v:\n%s\nwant\n%s", tc.status, got, tc.want)
-		}
-	}
-	var page strings.Builder
-	err := writeStatus(&page, netio.ClusterInfo{NodeID: 1, ClusterID: "c1", Host: "127.0.0.1", Port: 9092}, []engine.MirrorReport{
-		{Name: "m", SourceBootstrap: "127.0.0.1:9", GroupSync: engine.GroupSyncStatus{At: now, Synced: 1, Lag: map[string]int64{"app": 4}}}})
-	if err != nil || !strings.Contains(page.String(), "\nmirror m: source 127.0.0.1:9 (cluster ), 0 partitions\ngroup offsets synced ") ||
-		!strings.Contains(page.String(), "offset lag 4 over 1 groups (most: app 4)\n") {
-		t.Errorf("status page: %v\n%s", err, page.String())
 	}
 }

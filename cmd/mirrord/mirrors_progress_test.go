@@ -108,7 +108,7 @@ func splitScreen(t *testing.T, screen string) (progress []string, text string) {
 // startTestNode starts an in-process node that the test stops.
 func startTestNode(ctx context.Context, t *testing.T, dir string) demoNode {
 	t.Helper()
-	node, err := startDemoNode(ctx, dir)
+	node, err := startDemoNode(ctx, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func waitPartitions(ctx context.Context, t *testing.T, node demoNode, mirror str
 	defer poll.Stop()
 	last := ""
 	for {
-		described, err := node.node.Mirrors().DescribeMirrors(ctx, []string{mirror}, false)
+		described, err := node.node.Admin().DescribeMirrors(ctx, []string{mirror}, false)
 		if err == nil && len(described) == 1 {
 			n := 0
 			for _, p := range described[0].Partitions {
@@ -191,7 +191,7 @@ func createTestMirror(ctx context.Context, t *testing.T, node demoNode, name, so
 	for key, value := range config {
 		full[key] = value
 	}
-	if err := node.node.Mirrors().CreateMirror(ctx, name, full); err != nil {
+	if err := node.node.Admin().CreateMirror(ctx, name, full); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -208,7 +208,7 @@ func TestMirrorsProgressCatchUp(t *testing.T) {
 	target := startTestNode(ctx, t, filepath.Join(base, "target"))
 	const partitions, catchUpBatches = 200, 10
 	for topic, batches := range map[string]int{"slow": catchUpBatches, "piped": 1} {
-		if _, err := source.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
+		if err := source.node.CreateTopic(ctx, topic, partitions, nil); err != nil {
 			t.Fatal(err)
 		}
 		produceEach(ctx, t, source.addr, topic, partitions, batches, 400)
@@ -280,12 +280,12 @@ func TestMirrorsProgressStop(t *testing.T) {
 	const partitions = 500
 	topics := []string{"stop-tty", "stop-piped"}
 	for _, topic := range topics {
-		if _, err := source.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
+		if err := source.node.CreateTopic(ctx, topic, partitions, nil); err != nil {
 			t.Fatal(err)
 		}
 	}
 	createTestMirror(ctx, t, target, "m", source.addr, nil)
-	if _, err := target.node.Mirrors().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
+	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
 		t.Fatal(err)
 	}
 	waitPartitions(ctx, t, target, "m", topics, 2*partitions, func(p netio.MirrorPartitionStatus) bool { return p.State == "MIRRORING" })
@@ -326,17 +326,17 @@ func TestMirrorsProgressFailback(t *testing.T) {
 	const partitions = 100
 	topics := []string{"back-tty", "back-piped"}
 	for _, topic := range topics {
-		if _, err := a.node.CreateTopic(ctx, topic, partitions, nil, false); err != nil {
+		if err := a.node.CreateTopic(ctx, topic, partitions, nil); err != nil {
 			t.Fatal(err)
 		}
 		produceEach(ctx, t, a.addr, topic, partitions, 3, 100)
 	}
 	createTestMirror(ctx, t, b, "a-to-b", a.addr, nil)
-	if _, err := b.node.Mirrors().SetTopicsDesiredState(ctx, "a-to-b", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
+	if _, err := b.node.Admin().SetTopicsDesiredState(ctx, "a-to-b", netio.StartMirroring, netio.TopicSelection{Names: topics}); err != nil {
 		t.Fatal(err)
 	}
 	waitPartitions(ctx, t, b, "a-to-b", topics, 2*partitions, func(p netio.MirrorPartitionStatus) bool { return p.State == "MIRRORING" && p.LogEndOffset == 3 })
-	if _, err := b.node.Mirrors().SetTopicsDesiredState(ctx, "a-to-b", netio.StopMirroring, netio.TopicSelection{Names: topics}); err != nil {
+	if _, err := b.node.Admin().SetTopicsDesiredState(ctx, "a-to-b", netio.StopMirroring, netio.TopicSelection{Names: topics}); err != nil {
 		t.Fatal(err)
 	}
 	for _, topic := range topics {

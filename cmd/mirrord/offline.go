@@ -5,7 +5,6 @@ import (
 	"io"
 
 	"github.com/mirrord/mirrord/mirrorwire"
-	"github.com/mirrord/mirrord/netio"
 )
 
 // describedOffline is one offline partition of --describe: its log could
@@ -41,15 +40,4 @@ func printOffline(out io.Writer, rows []describedOffline) error {
 		}
 	}
 	return nil
-}
-
-// writeOfflineStatus is the status page's list of offline partitions.
-func writeOfflineStatus(w io.Writer, offline []netio.OfflineLog) {
-	if len(offline) == 0 {
-		return
-	}
-	fmt.Fprintf(w, "\nOFFLINE: %d partition(s) whose log cannot be opened answer KAFKA_STORAGE_ERROR:\n", len(offline))
-	for _, o := range offline {
-		fmt.Fprintf(w, "  %s-%d: %s\n", o.Topic, o.Partition, oneLine(o.Error))
-	}
 }

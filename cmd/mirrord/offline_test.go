@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/netio"
 )
 
@@ -54,22 +53,5 @@ func TestMirrorsDescribeOffline(t *testing.T) {
 	want := []describedOffline{{"orders", 1, offlineFixture[0].Error}, {"pay", 0, offlineFixture[1].Error}}
 	if !reflect.DeepEqual(got.Offline, want) {
 		t.Errorf("json offlinePartitions %+v, want %+v", got.Offline, want)
-	}
-}
-
-// The status page lists the offline partitions after the node's line,
-// before the mirrors.
-func TestStatusPageOffline(t *testing.T) {
-	var page strings.Builder
-	if err := writeStatus(&page, netio.ClusterInfo{NodeID: 1, ClusterID: "c1", Host: "127.0.0.1", Port: 9092}, []engine.MirrorReport{{Name: "m"}},
-		offlineFixture...); err != nil {
-		t.Fatal(err)
-	}
-	want := "mirrord node 1, cluster c1, 127.0.0.1:9092\n\n" +
-		"OFFLINE: 2 partition(s) whose log cannot be opened answer KAFKA_STORAGE_ERROR:\n" +
-		"  orders-1: logstore: corrupt: /data/orders-1/partition.metadata: topic id \"junk\"\n" +
-		"  pay-0: broker: pay-0: load producer state: magic 7, want 2\n\nmirror m:"
-	if !strings.HasPrefix(page.String(), want) {
-		t.Errorf("status page:\n%s\nwant it to begin\n%s", page.String(), want)
 	}
 }

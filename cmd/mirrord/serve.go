@@ -5,248 +5,75 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"runtime/debug"
-	"sort"
-	"strconv"
-	"strings"
 	"syscall"
-	"text/tabwriter"
 	"time"
 
-	"github.com/mirrord/mirrord/engine"
-	"github.com/mirrord/mirrord/logstore"
-	"github.com/mirrord/mirrord/netio"
-	"github.com/mirrord/mirrord/vfs"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/mirrord/mirrord"
 )
 
-// runServe is `mirrord serve`: the Kafka-protocol node. SIGTERM or SIGINT
+// runServe is `mirrord serve`: the Kafka-protocol node, built on the
+// embedding API (mirrord.Open, ListenAndServe). The flags become
+// server.properties keys over the --config file's. SIGTERM or SIGINT
 // stops it cleanly: listeners close, logs are synced and closed.
 func runServe(args []string) error {
 	flags := flag.NewFlagSet("serve", flag.ContinueOnError)
 	dataDir := flags.String("data-dir", "", "data directory (required)")
-	flags.String("listen", "127.0.0.1:9092", "Kafka PLAINTEXT listener HOST:PORT")
-	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the status page at / (empty: none)")
+	listen := flags.String("listen", "127.0.0.1:9092", "Kafka PLAINTEXT listener HOST:PORT")
+	httpListen := flags.String("http-listen", "", "HTTP listener HOST:PORT for /metrics, /healthz and the web console at / (/status.txt in plain text; empty: none)")
 	flags.String("advertise", "", "HOST:PORT clients of the PLAINTEXT listener are told to connect to (default: the listener's address)")
 	declareListenerFlags(flags)
 	configFile := flags.String("config", "", "node config file: Kafka's server.properties names (flags win over it)")
-	messageMaxBytes := flags.Int("message-max-bytes", engine.DefaultMessageMaxBytes, "largest record batch a Produce may write to a topic without max.message.bytes (Kafka's message.max.bytes)")
-	txnConfig := transactionFlags(flags)
-	cleanerConfig := cleanerFlags(flags)
-	consumerGroups := consumerGroupFlags(flags)
-	authorizerFlags(flags)
+	logFormat := flags.String("log-format", "text", "log lines on stderr: text (key=value) or json (one object a line)")
+	declarePropertyFlags(flags)
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	cleaner, err := cleanerConfig()
-	if err != nil {
-		return err
-	}
-	transactions, err := txnConfig()
-	if err != nil {
-		return err
-	}
-	session, heartbeat, err := consumerGroups()
-	if err != nil {
-		return err
-	}
-	file, err := readServeConfig(*configFile, flags)
-	if err != nil {
-		return err
-	}
-	set := map[string]bool{}
-	flags.Visit(func(f *flag.Flag) { set[f.Name] = true })
-	if !set["data-dir"] && file.dataDir != "" {
-		*dataDir = file.dataDir
-	}
-	saslProps, err := takeSASLProperties(file.props)
-	if err != nil {
-		return err
-	}
-	limits, err := takeConnectionProperties(file.props)
-	if err != nil {
-		return err
-	}
-	nodeConfig := engine.NodeConfig{FS: vfs.OS, Log: logstore.DefaultConfig(), MessageMaxBytes: int32(*messageMaxBytes), Transactions: transactions,
-		Cleaner: cleaner, ConsumerSessionTimeout: session, ConsumerHeartbeatInterval: heartbeat, MirrorConfigFilesDir: file.mirrorConfigFilesDir,
-		LogDirReserveBytes: file.logDirReserveBytes}
-	nodeConfig.Log.OpenFilesMax, nodeConfig.Log.IndexCacheBytesMax = file.openFilesMax, file.indexCacheBytesMax
-	if err := nodeConfig.ApplyServerProperties(file.props); err != nil {
-		return fmt.Errorf("serve: --config %s: %w", *configFile, err)
-	}
-	switch {
-	case *dataDir == "":
-		return errors.New("serve: --data-dir is required")
-	case *messageMaxBytes < 1 || *messageMaxBytes > math.MaxInt32:
-		return fmt.Errorf("serve: --message-max-bytes %d out of range [1, %d]", *messageMaxBytes, math.MaxInt32)
-	case flags.NArg() > 0:
+	if flags.NArg() > 0 {
 		return fmt.Errorf("serve: unexpected argument %q", flags.Arg(0))
 	}
+	logger, err := mirrord.NewLogger(os.Stderr, *logFormat, slog.LevelInfo)
+	if err != nil {
+		return fmt.Errorf("serve: --log-format: %w", err)
+	}
+	props, err := serveProperties(*configFile, *listen, flags)
+	if err != nil {
+		return err
+	}
+	if *dataDir == "" && props["log.dirs"] == "" && props["log.dir"] == "" {
+		return errors.New("serve: --data-dir is required")
+	}
 	tuneGC()
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
-	_, goMemLimitSet := os.LookupEnv("GOMEMLIMIT")
-	boundMemory(limits, logger, goMemLimitSet)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-
-	bound, err := bindListeners(file.listeners)
+	node, err := mirrord.Open(mirrord.Config{DataDir: *dataDir, Logger: logger, Properties: props})
 	if err != nil {
-		return err
+		return fmt.Errorf("serve: %w", err)
 	}
-	closeAll := func() {
-		for _, b := range bound {
-			b.ln.Close()
-		}
-	}
-	// The node's own address is its first listener's.
-	nodeConfig.DataDir, nodeConfig.Host, nodeConfig.Port, nodeConfig.Logger = *dataDir, bound[0].AdvertisedHost, bound[0].AdvertisedPort, logger
-	node, err := engine.OpenNode(nodeConfig)
-	if err != nil {
-		closeAll()
-		return err
-	}
+	boundMemory(node.MemoryCeiling())
 	if *httpListen != "" {
-		if err := serveHTTP(ctx, *httpListen, httpHandler(node, logger), logger); err != nil {
-			closeAll()
-			node.Close()
-			return err
+		if err := serveHTTP(ctx, *httpListen, node.HTTPHandler(), logger); err != nil {
+			return errors.Join(err, node.Close())
 		}
 	}
-	for i := range bound {
-		if !bound[i].Protocol.UsesSASL() {
-			continue
-		}
-		if bound[i].SASL, err = saslProps.listenerSASL(ctx, bound[i].Name, node.ScramCredentials()); err != nil {
-			closeAll()
-			node.Close()
-			return err
-		}
-	}
-	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, nodeConfig.AutoCreateTopicsDisable
-	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
-	server := netio.NewServer(limits)
-	serveErrs := make(chan error, len(bound))
-	serveCtx, stopServing := context.WithCancel(ctx)
-	defer stopServing()
-	waitJWKSRefresh := runJWKSRefresh(serveCtx, bound, logger)
-	for _, b := range bound {
-		logger.Info("serving", "listener", b.Name, "protocol", b.Protocol, "listen", b.ln.Addr().String(),
-			"advertised", net.JoinHostPort(b.AdvertisedHost, strconv.Itoa(int(b.AdvertisedPort))))
-		go func() { serveErrs <- server.ServeListener(serveCtx, b.ln, b.Listener) }()
-	}
-	logger.Info("node open", "data_dir", *dataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))
-	var serveErr error
-	for range bound { // one listener failing stops them all
-		if err := <-serveErrs; err != nil {
-			serveErr = errors.Join(serveErr, err)
-			stopServing()
-		}
-	}
-	stopServing()
-	waitJWKSRefresh()
+	serveErr := node.ListenAndServe(ctx)
 	closeErr := node.Close()
 	logger.Info("stopped", "serve_error", serveErr, "close_error", closeErr)
 	return errors.Join(serveErr, closeErr)
 }
 
-// transactionFlags declares the transaction coordinator's settings, with
-// Kafka's broker config names and defaults, and returns what reads them
-// after parsing.
-func transactionFlags(flags *flag.FlagSet) func() (engine.TransactionConfig, error) {
-	d := engine.DefaultTransactionConfig
-	settings := []struct {
-		name  string
-		into  *time.Duration
-		value *int64
-	}{
-		{"transaction.max.timeout.ms", &d.MaxTimeout, nil},
-		{"transaction.abort.timed.out.transaction.cleanup.interval.ms", &d.AbortTimedOutInterval, nil},
-		{"transactional.id.expiration.ms", &d.TransactionalIDExpiration, nil},
-		{"producer.id.expiration.ms", &d.ProducerIDExpiration, nil},
+// boundMemory sets the Go runtime's soft memory limit to the node's
+// memory ceiling (which Open logged) unless GOMEMLIMIT is set, so that
+// garbage under serve's GOGC cannot carry the process past it.
+func boundMemory(ceiling int64) {
+	if _, set := os.LookupEnv("GOMEMLIMIT"); !set {
+		debug.SetMemoryLimit(ceiling)
 	}
-	for i := range settings {
-		s := &settings[i]
-		s.value = flags.Int64(strings.ReplaceAll(s.name, ".", "-"), s.into.Milliseconds(), "Kafka's "+s.name)
-	}
-	return func() (engine.TransactionConfig, error) {
-		for _, s := range settings {
-			if *s.value < 1 || *s.value > math.MaxInt32 {
-				return d, fmt.Errorf("serve: --%s %d out of range [1, %d]", strings.ReplaceAll(s.name, ".", "-"), *s.value, math.MaxInt32)
-			}
-			*s.into = time.Duration(*s.value) * time.Millisecond
-		}
-		return d, nil
-	}
-}
-
-// consumerGroupFlags declares the consumer groups' (KIP-848) session
-// timeout and heartbeat interval, with Kafka's broker config names and
-// defaults, and returns what reads them after parsing.
-func consumerGroupFlags(flags *flag.FlagSet) func() (session, heartbeat time.Duration, err error) {
-	session, heartbeat := engine.DefaultConsumerGroupTimings()
-	sessionMs := flags.Int64("group-consumer-session-timeout-ms", session.Milliseconds(), "Kafka's group.consumer.session.timeout.ms")
-	heartbeatMs := flags.Int64("group-consumer-heartbeat-interval-ms", heartbeat.Milliseconds(), "Kafka's group.consumer.heartbeat.interval.ms")
-	return func() (time.Duration, time.Duration, error) {
-		switch {
-		case *sessionMs < 1 || *sessionMs > math.MaxInt32:
-			return 0, 0, fmt.Errorf("serve: --group-consumer-session-timeout-ms %d out of range [1, %d]", *sessionMs, math.MaxInt32)
-		case *heartbeatMs < 1 || *heartbeatMs >= *sessionMs:
-			return 0, 0, fmt.Errorf("serve: --group-consumer-heartbeat-interval-ms %d out of range [1, %d): it must be below the session timeout", *heartbeatMs, *sessionMs)
-		}
-		return time.Duration(*sessionMs) * time.Millisecond, time.Duration(*heartbeatMs) * time.Millisecond, nil
-	}
-}
-
-// boundListener is a listener with its socket and advertised address.
-type boundListener struct {
-	netio.Listener
-	ln net.Listener
-}
-
-// bindListeners opens every listener's socket, or none.
-func bindListeners(listeners []serveListener) ([]boundListener, error) {
-	var bound []boundListener
-	for _, l := range listeners {
-		ln, err := net.Listen("tcp", l.address)
-		if err == nil {
-			l.AdvertisedHost, l.AdvertisedPort, err = advertisedAddress(l.Name, l.advertised, ln.Addr().(*net.TCPAddr))
-			if err != nil {
-				ln.Close()
-			}
-		}
-		if err != nil {
-			for _, b := range bound {
-				b.ln.Close()
-			}
-			return nil, fmt.Errorf("serve: listener %s on %s: %w", l.Name, l.address, err)
-		}
-		bound = append(bound, boundListener{Listener: l.Listener, ln: ln})
-	}
-	return bound, nil
-}
-
-func advertisedAddress(name, advertise string, listening *net.TCPAddr) (string, int32, error) {
-	if advertise == "" {
-		return listening.IP.String(), int32(listening.Port), nil
-	}
-	host, portText, err := net.SplitHostPort(advertise)
-	if err != nil {
-		return "", 0, fmt.Errorf("advertised address of %s %q: %w", name, advertise, err)
-	}
-	port, err := strconv.ParseInt(portText, 10, 32)
-	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("advertised address of %s %q: bad port", name, advertise)
-	}
-	return host, int32(port), nil
 }
 
 // serveHTTP serves handler on addr until ctx is done.
@@ -263,114 +90,6 @@ func serveHTTP(ctx context.Context, addr string, handler http.Handler, logger *s
 	}()
 	context.AfterFunc(ctx, func() { server.Close() })
 	return nil
-}
-
-// httpHandler is the HTTP listener's routes: /metrics (the node's registry,
-// plus the Go runtime's and the process's metrics from a registry of this
-// listener's own), /healthz, and a plain-text status page at /.
-func httpHandler(node *engine.Node, logger *slog.Logger) http.Handler {
-	runtime := prometheus.NewRegistry()
-	runtime.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	metrics := promhttp.HandlerFor(prometheus.Gatherers{node.Metrics(), runtime},
-		promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)})
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", metrics)
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "ok") })
-	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprintln(w, logDirLine(node.LogDirSpace()))
-		if err := writeStatus(w, node.Cluster(), node.MirrorReports(), node.OfflineLogs()...); err != nil {
-			logger.Info("status page not written", "error", err)
-		}
-	})
-	return mux
-}
-
-// writeStatus writes the status page: the node, its offline partitions
-// with their errors, then each mirror with
-// whether its source answers, its consumer group offset sync in one
-// line, and its partitions' state and lag (in
-// records and in time, as /metrics reports them; "-" while the source
-// high watermark is unknown, ">=N" while it is older than the staleness
-// bound, with its age beside it).
-func writeStatus(w io.Writer, cluster netio.ClusterInfo, mirrors []engine.MirrorReport, offline ...netio.OfflineLog) error {
-	tw := tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
-	fmt.Fprintf(tw, "mirrord node %d, cluster %s, %s\n", cluster.NodeID, cluster.ClusterID, net.JoinHostPort(cluster.Host, strconv.Itoa(int(cluster.Port))))
-	writeOfflineStatus(tw, offline) // offline.go: before the mirrors
-	if len(mirrors) == 0 {
-		fmt.Fprintln(tw, "\nno mirrors")
-	}
-	for _, m := range mirrors {
-		fmt.Fprintf(tw, "\nmirror %s: source %s (cluster %s), %d partitions%s\n", m.Name, m.SourceBootstrap, m.SourceClusterID, len(m.Partitions), stateCounts(m.Partitions))
-		if !m.SourceUnreachableSince.IsZero() {
-			fmt.Fprintf(tw, "%s\n", unreachableText(m.SourceUnreachableSince.UnixMilli(), m.SourceError, time.Now()))
-		}
-		fmt.Fprintf(tw, "%s\n", groupSyncStatusLine(m.GroupSync, time.Now()))
-		fmt.Fprintf(tw, "%s\n", aclSyncLine(m.ACLSync.At, m.ACLSync.Duration, m.ACLSync.Synced, m.ACLSync.Errors, m.ACLSync.Err, time.Now()))
-		if len(m.Partitions) == 0 {
-			continue
-		}
-		stale := 0
-		fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tHW AGE\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES")
-		for _, p := range m.Partitions {
-			lag := "-"
-			if p.LagRecords >= 0 {
-				lag = strconv.FormatInt(p.LagRecords, 10)
-			}
-			if p.LagRecords >= 0 && p.LagLowerBound {
-				lag, stale = ">="+lag, stale+1
-			}
-			age := int64(-1) // unknown
-			if p.SourceHighWatermarkAge >= 0 {
-				age = p.SourceHighWatermarkAge.Milliseconds()
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%.3f\t%d\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
-				ageText(age), p.LogEndOffset, lag, p.Lag.Seconds(), p.Bytes)
-		}
-		if stale > 0 {
-			fmt.Fprintf(tw, "%d partitions: the source high watermark is older than %v, so their lag is a lower bound (>=).\n", stale, m.StaleAfter)
-		}
-	}
-	return tw.Flush()
-}
-
-// groupSyncStatusLine is the status page's line on a mirror's group
-// offset sync: the round, then the groups' offset lag, its sum and the
-// group with the most.
-func groupSyncStatusLine(g engine.GroupSyncStatus, now time.Time) string {
-	text := groupSyncLine(g.At, g.Duration, g.Synced, g.Skipped, g.Errors, g.Err, now)
-	if len(g.Lag) == 0 {
-		return text
-	}
-	var total int64
-	most := ""
-	for group, lag := range g.Lag {
-		total += lag
-		if most == "" || lag > g.Lag[most] || lag == g.Lag[most] && group < most {
-			most = group
-		}
-	}
-	return fmt.Sprintf("%s; offset lag %d over %d groups (most: %s %d)", text, total, len(g.Lag), most, g.Lag[most])
-}
-
-// stateCounts is ": 3 MIRRORING, 1 FAILED" (states in name order).
-func stateCounts(partitions []engine.MirrorPartitionReport) string {
-	counts := map[string]int{}
-	for _, p := range partitions {
-		counts[p.State.String()]++
-	}
-	states := make([]string, 0, len(counts))
-	for state := range counts {
-		states = append(states, state)
-	}
-	sort.Strings(states)
-	var b strings.Builder
-	separator := ": "
-	for _, state := range states {
-		fmt.Fprintf(&b, "%s%d %s", separator, counts[state], state)
-		separator = ", "
-	}
-	return b.String()
 }
 
 // gcPercent is the GC target serve runs with unless GOGC is set. The

@@ -2,20 +2,15 @@ package main
 
 import (
 	"context"
-	"flag"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mirrord/mirrord/engine"
-	"github.com/mirrord/mirrord/engine/mirrorstate"
-	"github.com/mirrord/mirrord/netio"
+	"github.com/mirrord/mirrord"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -33,23 +28,24 @@ func httpGet(t *testing.T, url string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-// The HTTP listener of a node that mirrors another: /metrics shows the
-// mirror's series and the runtime's, the status page lists the partitions
-// with their state and lag, /healthz answers ok.
+// The HTTP listener (mirrord.Node.HTTPHandler) of a node that mirrors
+// another: /metrics shows the mirror's series and the runtime's, the
+// console's text view lists the partitions with their state and lag, its
+// page and model are served, /healthz answers ok.
 func TestHTTPListener(t *testing.T) {
 	ctx := context.Background()
 	base := t.TempDir()
-	source, err := startDemoNode(ctx, filepath.Join(base, "source"))
+	source, err := startDemoNode(ctx, filepath.Join(base, "source"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer source.stop()
-	target, err := startDemoNode(ctx, filepath.Join(base, "target"))
+	target, err := startDemoNode(ctx, filepath.Join(base, "target"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer target.stop()
-	if _, err := source.node.CreateTopic(ctx, "orders", 2, nil, false); err != nil {
+	if err := source.node.CreateTopic(ctx, "orders", 2, nil); err != nil {
 		t.Fatal(err)
 	}
 	producer, err := kgo.NewClient(kgo.SeedBrokers(source.addr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -63,13 +59,13 @@ func TestHTTPListener(t *testing.T) {
 		}
 	}
 	config := map[string]string{"bootstrap.servers": source.addr, "mirror.metadata.refresh.interval.ms": "200", "fetch.wait.max.ms": "100"}
-	if err := target.node.Mirrors().CreateMirror(ctx, "m", config); err != nil {
+	if err := target.node.Admin().CreateMirror(ctx, "m", config); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := target.node.Mirrors().SetTopicsDesiredState(ctx, "m", netio.StartMirroring, netio.TopicSelection{Names: []string{"orders"}}); err != nil {
+	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", mirrord.StartMirroring, mirrord.TopicSelection{Names: []string{"orders"}}); err != nil {
 		t.Fatal(err)
 	}
-	server := httptest.NewServer(httpHandler(target.node, slog.New(slog.NewTextHandler(io.Discard, nil))))
+	server := httptest.NewServer(target.node.HTTPHandler())
 	defer server.Close()
 
 	// Each partition holds one batch: caught up, its row reads
@@ -78,7 +74,7 @@ func TestHTTPListener(t *testing.T) {
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
 	for {
-		code, page := httpGet(t, server.URL+"/")
+		code, page := httpGet(t, server.URL+"/status.txt")
 		if code != http.StatusOK {
 			t.Fatalf("status page: %d %s", code, page)
 		}
@@ -131,6 +127,12 @@ func TestHTTPListener(t *testing.T) {
 	if code, body := httpGet(t, server.URL+"/healthz"); code != http.StatusOK || body != "ok\n" {
 		t.Errorf("/healthz: %d %q", code, body)
 	}
+	if code, page := httpGet(t, server.URL+"/"); code != http.StatusOK || !strings.Contains(page, `<script src="console.js">`) {
+		t.Errorf("/: %d, want the console's page:\n%.300s", code, page)
+	}
+	if code, body := httpGet(t, server.URL+"/status.json"); code != http.StatusOK || !strings.Contains(body, `"name":"m"`) {
+		t.Errorf("/status.json: %d %.300s", code, body)
+	}
 	if code, _ := httpGet(t, server.URL+"/nothing"); code != http.StatusNotFound {
 		t.Errorf("/nothing: %d, want 404", code)
 	}
@@ -142,107 +144,10 @@ func statusCaughtUp(page string, partitions int) bool {
 	rows := 0
 	for _, line := range strings.Split(page, "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 9 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
+		if len(fields) == 10 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
 			fields[3] == "1" && fields[5] == "1" && fields[6] == "0" && fields[7] == "0.000" {
 			rows++
 		}
 	}
 	return rows == partitions
-}
-
-// The status page of a mirror whose source stopped answering: the
-// unreachable line with its error, ">=" before a stale lag with the
-// high watermark's age beside it, and a note saying what ">=" means.
-func TestStatusPageStale(t *testing.T) {
-	since := time.Now().Add(-90 * time.Second)
-	var page strings.Builder
-	err := writeStatus(&page, netio.ClusterInfo{NodeID: 1, ClusterID: "c1", Host: "127.0.0.1", Port: 9092}, []engine.MirrorReport{{
-		Name: "m", SourceBootstrap: "127.0.0.1:9", SourceClusterID: "src", StaleAfter: 5 * time.Second,
-		SourceUnreachableSince: since, SourceError: "fetch from broker 0: EOF",
-		Partitions: []engine.MirrorPartitionReport{
-			{Topic: "orders", Partition: 0, State: mirrorstate.Mirroring, SourceHighWatermark: 10, SourceHighWatermarkAge: 90 * time.Second,
-				LogEndOffset: 10, LagRecords: 0, LagLowerBound: true, Lag: 90 * time.Second, Bytes: 700},
-			{Topic: "orders", Partition: 1, State: mirrorstate.Paused, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0, LagRecords: -1},
-		},
-	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []*regexp.Regexp{
-		regexp.MustCompile(`\nsource unreachable since ` + regexp.QuoteMeta(since.UTC().Format(time.RFC3339)) + ` \(1m3[0-9]s ago\): fetch from broker 0: EOF\n`),
-		regexp.MustCompile(`\norders +0 +MIRRORING +10 +1m30s +10 +>=0 +90\.000 +700\n`),
-		regexp.MustCompile(`\norders +1 +PAUSED +-1 +- +0 +- +0\.000 +0\n`),
-		regexp.MustCompile(`\n1 partitions: the source high watermark is older than 5s, so their lag is a lower bound \(>=\)\.\n`),
-	} {
-		if !want.MatchString(page.String()) {
-			t.Errorf("status page lacks %s:\n%s", want, page.String())
-		}
-	}
-}
-
-// The transaction settings take Kafka's names as flags, default to
-// Kafka's values, and refuse what Kafka's config validation refuses.
-func TestTransactionFlags(t *testing.T) {
-	for _, c := range []struct {
-		args []string
-		want engine.TransactionConfig
-		err  string
-	}{
-		{args: nil, want: engine.DefaultTransactionConfig},
-		{args: []string{"--transaction-abort-timed-out-transaction-cleanup-interval-ms", "250", "--transaction-max-timeout-ms", "60000",
-			"--transactional-id-expiration-ms", "1000", "--producer-id-expiration-ms", "2000"},
-			want: engine.TransactionConfig{MaxTimeout: time.Minute, AbortTimedOutInterval: 250 * time.Millisecond,
-				TransactionalIDExpiration: time.Second, ProducerIDExpiration: 2 * time.Second}},
-		{args: []string{"--transaction-max-timeout-ms", "0"}, err: "--transaction-max-timeout-ms 0 out of range"},
-		{args: []string{"--producer-id-expiration-ms", "3000000000"}, err: "--producer-id-expiration-ms 3000000000 out of range"},
-	} {
-		flags := flag.NewFlagSet("serve", flag.ContinueOnError)
-		read := transactionFlags(flags)
-		if err := flags.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		got, err := read()
-		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
-		case c.err == "" && err != nil:
-			t.Errorf("%v: %v", c.args, err)
-		case c.err == "" && got != c.want:
-			t.Errorf("%v: %+v, want %+v", c.args, got, c.want)
-		}
-	}
-}
-
-// The consumer groups' (KIP-848) session timeout and heartbeat interval
-// take Kafka's names as flags, default to Kafka's values, and the
-// interval must stay below the timeout, as Kafka's config validation
-// requires.
-func TestConsumerGroupFlags(t *testing.T) {
-	for _, c := range []struct {
-		args               []string
-		session, heartbeat time.Duration
-		err                string
-	}{
-		{args: nil, session: 45 * time.Second, heartbeat: 5 * time.Second},
-		{args: []string{"--group-consumer-session-timeout-ms", "10000", "--group-consumer-heartbeat-interval-ms", "2000"}, session: 10 * time.Second, heartbeat: 2 * time.Second},
-		{args: []string{"--group-consumer-session-timeout-ms", "0"}, err: "--group-consumer-session-timeout-ms 0 out of range"},
-		{args: []string{"--group-consumer-session-timeout-ms", "3000000000"}, err: "--group-consumer-session-timeout-ms 3000000000 out of range"},
-		{args: []string{"--group-consumer-session-timeout-ms", "4000"}, err: "--group-consumer-heartbeat-interval-ms 5000 out of range [1, 4000)"},
-		{args: []string{"--group-consumer-heartbeat-interval-ms", "0"}, err: "--group-consumer-heartbeat-interval-ms 0 out of range"},
-	} {
-		flags := flag.NewFlagSet("serve", flag.ContinueOnError)
-		read := consumerGroupFlags(flags)
-		if err := flags.Parse(c.args); err != nil {
-			t.Fatal(err)
-		}
-		session, heartbeat, err := read()
-		switch {
-		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
-			t.Errorf("%v: error %v, want %q", c.args, err, c.err)
-		case c.err == "" && err != nil:
-			t.Errorf("%v: %v", c.args, err)
-		case c.err == "" && (session != c.session || heartbeat != c.heartbeat):
-			t.Errorf("%v: session %v, heartbeat %v, want %v, %v", c.args, session, heartbeat, c.session, c.heartbeat)
-		}
-	}
 }

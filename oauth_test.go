@@ -1,4 +1,4 @@
-package main
+package mirrord
 
 import (
 	"context"
@@ -16,7 +16,6 @@ import (
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/mirrord/mirrord/auth"
-	"github.com/mirrord/mirrord/netio"
 )
 
 // oauthKey is a signing key of a test JWKS.
@@ -95,7 +94,7 @@ func TestListenerOAuthBearerRefresh(t *testing.T) {
 		t.Fatal("a token of the JWKS's key refused")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	wait := runJWKSRefresh(ctx, []boundListener{{Listener: netio.Listener{Name: "CLIENT", SASL: config}}}, slog.New(slog.DiscardHandler))
+	wait := runJWKSRefresh(ctx, []*auth.SASLConfig{config}, slog.New(slog.DiscardHandler))
 	writeJWKS(t, path, rotated)
 	// The retired key's kid is in the set in use, so only the periodic
 	// refresh (not one for an unknown kid) can retire it.

@@ -1,4 +1,4 @@
-package main
+package mirrord
 
 import (
 	"maps"
@@ -29,7 +29,7 @@ func TestParseProperties(t *testing.T) {
 		{"last value wins", "a=1\na=2\n", map[string]string{"a": "2"}},
 		{"escaped hash starts a key", `\#a=1` + "\n", map[string]string{"#a": "1"}},
 	} {
-		got, err := parseProperties(tc.text)
+		got, err := ParseProperties(tc.text)
 		if err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("%s: %q, %v; want %q", tc.name, got, err, tc.want)
 		}
@@ -45,7 +45,7 @@ func TestParsePropertiesRefusesJunk(t *testing.T) {
 		{"a=1\nc 3\n", `line 2: "c 3" is not key=value`},
 		{"a=1\n\n=v\n", `line 3: "=v" has no key`},
 	} {
-		_, err := parseProperties(tc.text)
+		_, err := ParseProperties(tc.text)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: %v, want an error containing %q", tc.text, err, tc.want)
 		}
@@ -54,12 +54,12 @@ func TestParsePropertiesRefusesJunk(t *testing.T) {
 
 func TestParsePropertiesRefusesMalformedUnicode(t *testing.T) {
 	for _, text := range []string{"a=\\u12", "ok=1\nb=\\uzzzz\n", "\\u00g1=x"} {
-		_, err := parseProperties(text)
+		_, err := ParseProperties(text)
 		if err == nil || !strings.Contains(err.Error(), "malformed \\uxxxx") {
 			t.Errorf("%q: %v", text, err)
 		}
 	}
-	if _, err := parseProperties("ok=1\nb=\\u12\n"); err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
+	if _, err := ParseProperties("ok=1\nb=\\u12\n"); err == nil || !strings.HasPrefix(err.Error(), "line 2:") {
 		t.Errorf("line number: %v", err)
 	}
 }
@@ -102,11 +102,11 @@ func FuzzParseProperties(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, text string) {
-		properties, err := parseProperties(text)
+		properties, err := ParseProperties(text)
 		if err != nil {
 			return
 		}
-		again, err := parseProperties(formatProperties(properties))
+		again, err := ParseProperties(formatProperties(properties))
 		if err != nil || !reflect.DeepEqual(again, properties) {
 			t.Fatalf("%q parsed as %q, rewritten as %q: %q, %v", text, properties, formatProperties(properties), again, err)
 		}

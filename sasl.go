@@ -1,6 +1,6 @@
-package main
+package mirrord
 
-// SASL in `mirrord serve`, by Kafka's broker config names:
+// The SASL of the node's listeners, by Kafka's broker config names:
 //
 //	sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-512,OAUTHBEARER
 //	listener.name.<listener>.sasl.enabled.mechanisms=...        (wins for that listener)
@@ -14,17 +14,13 @@ package main
 //	(each also as listener.name.<listener>.oauthbearer.<key>)
 //
 // An OAUTHBEARER listener's JWKS refresh (auth/jwks.go) runs until the
-// node stops: runJWKSRefresh.
+// listener stops being served: runJWKSRefresh.
 //
 // <listener> is the listener name in lower case, as Kafka spells it. An
 // unprefixed sasl.jaas.config is a client setting Kafka's broker does not
 // read for its listeners: refused with the form to use. SCRAM users come
 // from the node's credential store (kafka-configs --alter --add-config
 // 'SCRAM-SHA-512=[...]' --entity-type users), not from the JAAS config.
-//
-// Flags for the simple case: --sasl-listen HOST:PORT serves one
-// SASL_PLAINTEXT listener named SASL_PLAINTEXT beside --listen, with
-// --sasl-enabled-mechanisms (over sasl.enabled.mechanisms).
 
 import (
 	"context"
@@ -48,7 +44,7 @@ type saslProperties map[string]string
 // the node's config checks).
 func takeSASLProperties(props map[string]string) (saslProperties, error) {
 	if _, ok := props["sasl.jaas.config"]; ok {
-		return nil, errors.New("serve: --config: sasl.jaas.config is a client setting; a listener's is listener.name.<listener>.<mechanism>.sasl.jaas.config")
+		return nil, errors.New("mirrord: sasl.jaas.config is a client setting; a listener's is listener.name.<listener>.<mechanism>.sasl.jaas.config")
 	}
 	taken := saslProperties{}
 	for key, value := range props {
@@ -79,12 +75,12 @@ func (p saslProperties) listenerSASL(ctx context.Context, listener string, scram
 		}
 		mechanism, err := p.mechanism(ctx, listener, name, scram)
 		if err != nil {
-			return nil, fmt.Errorf("serve: listener %s: %s: %w", listener, name, err)
+			return nil, fmt.Errorf("mirrord: listener %s: %s: %w", listener, name, err)
 		}
 		config.Mechanisms = append(config.Mechanisms, mechanism)
 	}
 	if len(config.Mechanisms) == 0 {
-		return nil, fmt.Errorf("serve: listener %s: no SASL mechanism enabled (sasl.enabled.mechanisms)", listener)
+		return nil, fmt.Errorf("mirrord: listener %s: no SASL mechanism enabled (sasl.enabled.mechanisms)", listener)
 	}
 	return config, nil
 }
@@ -113,7 +109,7 @@ func (p saslProperties) mechanism(ctx context.Context, listener, name string, sc
 			if err != nil {
 				return nil, err
 			}
-			fileUsers, err := parseProperties(string(text))
+			fileUsers, err := ParseProperties(string(text))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", path, err)
 			}
@@ -174,15 +170,16 @@ func (p saslProperties) mechanism(ctx context.Context, listener, name string, sc
 }
 
 // runJWKSRefresh runs the JWKS refresh of each OAUTHBEARER mechanism of
-// the listeners until ctx is done, logging failed refreshes; wait returns
-// once every refresh loop has ended.
-func runJWKSRefresh(ctx context.Context, listeners []boundListener, logger *slog.Logger) (wait func()) {
+// the listeners' SASL configs (nil for a listener without SASL) until ctx
+// is done, logging failed refreshes; wait returns once every refresh loop
+// has ended.
+func runJWKSRefresh(ctx context.Context, configs []*auth.SASLConfig, logger *slog.Logger) (wait func()) {
 	var loops sync.WaitGroup
-	for _, listener := range listeners {
-		if listener.SASL == nil {
+	for _, config := range configs {
+		if config == nil {
 			continue
 		}
-		for _, mechanism := range listener.SASL.Mechanisms {
+		for _, mechanism := range config.Mechanisms {
 			if oauth, ok := mechanism.(*auth.OAuthBearer); ok {
 				loops.Go(func() {
 					oauth.Run(ctx, func(err error) {

@@ -1,4 +1,4 @@
-package main
+package mirrord
 
 // The listeners' connection and request-memory limits, by Kafka's broker
 // config names, parsed and checked as Kafka checks them (KafkaConfig),
@@ -6,9 +6,7 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"math"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"time"
@@ -38,7 +36,7 @@ func takeConnectionProperties(props map[string]string) (netio.Config, error) {
 		delete(props, key)
 		n, err := strconv.ParseInt(strings.TrimSpace(text), 10, 64)
 		if err != nil || n < min || n > max {
-			return 0, false, fmt.Errorf("serve: --config: Invalid value %s for configuration %s: a number in [%d, %d]", strings.TrimSpace(text), key, min, max)
+			return 0, false, fmt.Errorf("mirrord: Invalid value %s for configuration %s: a number in [%d, %d]", strings.TrimSpace(text), key, min, max)
 		}
 		return n, true, nil
 	}
@@ -61,7 +59,7 @@ func takeConnectionProperties(props map[string]string) (netio.Config, error) {
 	} else if ok {
 		switch {
 		case n == 0:
-			return cfg, fmt.Errorf("serve: --config: connections.max.idle.ms 0 would close every connection between requests (a negative value never closes idle ones)")
+			return cfg, fmt.Errorf("mirrord: connections.max.idle.ms 0 would close every connection between requests (a negative value never closes idle ones)")
 		case n < 0:
 			cfg.ConnectionsMaxIdle = -1
 		default:
@@ -77,7 +75,7 @@ func takeConnectionProperties(props map[string]string) (netio.Config, error) {
 		delete(props, "max.connections.per.ip.overrides")
 		overrides, err := netio.ParseMaxConnectionsPerIPOverrides(text)
 		if err != nil {
-			return cfg, fmt.Errorf("serve: --config: %w", err)
+			return cfg, fmt.Errorf("mirrord: %w", err)
 		}
 		cfg.MaxConnectionsPerIPOverrides = overrides
 	}
@@ -87,27 +85,13 @@ func takeConnectionProperties(props map[string]string) (netio.Config, error) {
 		cfg.MaxConnectionsPerIP = int(n)
 		if n == 0 {
 			if len(cfg.MaxConnectionsPerIPOverrides) == 0 {
-				return cfg, fmt.Errorf("serve: --config: max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
+				return cfg, fmt.Errorf("mirrord: max.connections.per.ip can be set to zero only if max.connections.per.ip.overrides property is set.")
 			}
 			cfg.MaxConnectionsPerIP = -1 // none but the overrides
 		}
 	}
 	if limits := cfg.WithDefaults(); limits.QueuedMaxRequestBytes < int64(limits.MaxRequestBytes) {
-		return cfg, fmt.Errorf("serve: --config: queued.max.request.bytes must be larger or equal to socket.request.max.bytes (%d < %d)", limits.QueuedMaxRequestBytes, limits.MaxRequestBytes)
+		return cfg, fmt.Errorf("mirrord: queued.max.request.bytes must be larger or equal to socket.request.max.bytes (%d < %d)", limits.QueuedMaxRequestBytes, limits.MaxRequestBytes)
 	}
 	return cfg, nil
-}
-
-// boundMemory logs the node's memory ceiling for its limits and sets the
-// Go runtime's soft memory limit to it (unless GOMEMLIMIT is set), so
-// that garbage under serve's GOGC cannot carry the process past it.
-func boundMemory(cfg netio.Config, logger *slog.Logger, goMemLimitSet bool) {
-	cfg = cfg.WithDefaults()
-	ceiling := netio.MemoryCeiling(cfg, decompressionBytes)
-	if !goMemLimitSet {
-		debug.SetMemoryLimit(ceiling)
-	}
-	logger.Info("memory ceiling", "ceiling_bytes", ceiling, "queued_max_request_bytes", cfg.QueuedMaxRequestBytes,
-		"max_connections", cfg.MaxConnections, "connection_fixed_bytes", netio.ConnectionFixedBytes,
-		"decompression_bytes", int64(decompressionBytes), "base_bytes", netio.BaseMemoryBytes)
 }

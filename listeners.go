@@ -1,4 +1,4 @@
-package main
+package mirrord
 
 // The node's listeners, by Kafka's broker configs: listeners (NAME://HOST:PORT,
 // several, one per port), advertised.listeners, listener.security.protocol.map
@@ -11,11 +11,9 @@ package main
 // lower case, as Kafka writes it). As in Kafka, a SASL_SSL listener takes
 // ssl.client.auth only from its listener.name prefix (KIP-684).
 //
-// Flags cover the simple case: --listen is the PLAINTEXT listener,
-// --advertise its advertised address, --ssl-listen an SSL listener whose
-// --ssl-keystore, --ssl-key-password, --ssl-truststore, --ssl-client-auth and
-// --ssl-principal-mapping-rules are the ssl.* configs above; a flag given on
-// the command line wins over the file.
+// A listener with port 0 binds a free port (ListenAndServe); one served
+// on a socket the caller owns (ServeListener) takes its TLS and SASL from
+// here, by name.
 //
 // Other ssl.* configs (ssl.cipher.suites, ssl.enabled.protocols, ...) stay in
 // the properties and are refused there by name. mirrord requires a
@@ -25,7 +23,6 @@ package main
 import (
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"strconv"
@@ -35,57 +32,24 @@ import (
 	"github.com/mirrord/mirrord/netio"
 )
 
-// serveListener is one listener serve opens.
-type serveListener struct {
+// listenerConfig is one listener of the properties.
+type listenerConfig struct {
 	netio.Listener
 	address    string // HOST:PORT to bind
 	advertised string // HOST:PORT from advertised.listeners; "": the bound address
-}
-
-// listenerFlagKeys are the ssl.* configs the --ssl-* flags set.
-var listenerFlagKeys = map[string]string{
-	"ssl-keystore":                "ssl.keystore.location",
-	"ssl-key-password":            "ssl.key.password",
-	"ssl-truststore":              "ssl.truststore.location",
-	"ssl-client-auth":             "ssl.client.auth",
-	"ssl-principal-mapping-rules": "ssl.principal.mapping.rules",
-	"sasl-enabled-mechanisms":     "sasl.enabled.mechanisms",
 }
 
 // sslKeys are the ssl.* configs a listener takes.
 var sslKeys = []string{"ssl.keystore.location", "ssl.keystore.type", "ssl.keystore.password", "ssl.key.password",
 	"ssl.truststore.location", "ssl.truststore.type", "ssl.truststore.password", "ssl.client.auth", "ssl.principal.mapping.rules"}
 
-// declareListenerFlags declares --ssl-listen and the --ssl-* flags.
-func declareListenerFlags(flags *flag.FlagSet) {
-	flags.String("ssl-listen", "", "SSL listener HOST:PORT (empty: none)")
-	flags.String("ssl-keystore", "", "PEM file of the SSL listener's certificate chain and private key (ssl.keystore.location)")
-	flags.String("ssl-key-password", "", "password of an encrypted private key in the keystore (ssl.key.password)")
-	flags.String("ssl-truststore", "", "PEM file of the CAs client certificates must chain to (ssl.truststore.location)")
-	flags.String("ssl-client-auth", "", "required, requested or none (ssl.client.auth; default none)")
-	flags.String("ssl-principal-mapping-rules", "", "principal names from client certificate subjects (ssl.principal.mapping.rules; default DEFAULT)")
-	flags.String("sasl-listen", "", "SASL_PLAINTEXT listener HOST:PORT (empty: none)")
-	flags.String("sasl-enabled-mechanisms", "", "the SASL listeners' mechanisms (sasl.enabled.mechanisms), e.g. PLAIN,SCRAM-SHA-512")
-}
-
 // ErrListenerConfig is a listener config mirrord cannot serve.
-var ErrListenerConfig = errors.New("serve: listeners")
+var ErrListenerConfig = errors.New("mirrord: listeners")
 
-// takeListeners takes the listener configs out of props, with the flags
-// given on the command line over them, and returns the listeners.
-func takeListeners(props map[string]string, flags *flag.FlagSet) ([]serveListener, error) {
-	given := map[string]string{}
-	flags.Visit(func(f *flag.Flag) { given[f.Name] = f.Value.String() })
-	for name, key := range listenerFlagKeys {
-		if value, ok := given[name]; ok {
-			props[key] = value
-		}
-	}
-	listenersValue, ok := props["listeners"]
-	if !ok {
-		listenersValue = "PLAINTEXT://" + flags.Lookup("listen").Value.String()
-	}
-	endpoints, err := parseEndpoints("listeners", listenersValue)
+// takeListeners takes the listener configs out of props and returns the
+// listeners (none when props has no listeners key).
+func takeListeners(props map[string]string) ([]listenerConfig, error) {
+	endpoints, err := parseEndpoints("listeners", props["listeners"])
 	if err != nil {
 		return nil, err
 	}
@@ -93,19 +57,11 @@ func takeListeners(props map[string]string, flags *flag.FlagSet) ([]serveListene
 	if err != nil {
 		return nil, err
 	}
-	for flagName, listenerName := range map[string]string{"listen": "PLAINTEXT", "ssl-listen": "SSL", "sasl-listen": "SASL_PLAINTEXT"} {
-		if address, ok := given[flagName]; ok && address != "" {
-			endpoints = setEndpoint(endpoints, listenerName, address)
-		}
-	}
-	if address, ok := given["advertise"]; ok && address != "" {
-		advertised = setEndpoint(advertised, "PLAINTEXT", address)
-	}
 	protocols, err := parseProtocolMap(props)
 	if err != nil {
 		return nil, err
 	}
-	listeners := make([]serveListener, 0, len(endpoints))
+	listeners := make([]listenerConfig, 0, len(endpoints))
 	ports := map[string]string{}
 	for _, e := range endpoints {
 		protocol, ok := protocols[e.name]
@@ -117,7 +73,7 @@ func takeListeners(props map[string]string, flags *flag.FlagSet) ([]serveListene
 		} else {
 			ports[port] = e.name
 		}
-		l := serveListener{Listener: netio.Listener{Name: e.name, Protocol: protocol}, address: e.address}
+		l := listenerConfig{Listener: netio.Listener{Name: e.name, Protocol: protocol}, address: e.address}
 		if protocol.UsesTLS() {
 			if l.TLS, l.PrincipalMapper, err = listenerTLS(props, e.name, protocol); err != nil {
 				return nil, err
@@ -134,6 +90,35 @@ func takeListeners(props map[string]string, flags *flag.FlagSet) ([]serveListene
 	}
 	takeListenerKeys(props, endpoints)
 	return listeners, nil
+}
+
+// SetListener sets, in props (server.properties keys), the address of the
+// listener called name (PLAINTEXT, SSL, SASL_PLAINTEXT, or a name
+// listener.security.protocol.map gives a protocol), adding it to
+// listeners when it is not there; advertised, when not empty, is its
+// address in advertised.listeners. It is what `mirrord serve --listen`,
+// --ssl-listen, --sasl-listen and --advertise do to the config file's.
+func SetListener(props map[string]string, name, address, advertised string) error {
+	name = strings.ToUpper(name)
+	for key, value := range map[string]string{"listeners": address, "advertised.listeners": advertised} {
+		if value == "" {
+			continue
+		}
+		endpoints, err := parseEndpoints(key, props[key])
+		if err != nil {
+			return err
+		}
+		if _, err := parseEndpoints(key, name+"://"+value); err != nil {
+			return err
+		}
+		endpoints = setEndpoint(endpoints, name, value)
+		items := make([]string, len(endpoints))
+		for i, e := range endpoints {
+			items[i] = e.name + "://" + e.address
+		}
+		props[key] = strings.Join(items, ",")
+	}
+	return nil
 }
 
 // takeListenerKeys deletes the listener configs this file takes.
