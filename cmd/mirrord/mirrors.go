@@ -33,16 +33,20 @@ const mirrorsUsage = `usage: mirrord mirrors --bootstrap-server HOST:PORT [--com
 actions:
   --create    --mirror NAME --mirror-config FILE    create a mirror; FILE is Java properties
                                                       (bootstrap.servers=... and the other mirror configs)
-  --start     --mirror NAME --topics LIST [--exclude LIST] [--json]
-                                                      start mirroring topics (failback for stopped ones)
+  --start     --mirror NAME --topics LIST [--exclude LIST] [--json | --wait [--wait-timeout D]]
+                                                      start mirroring topics (failback for stopped ones);
+                                                      --wait: until every partition is caught up (default
+                                                      bound 1h), with progress on a terminal
   --stop      --mirror NAME --topics LIST [--exclude LIST] [--json] [--dry-run]
                                                       stop mirroring: the topics become writable with the
                                                       offsets they have (failover); --dry-run stops nothing
                                                       and reports, per partition, the lag in records and
                                                       time a stop now would leave behind, and per consumer
-                                                      group the records it would read again here
+                                                      group the records it would read again here;
+                                                      on a terminal the stop shows its progress
   --pause     --mirror NAME --topics LIST [--json]  pause fetching; the topics stay read-only
-  --resume    --mirror NAME --topics LIST [--json]  resume paused topics
+  --resume    --mirror NAME --topics LIST [--json | --wait [--wait-timeout D]]
+                                                      resume paused topics
   --recover   --mirror NAME --topics LIST [--json]  retry FAILED partitions now
   --delete    --mirror NAME                         delete a mirror
   --list      [--json]                              list the mirrors
@@ -114,9 +118,11 @@ func mirrorsCommand(ctx context.Context, args []string, out io.Writer) error {
 		return err
 	}
 	if err == nil {
-		if !opts.watch { // a watch runs until interrupted; each snapshot has its own timeout
+		// A watch runs until interrupted (each snapshot has its own
+		// timeout); a --wait gets its own bound on top (mirrors_wait.go).
+		if !opts.watch {
 			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, mirrorsTimeout)
+			ctx, cancel = context.WithTimeout(ctx, commandTimeout(opts))
 			defer cancel()
 		}
 		err = runMirrorsAction(ctx, opts, out)
@@ -145,19 +151,21 @@ type mirrorsOptions struct {
 	dryRun        bool // --stop --dry-run: report what a stop would leave behind
 	// --describe --watch: a snapshot every interval, count of them (0:
 	// until interrupted).
-	watch    bool
-	interval time.Duration
-	count    int
+	watch       bool
+	interval    time.Duration
+	count       int
+	wait        bool // --start/--resume --wait: until caught up (mirrors_wait.go)
+	waitTimeout time.Duration
 }
 
 // mirrorsActions lists, per action, the options it requires and those it
 // allows besides.
 var mirrorsActions = map[string]struct{ required, optional []string }{
 	"create":   {[]string{"mirror", "mirror-config"}, nil},
-	"start":    {[]string{"mirror", "topics"}, []string{"exclude", "json"}},
+	"start":    {[]string{"mirror", "topics"}, []string{"exclude", "json", "wait", "wait-timeout"}},
 	"stop":     {[]string{"mirror", "topics"}, []string{"exclude", "dry-run", "json"}},
 	"pause":    {[]string{"mirror", "topics"}, []string{"json"}},
-	"resume":   {[]string{"mirror", "topics"}, []string{"json"}},
+	"resume":   {[]string{"mirror", "topics"}, []string{"json", "wait", "wait-timeout"}},
 	"recover":  {[]string{"mirror", "topics"}, []string{"json"}},
 	"delete":   {[]string{"mirror"}, nil},
 	"list":     {nil, []string{"json"}},
@@ -181,6 +189,8 @@ func parseMirrorsArgs(args []string) (mirrorsOptions, error) {
 	flags.BoolVar(&opts.watch, "watch", false, "with --describe: repeat it until interrupted")
 	flags.DurationVar(&opts.interval, "interval", 2*time.Second, "with --watch: the time between snapshots")
 	flags.IntVar(&opts.count, "count", 0, "with --watch: stop after this many snapshots (0: never)")
+	flags.BoolVar(&opts.wait, "wait", false, "with --start, --resume: wait until every partition is caught up")
+	flags.DurationVar(&opts.waitTimeout, "wait-timeout", waitTimeoutDefault, "with --wait: how long to wait at most")
 	actions := map[string]*bool{}
 	for action := range mirrorsActions {
 		actions[action] = flags.Bool(action, false, action)
@@ -231,6 +241,8 @@ func checkMirrorsOptions(opts mirrorsOptions, given map[string]bool) error {
 		return fmt.Errorf("--%s does not take %s", opts.action, strings.Join(extra, " "))
 	}
 	switch {
+	case opts.json && opts.wait:
+		return errors.New("--json and --wait do not go together: --wait prints how the wait ended as text")
 	case !opts.watch && (given["interval"] || given["count"]):
 		return errors.New("--interval and --count go with --watch")
 	case opts.interval <= 0:
@@ -276,7 +288,7 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 		if opts.dryRun {
 			return stopDryRun(ctx, client, opts, out)
 		}
-		return changeMirrorTopics(ctx, client, opts, out)
+		return stopWithProgress(ctx, opts, out, func(out io.Writer) error { return changeMirrorTopics(ctx, client, opts, out) }) // mirrors_wait.go
 	case "list":
 		return listMirrors(ctx, client, opts, out)
 	case "describe":
@@ -284,6 +296,9 @@ func runMirrorsAction(ctx context.Context, opts mirrorsOptions, out io.Writer) e
 			return watchMirrors(ctx, client, opts, out)
 		}
 		return describeMirrors(ctx, client, opts, out)
+	}
+	if opts.wait {
+		return startAndWait(ctx, opts, out, func(out io.Writer) error { return changeMirrorTopics(ctx, client, opts, out) }) // mirrors_wait.go
 	}
 	return changeMirrorTopics(ctx, client, opts, out)
 }
