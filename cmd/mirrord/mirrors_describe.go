@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"github.com/mirrord/mirrord"
 	"io"
-	"os"
 	"strconv"
 	"text/tabwriter"
 	"time"
@@ -242,7 +241,7 @@ const clearScreen = "\x1b[H\x1b[2J"
 // failure ends the watch; a later one is shown as that snapshot, and the
 // watch goes on (a node restarting answers again).
 func watchMirrors(ctx context.Context, admin mirrord.Admin, opts mirrorsOptions, out io.Writer) error {
-	redraw := watchTerminal(out)
+	redraw, _ := terminalWidth(out) // progress.go: a terminal is redrawn
 	ticker := time.NewTicker(opts.interval)
 	defer ticker.Stop()
 	for n := 1; ; n++ {
@@ -293,15 +292,4 @@ func writeSnapshot(out io.Writer, opts mirrorsOptions, page []byte, now time.Tim
 	}
 	_, err := io.WriteString(out, head+string(page))
 	return err
-}
-
-// watchTerminal reports whether out is a terminal (a character device),
-// where a watch redraws.
-func watchTerminal(out io.Writer) bool {
-	f, ok := out.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }

@@ -267,7 +267,7 @@ func TestWatchSnapshotRedraws(t *testing.T) {
 	if out.String() != page+page {
 		t.Errorf("redraws %q, want %q twice", out.String(), page)
 	}
-	if watchTerminal(&out) || watchTerminal(io.Discard) {
+	if terminal, _ := terminalWidth(&out); terminal {
 		t.Error("a buffer is no terminal")
 	}
 }

@@ -382,3 +382,61 @@ func checkTruncated(t *testing.T, dataDir, topic string, partitions int) {
 		}
 	}
 }
+
+// --describe --watch against a live mirror: on a terminal each snapshot
+// clears the screen and redraws under the "Every" line, with the lag in
+// time and the leader epochs in the table; piped, the same two snapshots
+// follow "# TIME" lines, with no control characters at all.
+func TestMirrorsWatchOnTerminal(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), progressTestDeadline)
+	defer cancel()
+	base := t.TempDir()
+	source := startTestNode(ctx, t, filepath.Join(base, "source"))
+	target := startTestNode(ctx, t, filepath.Join(base, "target"))
+	const partitions = 4
+	if err := source.node.CreateTopic(ctx, "watched", partitions, nil); err != nil {
+		t.Fatal(err)
+	}
+	produceEach(ctx, t, source.addr, "watched", partitions, 2, 16)
+	createTestMirror(ctx, t, target, "m", source.addr, nil)
+	if _, err := target.node.Admin().SetTopicsDesiredState(ctx, "m", mirrord.StartMirroring, mirrord.TopicSelection{Names: []string{"watched"}}); err != nil {
+		t.Fatal(err)
+	}
+	waitPartitions(ctx, t, target, "m", []string{"watched"}, partitions, func(p mirrord.MirrorPartitionStatus) bool {
+		return p.State == "MIRRORING" && p.LogEndOffset == 2
+	})
+
+	args := []string{"--describe", "--mirror", "m", "--watch", "--count", "2", "--interval", "50ms"}
+	screen, err := runOnTerminal(ctx, t, target.addr, args...)
+	if err != nil {
+		t.Fatalf("--describe --watch: %v\n%q", err, screen)
+	}
+	pages := strings.Split(screen, clearScreen)
+	if len(pages) != 3 || pages[0] != "" {
+		t.Fatalf("terminal: %d screens, want 2 each after a clear:\n%q", len(pages)-1, screen)
+	}
+	for i, page := range pages[1:] {
+		if !strings.HasPrefix(page, "Every 50ms: mirrord mirrors --describe  ") {
+			t.Errorf("screen %d does not open with the watch's line:\n%s", i+1, page)
+		}
+		for _, column := range []string{"LAG-TIME", "EPOCH", "SOURCE-EPOCH"} {
+			if !strings.Contains(page, column) {
+				t.Errorf("screen %d has no %s column:\n%s", i+1, column, page)
+			}
+		}
+		if rows := regexp.MustCompile(`(?m)^m\s+watched\s+\d\s+MIRRORING\s`).FindAllString(page, -1); len(rows) != partitions {
+			t.Errorf("screen %d shows %d MIRRORING rows of watched, want %d:\n%s", i+1, len(rows), partitions, page)
+		}
+	}
+
+	piped, err := runPiped(ctx, t, target.addr, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.ContainsAny(piped, "\r\x1b") || strings.Contains(piped, "Every ") {
+		t.Errorf("piped watch carries terminal output:\n%q", piped)
+	}
+	if headers := snapshotHeader.FindAllString(piped, -1); len(headers) != 2 {
+		t.Errorf("piped watch: %d snapshot headers, want 2:\n%s", len(headers), piped)
+	}
+}
