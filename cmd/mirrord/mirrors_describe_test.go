@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"io"
 	"reflect"
 	"regexp"
@@ -18,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 

@@ -13,7 +13,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"io"
 	"os"
 	"path/filepath"
@@ -24,6 +23,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/mirrord/mirrord"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/mirrordtest/faultproxy"
 	"github.com/twmb/franz-go/pkg/kgo"

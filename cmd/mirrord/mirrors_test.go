@@ -17,7 +17,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"math/big"
 	"net"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mirrord/mirrord"
 	"github.com/mirrord/mirrord/netio"
 	"github.com/twmb/franz-go/pkg/kerr"
 )
