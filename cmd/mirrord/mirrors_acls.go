@@ -2,10 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"io"
 	"strings"
 	"time"
+
+	"github.com/mirrord/mirrord"
 )
 
 // describedACLSync is a mirror's last ACL sync round, in --json as

@@ -2,9 +2,10 @@ package main
 
 import (
 	"bytes"
-	"github.com/mirrord/mirrord"
 	"testing"
 	"time"
+
+	"github.com/mirrord/mirrord"
 )
 
 func TestACLSyncLines(t *testing.T) {

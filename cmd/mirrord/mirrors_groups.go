@@ -9,12 +9,13 @@ package main
 
 import (
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"io"
 	"math"
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/mirrord/mirrord"
 )
 
 // describedGroupSync is a mirror's last group sync round, in --json as

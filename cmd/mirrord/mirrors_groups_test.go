@@ -5,12 +5,13 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/mirrord/mirrord"
 	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirrord/mirrord"
 )
 
 // groupSyncFixture is describedFixture with a group sync on east, its last

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"github.com/mirrord/mirrord"
 	"io"
+
+	"github.com/mirrord/mirrord"
 )
 
 // describedOffline is one offline partition of --describe: its log could
