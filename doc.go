@@ -62,13 +62,16 @@
 // # Mirrors
 //
 // Admin is the mirror administration, the same interface whether the
-// node is in this process (Node.Admin) or reached over the network. A
+// node is in this process (Node.Admin) or reached over the network
+// (Dial: a Client on the node's Kafka listener, taking the security
+// properties Kafka's tools take; `mirrord mirrors` is built on it). A
 // mirror is created with its source cluster's client config
 // (bootstrap.servers, security.protocol, ssl.*, sasl.*, and mirrord's
 // mirror.* keys); SetTopicsDesiredState starts, stops (failover),
 // pauses, resumes and recovers its topics; DescribeMirrors reports each
 // partition's state, offsets and error; DeleteMirror deletes a mirror
-// whose topics are all STOPPED.
+// whose topics are all STOPPED; OfflinePartitions lists the partitions
+// whose log could not be opened.
 //
 // # Reports and metrics
 //

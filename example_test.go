@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mirrord/mirrord"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
@@ -175,6 +176,50 @@ func ExampleAdmin() {
 	// orders-0 STOPPED, last mirror offset 3
 	// written to the former mirror at [4]
 	// 0:a 1:b 2:c 4:d
+}
+
+// Dial reaches a node's mirror administration across the network, as
+// `mirrord mirrors` does: the same Admin as Node.Admin in the node's own
+// process, over the Kafka listener.
+func ExampleDial() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	source, sourceAddr, stopSource := exampleNode(ctx)
+	defer stopSource()
+	_, targetAddr, stopTarget := exampleNode(ctx)
+	defer stopTarget()
+	if err := source.CreateTopic(ctx, "orders", 2, nil); err != nil {
+		log.Fatal(err)
+	}
+
+	admin, err := mirrord.Dial(ctx, targetAddr, nil) // nil: PLAINTEXT; else security.protocol, ssl.*, sasl.*
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Close()
+	if err := admin.CreateMirror(ctx, "dr", map[string]string{"bootstrap.servers": sourceAddr}); err != nil {
+		log.Fatal(err)
+	}
+	err = admin.CreateMirror(ctx, "dr", map[string]string{"bootstrap.servers": sourceAddr})
+	fmt.Println("again:", errors.Is(err, kerr.DuplicateResource))
+	results, err := admin.SetTopicsDesiredState(ctx, "dr", mirrord.StartMirroring, mirrord.TopicSelection{Names: []string{"orders"}})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, r := range results {
+		fmt.Println("started", r.Topic, r.Err)
+	}
+	listed, err := admin.ListMirrors(ctx)
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, m := range listed {
+		fmt.Println("mirror", m.Name, "from", m.SourceBootstrap == sourceAddr)
+	}
+	// Output:
+	// again: true
+	// started orders <nil>
+	// mirror dr from true
 }
 
 // NewLogger makes the logger of `--log-format`: slog's text or JSON, one
