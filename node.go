@@ -85,7 +85,7 @@ func Open(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{engine: node, logger: logger, limits: s.limits, listeners: s.listeners, sasl: s.sasl,
-		web: console.New(node, console.Options{Logger: logger})}
+		web: console.New(node, console.Options{SampleInterval: s.console.SampleInterval, Samples: s.console.Samples, Logger: logger})}
 	limits := s.limits
 	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, s.node.AutoCreateTopicsDisable
 	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()

@@ -6,7 +6,8 @@ package mirrord
 //   - log.dirs or log.dir (one directory): the data directory, when
 //     Config.DataDir is empty;
 //   - mirrord's own keys: mirror.config.files.dir, log.dir.reserve.bytes,
-//     log.open.files.max, log.index.cache.max.bytes;
+//     log.open.files.max, log.index.cache.max.bytes,
+//     console.sample.interval.ms;
 //   - the log cleaner's log.cleaner.enable, log.cleaner.threads,
 //     log.cleaner.dedupe.buffer.size, log.cleaner.backoff.ms and
 //     log.cleaner.io.max.bytes.per.second;
@@ -28,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mirrord/mirrord/console"
 	"github.com/mirrord/mirrord/engine"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
@@ -40,6 +42,9 @@ type settings struct {
 	listeners []listenerConfig
 	sasl      saslProperties
 	limits    netio.Config // the connection limits; Backend and the rest are Open's
+	// console is the web console's history: a sample every
+	// console.sample.interval.ms, the last hour kept.
+	console console.Options
 }
 
 // parseSettings reads cfg's properties (a copy: cfg's map is left as it
@@ -92,6 +97,15 @@ func parseSettings(cfg Config) (settings, error) {
 			set(n)
 			delete(props, key)
 		}
+	}
+	if value, ok := props["console.sample.interval.ms"]; ok {
+		n, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
+		if err != nil || n < 100 || n > time.Hour.Milliseconds() {
+			return s, fmt.Errorf("mirrord: console.sample.interval.ms %q: want milliseconds in [100, %d]", value, time.Hour.Milliseconds())
+		}
+		s.console.SampleInterval = time.Duration(n) * time.Millisecond
+		s.console.Samples = int(time.Hour / s.console.SampleInterval) // the last hour
+		delete(props, "console.sample.interval.ms")
 	}
 	var err error
 	if s.node.Cleaner, err = takeCleanerProperties(props); err != nil {

@@ -68,6 +68,16 @@ func TestSettings(t *testing.T) {
 	if _, err := parseSettings(Config{}); !errors.Is(err, ErrNoDataDir) {
 		t.Fatalf("no data directory: %v, want ErrNoDataDir", err)
 	}
+	// The console's history: a sample every console.sample.interval.ms,
+	// the last hour kept; out of [100 ms, 1 h] refused by name.
+	if got, err := settingsOf(t, "console.sample.interval.ms=250\n"); err != nil || got.console.SampleInterval != 250*time.Millisecond || got.console.Samples != 14400 {
+		t.Fatalf("console.sample.interval.ms=250: %+v, %v", got.console, err)
+	}
+	for _, bad := range []string{"99", "3600001", "soon"} {
+		if _, err := settingsOf(t, "console.sample.interval.ms="+bad+"\n"); err == nil || !strings.Contains(err.Error(), "console.sample.interval.ms") {
+			t.Errorf("console.sample.interval.ms=%s: %v, want it refused", bad, err)
+		}
+	}
 	props := map[string]string{"log.dirs": "/d", "num.partitions": "3"}
 	if got, err := parseSettings(Config{Properties: props}); err != nil || got.node.DataDir != "/d" || len(props) != 2 {
 		t.Fatalf("log.dirs: %q, %v; the caller's map after: %v", got.node.DataDir, err, props)

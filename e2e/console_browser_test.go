@@ -145,6 +145,50 @@ type consoleStatus struct {
 	} `json:"failed"`
 }
 
+// throughputLine is the line of a rendered throughput chart; its
+// submatch is the line's points.
+var throughputLine = regexp.MustCompile(`<svg class="chart"[^>]*aria-label="throughput \(bytes/s\)"[^>]*>.*?<polyline class="series" points="([^"]+)"`)
+
+// waitHistory polls the console's model until mirror's history holds at
+// least samples samples, one of them with bytes mirrored since the one
+// before; produce writes more to the source between polls, so that the
+// mirror copies bytes across the sampling intervals (at most 600 polls).
+func waitHistory(ctx context.Context, t *testing.T, base, mirror string, samples int, produce func()) {
+	t.Helper()
+	poll := time.NewTicker(100 * time.Millisecond)
+	defer poll.Stop()
+	for range 600 {
+		_, body := httpGetText(ctx, t, base+"/status.json", "")
+		var s struct {
+			Mirrors []struct {
+				Name    string `json:"name"`
+				History []struct {
+					BytesPerSecond float64 `json:"bytesPerSecond"`
+				} `json:"history"`
+			} `json:"mirrors"`
+		}
+		if err := json.Unmarshal([]byte(body), &s); err != nil {
+			t.Fatalf("/status.json: %v\n%s", err, body)
+		}
+		for _, m := range s.Mirrors {
+			moved := false
+			for _, sample := range m.History {
+				moved = moved || sample.BytesPerSecond > 0
+			}
+			if m.Name == mirror && len(m.History) >= samples && moved {
+				return
+			}
+		}
+		produce()
+		select {
+		case <-ctx.Done():
+			t.Fatalf("mirror %s's history never held %d samples with bytes mirrored: %.2000s", mirror, samples, body)
+		case <-poll.C:
+		}
+	}
+	t.Fatalf("mirror %s's history never held %d samples with bytes mirrored in 600 polls", mirror, samples)
+}
+
 func httpGetText(ctx context.Context, t *testing.T, url, accept string) (string, string) {
 	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -190,7 +234,13 @@ func TestConsoleBrowser(t *testing.T) {
 	defer cancel()
 	sourceHTTP, targetHTTP := freeAddress(t), freeAddress(t)
 	source := startServer(t, "--http-listen", sourceHTTP)
-	target := startServer(t, "--http-listen", targetHTTP)
+	// The mirror samples its console's history every 200 ms, so that the
+	// charts hold several points within the test.
+	consoleConfig := filepath.Join(t.TempDir(), "server.properties")
+	if err := os.WriteFile(consoleConfig, []byte("console.sample.interval.ms=200\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	target := startServer(t, "--http-listen", targetHTTP, "--config", consoleConfig)
 	topics := map[string]int32{failoverTopic: 3}
 	tps := topicPartitions(topics)
 	createTopics(ctx, t, source.addr, topics)
@@ -209,8 +259,18 @@ func TestConsoleBrowser(t *testing.T) {
 			!strings.Contains(text, "mirror east: source "+source.addr) {
 			t.Errorf("/ with Accept text/plain: %s\n%s", contentType, text)
 		}
+		// More records while the history samples: the throughput chart
+		// draws a line through several samples, some above zero.
+		producer := newClient(t, source.addr)
+		waitHistory(ctx, t, base, "east", 5, func() {
+			for _, tp := range tps {
+				produceTo(ctx, t, producer, maker, tp, 20, newLedger())
+			}
+		})
+		waitMirrorCaughtUp(ctx, t, source.addr, target.addr, tps)
 		dom, missing := chromium.render(ctx, base+"/",
 			regexp.MustCompile(`<body data-rendered="true">`),
+			throughputLine,
 			regexp.MustCompile(`id="cluster-id">`+regexp.QuoteMeta(clusterID)+`<`),
 			regexp.MustCompile(`class="mirror-name">east<`),
 			regexp.MustCompile(`<tr class="partition-row" data-topic="orders" data-state="MIRRORING"><td class="topic">orders</td><td class="num">0</td><td class="state state-MIRRORING">MIRRORING</td>`),
@@ -221,6 +281,19 @@ func TestConsoleBrowser(t *testing.T) {
 		)
 		if len(missing) > 0 {
 			t.Errorf("the rendered page lacks %q:\n%s", missing, dom)
+		}
+		// The throughput line goes through the samples (the first has no
+		// rate), and rises above the axis (y 104 of the chart's 120) where
+		// bytes were mirrored.
+		if line := throughputLine.FindStringSubmatch(dom); line != nil {
+			points, above := strings.Fields(line[1]), false
+			for _, point := range points {
+				_, y, _ := strings.Cut(point, ",")
+				above = above || y != "104.0"
+			}
+			if len(points) < 4 || !above {
+				t.Errorf("the throughput chart's line %q: want 4 samples or more, one above the axis", line[1])
+			}
 		}
 		if rows := strings.Count(dom, `data-state="MIRRORING"`); rows != len(tps) {
 			t.Errorf("%d MIRRORING rows rendered, want %d", rows, len(tps))
