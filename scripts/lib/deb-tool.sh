@@ -123,7 +123,7 @@ export LD_LIBRARY_PATH
 	mkdir -p "$cache/bin"
 	cat >"$wrapper.tmp" <<WRAPPER
 #!/bin/sh
-# Written by scripts/install-$tool.sh: $tool from Debian's $package package.
+# Written by scripts/install-$tool.sh (scripts/lib/deb-tool.sh).
 cache=\$(cd "\$(dirname "\$0")/.." && pwd)
 ${env}exec $target "\$@"
 WRAPPER
