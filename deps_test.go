@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 
 	"mirrordtest/faultproxy": {},                                                     // a Kafka-framing TCP proxy that injects faults; imports nothing of the module
 	"e2e":                    {"kafkatest", "mirrordtest", "mirrordtest/faultproxy"}, // test-only: drives mirrord as a process
-	"deploy":                 {},                                                     // test-only: checks deploy/ with promtool and systemd-analyze
+	"deploy":                 {"mirrordtest"},                                        // test-only: checks deploy/ with promtool and systemd-analyze
 }
 
 // noIO lists packages that must not touch files or the network.

@@ -26,30 +26,18 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 // toolWait bounds each run of promtool or systemd-analyze.
 const toolWait = 2 * time.Minute
 
+// findPromtool returns the promtool to run: $MIRRORD_PROMTOOL, then
+// .cache/bin/promtool (scripts/install-promtool.sh), then PATH.
 func findPromtool(t *testing.T) string {
 	t.Helper()
-	if path := os.Getenv("MIRRORD_PROMTOOL"); path != "" {
-		return path
-	}
-	if cached, err := filepath.Abs(filepath.Join("..", ".cache", "bin", "promtool")); err == nil {
-		if info, err := os.Stat(cached); err == nil && !info.IsDir() {
-			return cached
-		}
-	}
-	if path, err := exec.LookPath("promtool"); err == nil {
-		return path
-	}
-	message := "promtool not found: set MIRRORD_PROMTOOL, run `make tools` (scripts/install-promtool.sh), or install the Debian package prometheus"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(message)
-	}
-	t.Skip(message)
-	return ""
+	return mirrordtest.Tool(t, "promtool", "MIRRORD_PROMTOOL", "scripts/install-promtool.sh")
 }
 
 // run runs a tool bounded in time and returns its combined output; a

@@ -26,6 +26,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 const (
@@ -42,25 +44,7 @@ const (
 // it fails the test under CI=true and skips it otherwise.
 func findChromium(t *testing.T) string {
 	t.Helper()
-	if path := os.Getenv("MIRRORD_CHROMIUM"); path != "" {
-		return path
-	}
-	if cached, err := filepath.Abs(filepath.Join("..", ".cache", "bin", "chromium")); err == nil {
-		if info, err := os.Stat(cached); err == nil && !info.IsDir() {
-			return cached
-		}
-	}
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if path, err := exec.LookPath(name); err == nil {
-			return path
-		}
-	}
-	message := "chromium not found: set MIRRORD_CHROMIUM, run `make tools` (scripts/install-chromium.sh), or install the Debian package chromium"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(message)
-	}
-	t.Skip(message)
-	return ""
+	return mirrordtest.Tool(t, "chromium", "MIRRORD_CHROMIUM", "scripts/install-chromium.sh", "chromium-browser")
 }
 
 // browser runs headless Chromium against one node's console.

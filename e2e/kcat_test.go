@@ -5,15 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 const (
@@ -29,23 +29,7 @@ const (
 // CI=true and skips it otherwise.
 func findKcat(t *testing.T) string {
 	t.Helper()
-	if path := os.Getenv("MIRRORD_KCAT"); path != "" {
-		return path
-	}
-	if cached, err := filepath.Abs(filepath.Join("..", ".cache", "bin", "kcat")); err == nil {
-		if info, err := os.Stat(cached); err == nil && !info.IsDir() {
-			return cached
-		}
-	}
-	if path, err := exec.LookPath("kcat"); err == nil {
-		return path
-	}
-	message := "kcat not found: set MIRRORD_KCAT, run `make tools` (scripts/install-kcat.sh), or install the Debian package kcat"
-	if os.Getenv("CI") == "true" {
-		t.Fatal(message)
-	}
-	t.Skip(message)
-	return ""
+	return mirrordtest.Tool(t, "kcat", "MIRRORD_KCAT", "scripts/install-kcat.sh")
 }
 
 // runKcat runs kcat with args and stdin, bounded in time and output, and

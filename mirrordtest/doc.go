@@ -13,6 +13,10 @@
 // LogTail returns its end for a failing test to print, and RaceReported
 // says whether the race detector wrote a report into it.
 //
+// Tool finds an external tool a test runs (kcat, chromium, promtool):
+// $MIRRORD_<TOOL>, the module's .cache/bin (scripts/install-*.sh) or PATH;
+// missing, the test fails under CI=true and skips otherwise.
+//
 // Every wait has a deadline and polls the exact condition; nothing sleeps,
 // and a server dies with the process that started it (PR_SET_PDEATHSIG).
 package mirrordtest

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # install-kcat.sh: make kcat (librdkafka's command-line client) available to
 # the end-to-end tests as .cache/bin/kcat, without installing it system-wide
-# where that can be avoided.
+# where that can be avoided (scripts/lib/deb-tool.sh does the work).
 #
 #   1. `apt-get download` the Debian package kcat and, resolved recursively
 #      with `apt-cache depends`, each runtime dependency this machine lacks
@@ -17,173 +17,16 @@
 # A second run finds a working wrapper and does nothing. On failure it prints
 # one line naming what is missing and exits 1.
 set -euo pipefail
-
-repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-cache=$repo/.cache
-wrapper=$cache/bin/kcat
-root=$cache/kcat/root
-
-fail() {
-	echo "install-kcat: $*" >&2
-	exit 1
-}
+. "$(dirname "${BASH_SOURCE[0]}")/lib/deb-tool.sh"
 
 works() { "$1" -V >/dev/null 2>&1; }
 
-if [ -x "$wrapper" ] && works "$wrapper"; then
-	exit 0
-fi
-
-is_root() { [ "$(id -u)" = 0 ]; }
-
-installed() {
-	[ "$(dpkg-query -W -f='${Status}' "$1" 2>/dev/null)" = "install ok installed" ]
-}
-
-has_candidate() {
-	local candidate
-	candidate=$(apt-cache policy "$1" 2>/dev/null | awk '/Candidate:/ { print $2 }')
-	[ -n "$candidate" ] && [ "$candidate" != "(none)" ]
-}
-
-# dependency_groups PACKAGE prints one line per Depends/PreDepends of
-# PACKAGE: its alternatives (a virtual package as <name>, then its providers).
-dependency_groups() {
-	apt-cache depends --no-recommends --no-suggests --no-conflicts --no-breaks \
-		--no-replaces --no-enhances "$1" 2>/dev/null | awk '
-		function flush() { if (group != "") print group; group = "" }
-		/^  \|?(Pre)?Depends: / {
-			if (!continuing) flush()
-			name = $2; sub(/:any$/, "", name)
-			group = group " " name
-			continuing = ($1 ~ /^\|/)
-			next
-		}
-		/^    [^ ]/ { name = $1; sub(/:.*$/, "", name); group = group " " name; next }
-		/^  / { if (!continuing) flush(); continuing = 0 }
-		END { flush() }'
-}
-
-# resolve prints kcat and every package it needs (recursively) that is not
-# installed. A dependency group already satisfied by an installed or chosen
-# package adds nothing. Bounded: at most 200 packages are visited.
-resolve() {
-	local -a queue=(kcat)
-	local -A chosen=([kcat]=1)
-	local head=0 package group alternative pick satisfied
-	while [ "$head" -lt "${#queue[@]}" ]; do
-		[ "$head" -lt 200 ] || fail "dependency walk of kcat visited 200 packages; giving up"
-		package=${queue[$head]}
-		head=$((head + 1))
-		echo "$package"
-		while read -r group; do
-			satisfied=0
-			pick=
-			for alternative in $group; do
-				case $alternative in "<"*) continue ;; esac
-				if installed "$alternative" || [ -n "${chosen[$alternative]:-}" ]; then
-					satisfied=1
-					break
-				fi
-				[ -n "$pick" ] || pick=$alternative
-			done
-			[ "$satisfied" = 1 ] && continue
-			[ -n "$pick" ] || fail "no installable package provides: $group (needed by $package)"
-			chosen[$pick]=1
-			queue+=("$pick")
-		done < <(dependency_groups "$package")
-	done
-}
-
-# write_wrapper KCAT LIBDIRS... writes the wrapper: LIBDIRS are relative to
-# the cache folder, so the wrapper still works if the checkout moves.
-write_wrapper() {
-	local target=$1 libs="" dir
-	shift
-	for dir in "$@"; do
-		libs="$libs\$cache/$dir:"
-	done
-	mkdir -p "$cache/bin"
-	cat >"$wrapper.tmp" <<EOF
-#!/bin/sh
-# Written by scripts/install-kcat.sh: kcat with its own libraries.
-cache=\$(cd "\$(dirname "\$0")/.." && pwd)
-LD_LIBRARY_PATH="$libs\${LD_LIBRARY_PATH:-}"
-export LD_LIBRARY_PATH
-exec $target "\$@"
-EOF
-	chmod +x "$wrapper.tmp"
-	mv "$wrapper.tmp" "$wrapper"
-}
-
-# download_and_extract fetches the packages into a fresh tree and moves it
-# into place only when it is whole.
-download_and_extract() {
-	local work=$cache/kcat/tmp.$$ deb
-	local list
-	local -a packages
-	list=$(resolve) || return 1
-	mapfile -t packages <<<"$list"
-	rm -rf "$work"
-	mkdir -p "$work/debs" "$work/root"
-	if ! (cd "$work/debs" && apt-get download -q "${packages[@]}") >"$work/download.log" 2>&1; then
-		echo "install-kcat: apt-get download ${packages[*]} failed: $(tail -n 1 "$work/download.log")" >&2
-		rm -rf "$work"
-		return 1
-	fi
-	for deb in "$work"/debs/*.deb; do
-		dpkg -x "$deb" "$work/root" || { rm -rf "$work"; return 1; }
-	done
-	[ -x "$work/root/usr/bin/kcat" ] || { rm -rf "$work"; return 1; }
-	rm -rf "$root"
-	mv "$work/root" "$root"
-	rm -rf "$work"
-	echo "install-kcat: extracted ${packages[*]} into .cache/kcat/root" >&2
-}
-
-library_dirs() {
-	find "$root" \( -type f -o -type l \) -name '*.so*' -printf '%h\n' | sort -u | sed "s|^$cache/||"
-}
-
-if ! command -v apt-get >/dev/null 2>&1; then
-	system=$(command -v kcat || true)
-	[ -n "$system" ] && works "$system" || fail "kcat is missing and there is no apt-get to fetch it: install kcat (librdkafka) or set MIRRORD_KCAT"
-	write_wrapper "$system"
-	exit 0
-fi
-
-updated=0
-if ! has_candidate kcat && is_root; then
-	apt-get update -qq >/dev/null
-	updated=1
-fi
-has_candidate kcat || fail "apt knows no package kcat (run apt-get update as root, or install kcat and set MIRRORD_KCAT)"
-
-downloaded=0
-if download_and_extract; then
-	downloaded=1
-elif is_root && [ "$updated" = 0 ]; then
-	apt-get update -qq >/dev/null # stale lists: the mirror no longer has those versions
-	download_and_extract && downloaded=1
-fi
-
-if [ "$downloaded" = 1 ]; then
-	mapfile -t libs < <(library_dirs)
-	write_wrapper '"$cache/kcat/root/usr/bin/kcat"' "${libs[@]}"
-	if works "$wrapper"; then
-		exit 0
-	fi
-	missing=$(LD_LIBRARY_PATH=$(printf "$cache/%s:" "${libs[@]}") ldd "$root/usr/bin/kcat" 2>/dev/null | awk '/not found/ { print $1 }' | tr '\n' ' ')
-	echo "install-kcat: the extracted kcat does not run (missing libraries: ${missing:-unknown})" >&2
-	rm -f "$wrapper"
-fi
-
-if is_root; then
-	mkdir -p "$cache"
-	if DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends kcat >"$cache/kcat-apt-install.log" 2>&1 && works /usr/bin/kcat; then
-		write_wrapper /usr/bin/kcat
-		exit 0
-	fi
-	fail "apt-get install -y kcat failed: $(tail -n 1 "$cache/kcat-apt-install.log")"
-fi
-fail "could not fetch kcat with apt-get download and cannot apt-get install it without root: install the Debian package kcat or set MIRRORD_KCAT"
+tool=kcat
+package=kcat
+binary=usr/bin/kcat
+system_binary=/usr/bin/kcat
+env_var=MIRRORD_KCAT
+install_hint="kcat (librdkafka)"
+walk=1
+apt_install=1
+deb_tool_install
