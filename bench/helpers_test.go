@@ -151,6 +151,22 @@ func scenarioMode(tb testing.TB) benchMode {
 	return mode
 }
 
+// parallelInSmoke runs a smoke test beside the other parallel tests when
+// mode is smoke: smoke runs judge no number, and most of their time is
+// JVMs and nodes starting up, which overlap well (two at a time: -parallel
+// is GOMAXPROCS). In the modes whose numbers are read they run alone.
+// The longest (TestKafkaScenariosSmoke, TestBenchReportSmoke) are
+// parallel; the shorter ones with a Kafka broker of their own
+// (TestCleanerScenarioSmoke, TestGroupCommitSmoke) run alone before
+// them: go test starts the parallel tests in no set order, and with those
+// two among them TestKafkaScenariosSmoke was started last (after 100 s).
+func parallelInSmoke(t *testing.T, mode benchMode) {
+	t.Helper()
+	if mode.Name == "smoke" {
+		t.Parallel()
+	}
+}
+
 func boolCount(b bool) int {
 	if b {
 		return 1

@@ -440,6 +440,7 @@ func TestKafkaScenariosSmoke(t *testing.T) {
 			t.Fatalf("MIRRORD_BENCH_KAFKA=%q: want smoke, quick or full", name)
 		}
 	}
+	parallelInSmoke(t, mode)
 	libs, err := kafkatest.Libs(".")
 	if err == nil {
 		var measurements []Measurement

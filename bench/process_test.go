@@ -76,9 +76,9 @@ func startMirrord(tb testing.TB, dataDir string, args ...string) *mirrordProcess
 }
 
 // client returns a kgo client of the child that also speaks the mirror
-// admin RPCs; the caller closes it.
-func (p *mirrordProcess) client() *kgo.Client {
-	client, err := kgo.NewClient(kgo.SeedBrokers(p.addr), kgo.MaxVersions(netio.MirrorClientVersions()))
+// admin RPCs, with opts besides; the caller closes it.
+func (p *mirrordProcess) client(opts ...kgo.Opt) *kgo.Client {
+	client, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(p.addr), kgo.MaxVersions(netio.MirrorClientVersions())}, opts...)...)
 	if err != nil {
 		p.tb.Fatal(err)
 	}

@@ -8,9 +8,11 @@ package bench
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -31,7 +33,7 @@ func TestBenchReport(t *testing.T) {
 	if !ok || name == "smoke" {
 		t.Fatalf("MIRRORD_BENCH=%q: want quick or full", name)
 	}
-	report := runReport(t, mode, true)
+	report := runReport(t, mode, true, false)
 	paths, err := writeReport(resultsDir, report)
 	if err != nil {
 		t.Fatal(err)
@@ -48,9 +50,12 @@ func TestBenchReportSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("the report harness starts several processes")
 	}
+	parallelInSmoke(t, benchModes["smoke"])
 	// The Kafka scenarios have their own smoke test, TestKafkaScenariosSmoke,
-	// which checks each of their rows: they are not run twice.
-	report := runReport(t, benchModes["smoke"], false)
+	// which checks each of their rows: they are not run twice. The other
+	// steps run here once, each checked as its own smoke test checks it
+	// (skipForReportSmoke).
+	report := runReport(t, benchModes["smoke"], false, true)
 	paths, err := writeReport(t.TempDir(), report)
 	if err != nil {
 		t.Fatal(err)
@@ -80,8 +85,9 @@ func TestBenchReportSmoke(t *testing.T) {
 }
 
 // runReport measures every scenario of mode in turn; withKafka false
-// leaves out the real-Kafka scenarios.
-func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
+// leaves out the real-Kafka scenarios. With check, each step's results
+// are checked as the step's own smoke test checks them.
+func runReport(t *testing.T, mode benchMode, withKafka, check bool) Report {
 	t.Helper()
 	report := Report{Mode: mode.Name, Started: time.Now(), Machine: machine()}
 	// Each step is a subtest: one that fails (a peer that does not start,
@@ -130,6 +136,9 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		if err != nil {
 			t.Fatalf("lag: %v", err)
 		}
+		if check {
+			checkLagSustain(t, mode, table, lags)
+		}
 		report.Tables, report.Lags = append(report.Tables, table), append(report.Lags, lags...)
 	})
 	step("group commit", func(t *testing.T) { report.Commits = commitScenarioOf(t, mode, withKafka, &report.Notes) })
@@ -138,19 +147,34 @@ func runReport(t *testing.T, mode benchMode, withKafka bool) Report {
 		if err != nil {
 			t.Fatalf("scale: %v", err)
 		}
+		if check {
+			checkScale(t, mode, scales)
+		}
 		report.Scales = scales
 	})
-	step("open", func(t *testing.T) { report.Tables = append(report.Tables, openScenarioOf(t, mode, withKafka)) })
+	step("open", func(t *testing.T) {
+		table := openScenarioOf(t, mode, withKafka)
+		if check {
+			checkOpen(t, mode, table)
+		}
+		report.Tables = append(report.Tables, table)
+	})
 	step("many partitions", func(t *testing.T) { report.Tables = append(report.Tables, manyPartitionsReport(t, mode)) })
 	step("rto", func(t *testing.T) {
 		table, err := rtoScenario(t, mode)
 		if err != nil {
 			t.Fatalf("rto: %v", err)
 		}
+		if check {
+			checkRTO(t, mode, table)
+		}
 		report.Tables = append(report.Tables, table)
 	})
 	step("steady", func(t *testing.T) {
 		rows, creation := steadyScenarios(t, mode)
+		if check {
+			checkSteady(t, mode, rows, creation)
+		}
 		report.Measurements = append(append(report.Measurements, rows...), kafkaReplicationSteady(withKafka)...)
 		report.Tables = append(report.Tables, creation)
 	})
@@ -178,6 +202,26 @@ func commitScenarioOf(t *testing.T, mode benchMode, withKafka bool, notes *[]str
 		t.Fatalf("group commit: %v", err)
 	}
 	return results
+}
+
+// skipForReportSmoke skips a step's own smoke test in smoke mode when
+// TestBenchReportSmoke runs in the same test binary (not -short, its name
+// matched by -run, no -skip): the report smoke runs the step once and
+// applies the same checks (check names the function), so `make test` does
+// not run each step twice. `go test -run TestSteadySmoke` and the other
+// modes (scenarioModeEnv) still run the step alone.
+func skipForReportSmoke(t *testing.T, mode benchMode, check string) {
+	t.Helper()
+	if mode.Name != "smoke" || testing.Short() || flag.Lookup("test.skip").Value.String() != "" {
+		return
+	}
+	// -run matches each level of a test's name against its own part of
+	// the pattern: the top level's is the part before the first slash.
+	top, _, _ := strings.Cut(flag.Lookup("test.run").Value.String(), "/")
+	if matched, err := regexp.MatchString(top, "TestBenchReportSmoke"); err != nil || !matched {
+		return
+	}
+	t.Skipf("TestBenchReportSmoke runs this step in smoke mode and checks it (%s)", check)
 }
 
 // machine describes where the report ran.

@@ -264,7 +264,11 @@ func exampleReport() Report {
 	}
 }
 
+// The report tests run in parallel: each writes to its own directory, and
+// writing (and reading back) a PNG under -race on a busy machine takes
+// seconds of waiting for a core.
 func TestReportWritesFiles(t *testing.T) {
+	t.Parallel()
 	r := exampleReport()
 	dir := filepath.Join(t.TempDir(), "reports") // writeReport creates it
 	paths, err := writeReport(dir, r)
@@ -294,6 +298,7 @@ func TestReportWritesFiles(t *testing.T) {
 }
 
 func TestReportJSONRoundTrip(t *testing.T) {
+	t.Parallel()
 	r := exampleReport()
 	paths, err := writeReport(t.TempDir(), r)
 	if err != nil {
@@ -329,6 +334,7 @@ func TestReportJSONRoundTrip(t *testing.T) {
 }
 
 func TestReportDeterministic(t *testing.T) {
+	t.Parallel()
 	first, err := writeReport(t.TempDir(), exampleReport())
 	if err != nil {
 		t.Fatal(err)
@@ -345,6 +351,7 @@ func TestReportDeterministic(t *testing.T) {
 }
 
 func TestReportEmptyAndOverwrite(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	empty := Report{Mode: "smoke"}
 	for range 2 { // the second write replaces the first
@@ -366,6 +373,7 @@ func TestReportEmptyAndOverwrite(t *testing.T) {
 }
 
 func TestChartGrowsForManyRows(t *testing.T) {
+	t.Parallel()
 	r := exampleReport()
 	for range 60 {
 		r.Measurements = append(r.Measurements, testMeasurement("mirrord-from-kafka", "a rather long variant name that will be cut short", 10, 1))

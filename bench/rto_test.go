@@ -289,10 +289,17 @@ func rtoTable(r rtoResult) Table {
 
 func TestRTOScenarioSmoke(t *testing.T) {
 	mode := scenarioMode(t)
+	skipForReportSmoke(t, mode, "checkRTO")
 	table, err := rtoScenario(t, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkRTO(t, mode, table)
+}
+
+// checkRTO checks the table of rtoScenario(mode).
+func checkRTO(t *testing.T, mode benchMode, table Table) {
+	t.Helper()
 	if table.Title != rtoTitle || len(table.Rows) != 5 || len(table.Goals) != 3 {
 		t.Fatalf("not sane: %+v", table)
 	}

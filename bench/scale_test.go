@@ -426,10 +426,17 @@ func procStatus(pid int) (map[string]int64, error) {
 // asserts no cost.
 func TestScaleScenarioSmoke(t *testing.T) {
 	mode := scenarioMode(t)
+	skipForReportSmoke(t, mode, "checkScale")
 	results, err := scaleScenario(t, mode)
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkScale(t, mode, results)
+}
+
+// checkScale checks the results of scaleScenario(mode).
+func checkScale(t *testing.T, mode benchMode, results []ScaleResult) {
+	t.Helper()
 	if len(results) != 1 {
 		t.Fatalf("%d results, want 1", len(results))
 	}

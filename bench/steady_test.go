@@ -524,7 +524,15 @@ func formatBytes(n int64) string {
 // table are filled and sane. It asserts no cost.
 func TestSteadySmoke(t *testing.T) {
 	mode := scenarioMode(t)
+	skipForReportSmoke(t, mode, "checkSteady")
 	rows, table := steadyScenarios(t, mode)
+	checkSteady(t, mode, rows, table)
+}
+
+// checkSteady checks the rows and the creation table of
+// steadyScenarios(mode).
+func checkSteady(t *testing.T, mode benchMode, rows []Measurement, table Table) {
+	t.Helper()
 	cases := steadyCases(mode)
 	if len(rows) != 2*len(cases) {
 		t.Fatalf("%d rows, want %d", len(rows), 2*len(cases))

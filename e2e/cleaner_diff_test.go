@@ -31,6 +31,7 @@ var cleanerDiffConfigs = map[string]string{"cleanup.policy": "compact", "segment
 // and every later record. Then both hold the same records at the same
 // offsets.
 func TestCleanerMatchesKafka(t *testing.T) {
+	t.Parallel()
 	cluster := startKafka(t, 1, map[string]string{"log.cleaner.backoff.ms": "100"})
 	mirror := startServer(t, "--log-cleaner-backoff-ms", "100")
 	ctx, cancel := context.WithTimeout(context.Background(), cleanerDiffWait+time.Minute)

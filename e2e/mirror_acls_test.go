@@ -91,6 +91,7 @@ func waitACLsEqual(ctx context.Context, t *testing.T, kafka, mirror string, dead
 // within one sync round, an ACL deleted on Kafka goes within the next,
 // and --describe shows the round.
 func TestInteropKafkaACLSync(t *testing.T) {
+	t.Parallel()
 	cluster, secure := startSecureKafka(t, map[string]string{"authorizer.class.name": standardAuthorizer,
 		"super.users": "User:ANONYMOUS"}, secureUser) // PLAINTEXT: the brokers, the controller and the test's admin
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)

@@ -46,6 +46,7 @@ fetch.wait.max.ms=100
 // plain, compressed and transactional batches byte for byte with the
 // topic IDs.
 func TestInteropKafkaSASLSSLSource(t *testing.T) {
+	t.Parallel()
 	cluster, secure := startSecureKafka(t, nil, secureUser)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
 	defer cancel()

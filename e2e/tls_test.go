@@ -17,6 +17,7 @@ import (
 // certificate produces and consumes over it and is told the SSL
 // listener's address, and kcat without a certificate is refused.
 func TestKcatSSLClientCertificate(t *testing.T) {
+	t.Parallel()
 	kcat := findKcat(t)
 	pki := mirrordtest.NewPKI(t, "e2e CA")
 	node := pki.Issue("node", pkix.Name{CommonName: "mirrord"}, "127.0.0.1")

@@ -48,8 +48,8 @@ func startCopier(t *testing.T, libs, addr, input, output, group, transactionalID
 	// The Java client's transaction manager logs each request it
 	// enqueues and each state change at DEBUG (slf4j-simple, to standard
 	// error): the failover as the copier saw it.
-	t.Setenv("JAVA_TOOL_OPTIONS", "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals.TransactionManager=debug")
-	proc, err := kafkatest.StartTool(libs, t.TempDir(), "copier", copierClass, "--broker-list", addr,
+	debug := []string{"-Dorg.slf4j.simpleLogger.log.org.apache.kafka.clients.producer.internals.TransactionManager=debug"}
+	proc, err := kafkatest.StartToolJVM(libs, t.TempDir(), "copier", debug, copierClass, "--broker-list", addr,
 		"--input-topic", input, "--input-partition", "0", "--output-topic", output, "--consumer-group", group,
 		"--transactional-id", transactionalID, "--transaction-size", fmt.Sprint(copierTransactionSize))
 	if err != nil {

@@ -56,7 +56,7 @@ const (
 // holds each committed franz-go record once at its offset, nothing of an
 // aborted transaction, and each input record copied exactly once.
 func TestInteropTxnFailover(t *testing.T) {
-	// Not parallel: startCopier sets JAVA_TOOL_OPTIONS (t.Setenv).
+	t.Parallel()
 	libs := kafkaLibs(t)
 	kcat := findKcat(t)
 	started := time.Now()

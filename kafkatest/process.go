@@ -32,6 +32,14 @@ type ToolProcess struct {
 // dir/<name>.out and dir/<name>.err. It returns once the JVM is launched.
 // The process dies with this one (PR_SET_PDEATHSIG); Kill or Stop ends it.
 func StartTool(libs, dir, name, class string, args ...string) (*ToolProcess, error) {
+	return StartToolJVM(libs, dir, name, nil, class, args...)
+}
+
+// StartToolJVM is StartTool with JVM options before the class (system
+// properties, -Dname=value), set for this process alone: unlike
+// JAVA_TOOL_OPTIONS in the environment, they leave the JVMs of the tests
+// running beside it alone.
+func StartToolJVM(libs, dir, name string, jvmOptions []string, class string, args ...string) (*ToolProcess, error) {
 	p := &ToolProcess{
 		Name:       name,
 		StdoutPath: filepath.Join(dir, name+".out"),
@@ -48,7 +56,7 @@ func StartTool(libs, dir, name, class string, args ...string) (*ToolProcess, err
 		return nil, fmt.Errorf("kafkatest: start %s: %w", name, err)
 	}
 	defer stderr.Close()
-	jvm := append(append([]string{}, toolJVM...), "-cp", filepath.Join(libs, "*"), class)
+	jvm := append(append(append([]string{}, toolJVM...), jvmOptions...), "-cp", filepath.Join(libs, "*"), class)
 	p.cmd = exec.Command("java", append(jvm, args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = stdout, stderr
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // no orphans when the test dies
