@@ -4,9 +4,10 @@ FUZZTIME  ?= 10s
 BENCHTIME ?= 1s
 BIN       := bin/mirrord
 
-# Every fuzz target as package:Target, found in *_test.go files.
+# Every fuzz target as package:Target (the module root's package as "."),
+# found in *_test.go files.
 FUZZ_TARGETS := $(shell grep -l '^func Fuzz' $$(find . -name '*_test.go' -not -path './.cache/*') 2>/dev/null | \
-	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*)/[^/]*:func (Fuzz.*)$$|\1:\2|')
+	xargs -r grep -H -o '^func Fuzz[A-Za-z0-9_]*' | sed -E 's|^\./(.*/)?[^/]*:func (Fuzz.*)$$|\1:\2|; s|/:|:|; s|^:|.:|')
 
 .PHONY: all build tools test vet unit interop fuzz fuzz-short bench bench-full bench-micro demo clean kgo-suite soak
 
