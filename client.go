@@ -3,9 +3,9 @@ package mirrord
 // The mirror administration of a node reached over its Kafka listener:
 // Client sends the mirror admin RPCs (mirrorwire, keys 1000-1008)
 // with a franz-go client and turns the answers into netio's types, the
-// inverse of netio/1000_mirror_admin.go. It has the method set of the
-// engine's own (netio.MirrorAdmin without LastMirrorEpochs), so the same
-// code administers a node in this process or one across the network.
+// inverse of netio/1000_mirror_admin.go. It is an Admin, as Node.Admin
+// is, so the same code administers a node in this process or one across
+// the network.
 //
 // Errors: a Kafka error code in an answer is an error wrapping its kerr
 // error (errors.Is(err, kerr.ResourceNotFound)), its text the code's name
