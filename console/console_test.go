@@ -35,8 +35,9 @@ func TestTextStale(t *testing.T) {
 		SourceUnreachableSince: since, SourceError: "fetch from broker 0: EOF",
 		Partitions: []engine.MirrorPartitionReport{
 			{Topic: "orders", Partition: 0, State: mirrorstate.Mirroring, SourceHighWatermark: 10, SourceHighWatermarkAge: 90 * time.Second,
-				LogEndOffset: 10, LagRecords: 0, LagLowerBound: true, Lag: 90 * time.Second, Bytes: 700},
-			{Topic: "orders", Partition: 1, State: mirrorstate.Paused, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0, LagRecords: -1},
+				LogEndOffset: 10, LeaderEpoch: 17, SourceLeaderEpoch: 7, LagRecords: 0, LagLowerBound: true, Lag: 90 * time.Second, Bytes: 700},
+			{Topic: "orders", Partition: 1, State: mirrorstate.Paused, SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 0,
+				LeaderEpoch: -1, SourceLeaderEpoch: -1, LagRecords: -1},
 		},
 	})
 	c.Sample()
@@ -45,8 +46,8 @@ func TestTextStale(t *testing.T) {
 		regexp.MustCompile(`^mirrord node 1, cluster c1, 127\.0\.0\.1:9092\nlog dir: free space unknown\n`),
 		regexp.MustCompile(`\nmirror m: source 127\.0\.0\.1:9 \(cluster src\), 2 partitions: 1 MIRRORING, 1 PAUSED\n`),
 		regexp.MustCompile(`\nsource unreachable since ` + regexp.QuoteMeta(since.UTC().Format(time.RFC3339)) + ` \(1m30s ago\): fetch from broker 0: EOF\n`),
-		regexp.MustCompile(`\norders +0 +MIRRORING +10 +1m30s +10 +>=0 +90\.000 +700 +-\n`),
-		regexp.MustCompile(`\norders +1 +PAUSED +-1 +- +0 +- +0\.000 +0 +-\n`),
+		regexp.MustCompile(`\norders +0 +MIRRORING +10 +1m30s +10 +17 +7 +>=0 +90\.000 +700 +-\n`),
+		regexp.MustCompile(`\norders +1 +PAUSED +-1 +- +0 +-1 +-1 +- +0\.000 +0 +-\n`),
 		regexp.MustCompile(`\n1 partitions: the source high watermark is older than 5s, so their lag is a lower bound \(>=\)\.\n`),
 		regexp.MustCompile(`\nno topic config sync round yet\nno ACL sync round yet\nno transactional ID sync round yet\n`),
 		regexp.MustCompile(`\nfailover dry run: a stop now would leave at least 0 records behind on the source \(largest lag in time 1m30s\), 1 partitions' lag unknown; ` +

@@ -143,6 +143,10 @@ type Partition struct {
 	SourceHighWatermark           int64   `json:"sourceHighWatermark"`
 	SourceHighWatermarkAgeSeconds float64 `json:"sourceHighWatermarkAgeSeconds"`
 	LogEndOffset                  int64   `json:"logEndOffset"`
+	// LeaderEpoch is the local log's latest leader epoch,
+	// SourceLeaderEpoch the source leader's; -1 when unknown.
+	LeaderEpoch       int32 `json:"leaderEpoch"`
+	SourceLeaderEpoch int32 `json:"sourceLeaderEpoch"`
 	// LagRecords is -1 while unknown; a lower bound when LagAtLeast.
 	LagRecords int64   `json:"lagRecords"`
 	LagAtLeast bool    `json:"lagAtLeast"`
@@ -217,7 +221,8 @@ func buildMirror(r engine.MirrorReport, h *history, address string, now time.Tim
 	for _, p := range r.Partitions {
 		row := Partition{Topic: p.Topic, Partition: p.Partition, State: p.State.String(), Previous: p.Previous.String(),
 			Attempts: p.RetryCount, SourceHighWatermark: p.SourceHighWatermark, SourceHighWatermarkAgeSeconds: -1,
-			LogEndOffset: p.LogEndOffset, LagRecords: p.LagRecords, LagAtLeast: p.LagRecords >= 0 && p.LagLowerBound,
+			LogEndOffset: p.LogEndOffset, LeaderEpoch: p.LeaderEpoch, SourceLeaderEpoch: p.SourceLeaderEpoch,
+			LagRecords: p.LagRecords, LagAtLeast: p.LagRecords >= 0 && p.LagLowerBound,
 			LagSeconds: p.Lag.Seconds(), Bytes: p.Bytes, BytesPerSecond: -1}
 		if p.State == mirrorstate.Failed {
 			row.Error = p.Error

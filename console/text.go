@@ -74,7 +74,7 @@ func writeMirrorText(tw io.Writer, m Mirror, now time.Time) {
 		return
 	}
 	stale := 0
-	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tHW AGE\tLOG END\tLAG RECORDS\tLAG SECONDS\tBYTES\tBYTES/S")
+	fmt.Fprintln(tw, "TOPIC\tPARTITION\tSTATE\tSOURCE HW\tHW AGE\tLOG END\tEPOCH\tSOURCE EPOCH\tLAG RECORDS\tLAG SECONDS\tBYTES\tBYTES/S")
 	for _, p := range m.Partitions {
 		lag := "-"
 		if p.LagRecords >= 0 {
@@ -91,8 +91,8 @@ func writeMirrorText(tw io.Writer, m Mirror, now time.Time) {
 		if p.BytesPerSecond >= 0 {
 			rate = strconv.FormatFloat(p.BytesPerSecond, 'f', 0, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%s\t%.3f\t%d\t%s\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
-			ageText(age), p.LogEndOffset, lag, p.LagSeconds, p.Bytes, rate)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t%s\t%d\t%d\t%d\t%s\t%.3f\t%d\t%s\n", p.Topic, p.Partition, p.State, p.SourceHighWatermark,
+			ageText(age), p.LogEndOffset, p.LeaderEpoch, p.SourceLeaderEpoch, lag, p.LagSeconds, p.Bytes, rate)
 	}
 	if stale > 0 {
 		fmt.Fprintf(tw, "%d partitions: the source high watermark is older than %v, so their lag is a lower bound (>=).\n",

@@ -258,6 +258,8 @@ func TestConsoleBrowser(t *testing.T) {
 			regexp.MustCompile(`id="cluster-id">`+regexp.QuoteMeta(clusterID)+`<`),
 			regexp.MustCompile(`class="mirror-name">east<`),
 			regexp.MustCompile(`<tr class="partition-row" data-topic="orders" data-state="MIRRORING"><td class="topic">orders</td><td class="num">0</td><td class="state state-MIRRORING">MIRRORING</td>`),
+			// The local log's leader epoch, then the source leader's, both known.
+			regexp.MustCompile(`data-state="MIRRORING">(<td[^>]*>[^<]*</td>){5}<td class="num epoch">\d+ / \d+</td>`),
 			regexp.MustCompile(`<svg class="chart"[^>]*aria-label="lag \(records\)"[^>]*>.*?<polyline class="series"`),
 			regexp.MustCompile(`<svg class="chart"[^>]*aria-label="throughput \(bytes/s\)"`),
 			regexp.MustCompile(`Failover dry run: a stop now would leave 0 records behind`),

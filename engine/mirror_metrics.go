@@ -206,6 +206,10 @@ type MirrorPartitionReport struct {
 	SourceHighWatermark    int64
 	SourceHighWatermarkAge time.Duration
 	LogEndOffset           int64
+	// LeaderEpoch is the local log's latest leader epoch, SourceLeaderEpoch
+	// the source leader's as last learned; -1 when unknown (as
+	// DescribeClusterMirrors reports them).
+	LeaderEpoch, SourceLeaderEpoch int32
 	// LagRecords is max(0, SourceHighWatermark - LogEndOffset), -1 while
 	// the source high watermark is unknown. It is exact unless
 	// LagLowerBound: the source high watermark is older than the
@@ -268,6 +272,7 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 	leo := int64(mp.local.LogEndOffset())
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
+		LeaderEpoch: max(int32(mp.local.LatestEpoch()), -1), SourceLeaderEpoch: max(mp.sourceLeaderEpoch.Load(), -1),
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load(), UncleanTruncations: mp.metrics.uncleanTruncations.Load()}
 	if hw >= 0 && leo >= 0 { // leo -1: the local log is offline
 		r.LagRecords = max(hw-leo, 0)

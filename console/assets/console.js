@@ -133,6 +133,11 @@ function chart(title, history, value, format) {
   return el("div", {}, el("div", { class: "chart-title" }, title), root);
 }
 
+// epochText is a leader epoch, "-" when unknown (-1).
+function epochText(epoch) {
+  return epoch < 0 ? "-" : String(epoch);
+}
+
 function renderMirror(m, now) {
   const states = m.states.map((s) => s.count + " " + s.state).join(", ") || "no partitions";
   const source = m.sourceReachable
@@ -146,6 +151,7 @@ function renderMirror(m, now) {
     el("td", { class: "state state-" + p.state }, p.state),
     el("td", { class: "num" }, p.sourceHighWatermark < 0 ? "-" : p.sourceHighWatermark),
     el("td", { class: "num" }, p.logEndOffset),
+    el("td", { class: "num epoch" }, epochText(p.leaderEpoch) + " / " + epochText(p.sourceLeaderEpoch)),
     el("td", { class: "num" }, lagText(p.lagRecords, p.lagAtLeast)),
     el("td", { class: "num" }, secondsText(p.lagSeconds)),
     el("td", { class: "num" }, p.bytesPerSecond < 0 ? "-" : bytesText(p.bytesPerSecond) + "/s"),
@@ -179,7 +185,7 @@ function renderMirror(m, now) {
       chart("lag (seconds)", m.history, (s) => s.lagSeconds, secondsText),
       chart("throughput (bytes/s)", m.history, (s) => s.bytesPerSecond, (v) => bytesText(v) + "/s")),
     el("table", { class: "partitions" },
-      el("thead", {}, el("tr", {}, ...["TOPIC", "PARTITION", "STATE", "SOURCE HW", "LOG END", "LAG RECORDS", "LAG TIME", "THROUGHPUT", "ERROR"].map((h) => el("th", {}, h)))),
+      el("thead", {}, el("tr", {}, ...["TOPIC", "PARTITION", "STATE", "SOURCE HW", "LOG END", "EPOCH / SOURCE", "LAG RECORDS", "LAG TIME", "THROUGHPUT", "ERROR"].map((h) => el("th", {}, h)))),
       el("tbody", {}, ...rows)),
     dry);
 }
