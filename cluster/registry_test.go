@@ -3,16 +3,22 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
 
+// testClusters numbers the cluster IDs handed out, so that a test run again
+// (-count) in the same process starts from an empty cluster too.
+var testClusters atomic.Int64
+
 // testCluster returns a cluster ID of the test's own, so tests sharing the
 // etcd cluster never see each other's keys.
 func testCluster(t *testing.T) string {
-	return strings.ReplaceAll(t.Name(), "/", "_")
+	return fmt.Sprintf("%s-%d", strings.ReplaceAll(t.Name(), "/", "_"), testClusters.Add(1))
 }
 
 func testContext(t *testing.T) context.Context {
