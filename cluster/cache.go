@@ -110,14 +110,21 @@ func (c *Cache) Err() error {
 	return c.err
 }
 
+// Changed returns a channel closed at the cache's next change (a watch
+// event or a resync): a reader, such as the controller watching the live
+// nodes, waits on it and then reads the cache again.
+func (c *Cache) Changed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.changed
+}
+
 // WaitRevision returns once the cache has applied revision (that of a write
 // under the cluster's prefix), or ctx's error.
 func (c *Cache) WaitRevision(ctx context.Context, revision int64) error {
 	for {
-		c.mu.Lock()
-		reached, changed := c.state.revision >= revision, c.changed
-		c.mu.Unlock()
-		if reached {
+		changed := c.Changed()
+		if c.Revision() >= revision {
 			return nil
 		}
 		select {

@@ -61,9 +61,19 @@ func TestCacheConverges(t *testing.T) {
 	if got, _ := cache.Partition(tp); !reflect.DeepEqual(got, written) {
 		t.Fatalf("cache has %+v after AlterISR, want %+v", got, written)
 	}
+	// A watcher of the live nodes hears node 3 leave.
+	changed := cache.Changed()
 	if err := registrations[3].Close(ctx); err != nil {
 		t.Fatal(err)
 	}
+	select {
+	case <-changed:
+	case <-ctx.Done():
+		t.Fatal("no change seen after node 3 left")
+	}
+	waitFor(t, 15*time.Second, "node 3 leaves the cache's live nodes", func() (bool, error) {
+		return slices.Equal(nodeIDs(cache.LiveNodes()), []int32{1, 2}), nil
+	})
 	if _, err := c.ElectLeaders(ctx); err != nil {
 		t.Fatal(err)
 	}

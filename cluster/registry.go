@@ -17,12 +17,11 @@ import (
 // lease revoked), Lost is closed: the node is no longer live for the
 // controller and must Join again.
 type Registration struct {
-	client    *clientv3.Client
-	clusterID string
-	node      Node
-	lease     clientv3.LeaseID
-	cancel    context.CancelFunc
-	lost      chan struct{} // closed when the keep-alive goroutine returns
+	client *clientv3.Client
+	node   Node
+	lease  clientv3.LeaseID
+	cancel context.CancelFunc
+	lost   chan struct{} // closed when the keep-alive goroutine returns
 }
 
 // Join registers node in the cluster under a lease of the given TTL (at
@@ -58,7 +57,7 @@ func Join(ctx context.Context, client *clientv3.Client, clusterID string, node N
 		cancel()
 		return nil, fmt.Errorf("cluster: node %d: keep-alive: %w", node.ID, err)
 	}
-	r := &Registration{client: client, clusterID: clusterID, node: node, lease: grant.ID, cancel: cancel, lost: make(chan struct{})}
+	r := &Registration{client: client, node: node, lease: grant.ID, cancel: cancel, lost: make(chan struct{})}
 	go func() {
 		defer close(r.lost)
 		for range alive { // the client renews; the channel closes when the lease is gone or keepAliveCtx ends
