@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
@@ -22,6 +23,9 @@ type Registration struct {
 	lease  clientv3.LeaseID
 	cancel context.CancelFunc
 	lost   chan struct{} // closed when the keep-alive goroutine returns
+
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // Join registers node in the cluster under a lease of the given TTL (at
@@ -72,14 +76,17 @@ func (r *Registration) Lost() <-chan struct{} { return r.lost }
 
 // Close stops the keep-alive, waits for its goroutine, and revokes the
 // lease, which deletes the node's key: the node leaves the live set at once
-// rather than after its TTL.
+// rather than after its TTL. Calls after the first return the first's
+// result.
 func (r *Registration) Close(ctx context.Context) error {
-	r.cancel()
-	<-r.lost
-	if _, err := r.client.Revoke(ctx, r.lease); err != nil {
-		return fmt.Errorf("cluster: node %d: revoke lease: %w", r.node.ID, err)
-	}
-	return nil
+	r.closeOnce.Do(func() {
+		r.cancel()
+		<-r.lost
+		if _, err := r.client.Revoke(ctx, r.lease); err != nil {
+			r.closeErr = fmt.Errorf("cluster: node %d: revoke lease: %w", r.node.ID, err)
+		}
+	})
+	return r.closeErr
 }
 
 // LiveNodes returns the registered nodes, by ID.

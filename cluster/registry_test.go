@@ -99,6 +99,39 @@ func TestRegistry(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	if err := one.Close(ctx); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+}
+
+// TestRegistryLeaseRevoked: a lease revoked behind the node's back (an
+// operator, or etcd expiring it while the node was cut off) ends the
+// keep-alive, and Lost tells the node it must join again.
+func TestRegistryLeaseRevoked(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	r, err := Join(ctx, client, clusterID, Node{ID: 3, Host: "127.0.0.1", Port: 9003}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Revoke(ctx, r.lease); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-r.Lost():
+	case <-ctx.Done():
+		t.Fatal("Lost not closed after the lease was revoked")
+	}
+	live, err := LiveNodes(ctx, client, clusterID)
+	if err != nil || len(live) != 0 {
+		t.Fatalf("live after revoke: %+v, %v", live, err)
+	}
+	again, err := Join(ctx, client, clusterID, Node{ID: 3, Host: "127.0.0.1", Port: 9003}, 5*time.Second)
+	if err != nil {
+		t.Fatalf("join again: %v", err)
+	}
+	if err := again.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // TestRegistryLeaseExpires stops a node's keep-alive without revoking its
