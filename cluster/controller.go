@@ -85,10 +85,15 @@ type Write struct {
 // transactions before a refused one stay written; each partition's value is
 // whole on its own.
 func (c *Controller) Apply(ctx context.Context, writes []Write) error {
+	seen := make(map[TopicPartition]bool, len(writes))
 	for _, w := range writes {
 		if err := w.Assignment.valid(); err != nil {
 			return fmt.Errorf("cluster: write of %s: %w", w.Partition, err)
 		}
+		if seen[w.Partition] {
+			return fmt.Errorf("cluster: %s written twice in one Apply", w.Partition)
+		}
+		seen[w.Partition] = true
 	}
 	for batch := range slices.Chunk(writes, writesPerTxn) {
 		compares := make([]clientv3.Cmp, 0, len(batch))

@@ -220,3 +220,36 @@ func TestAlterISR(t *testing.T) {
 		t.Fatalf("change from a replaced revision: %v, want ErrStaleMetadata", err)
 	}
 }
+
+// TestControllerManyPartitions writes more partitions than one transaction
+// holds (writesPerTxn) and reads them all back.
+func TestControllerManyPartitions(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	joinNodes(t, clusterID, 1, 2)
+	c, err := Campaign(ctx, client, clusterID, 1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	const partitions = 2*writesPerTxn + 3
+	placed, err := c.CreatePartitions(ctx, newPartitions("wide", partitions), 2)
+	if err != nil || len(placed) != partitions {
+		t.Fatalf("create: %d placed, %v", len(placed), err)
+	}
+	state, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state.partitions) != partitions {
+		t.Fatalf("%d partitions read back, want %d", len(state.partitions), partitions)
+	}
+	for tp, a := range placed {
+		if got := state.partitions[tp].Assignment; !slices.Equal(got.Replicas, a.Replicas) || got.Leader != a.Leader {
+			t.Fatalf("%s read back %+v, wrote %+v", tp, got, a)
+		}
+	}
+	twice := Write{Partition: TopicPartition{"wide", 0}, Assignment: placed[TopicPartition{"wide", 0}], ModRevision: 1}
+	if err := c.Apply(ctx, []Write{twice, twice}); err == nil {
+		t.Fatal("a partition written twice in one Apply was accepted")
+	}
+}
