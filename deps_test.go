@@ -43,6 +43,7 @@ var allowed = map[string][]string{
 	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
 	"engine":              {"acl", "auth", "broker", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
+	"cluster":             {},                                                  // the control plane on etcd: registry, controller election, placement, metadata cache
 	"console":             {"broker", "engine", "engine/mirrorstate", "netio"}, // the web console: reads a node, changes nothing
 	"cmd/mirrord":         {""},                                                // the daemon and CLI, built on the embedding API alone (its tests may use more)
 	"kafkatest":           {},                                                  // starts real Kafka brokers for e2e and bench; imports nothing of the module

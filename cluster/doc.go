@@ -1,0 +1,80 @@
+// Package cluster is the control plane of a mirrord cluster: the metadata
+// that several mirrord nodes share, kept in etcd (go.etcd.io/etcd/client/v3)
+// rather than in a consensus of our own. It owns the node registry, the
+// election of one controller, the placement of partition replicas and
+// leaders, the leader's ISR changes, and a watch-based cache of all of it
+// that nodes read from, so that nothing on the data path waits on etcd.
+//
+// It is used by nothing else yet: this is the first brick of issue 22.
+//
+// # Keys in etcd
+//
+// Everything of one cluster lives under the prefix /mirrord/<clusterID>/:
+//
+//		/mirrord/<clusterID>/
+//		    nodes/<nodeID>                    {"host","port","rack"}        put by the node, with its lease
+//		    controller/<lease ID in hex>      the node ID of the candidate  concurrency.Election's keys
+//		    topics/<topic>/partitions/<n>     {"topicID","replicas","leader","leaderEpoch","isr"}
+//
+//	  - nodes/<nodeID> is the registry. A node puts its key with a lease it
+//	    keeps alive (Join); when the node stops or is cut off for the lease's
+//	    TTL, etcd deletes the key, and that deletion is the node's loss for
+//	    the controller. A node ID is registered at most once: a second Join of
+//	    the same ID while the first's lease lives fails (ErrDuplicateNode).
+//	  - controller/ is the prefix of etcd's concurrency.Election. The
+//	    candidate whose key has the lowest create revision is the controller;
+//	    its key lives with its session's lease.
+//	  - topics/<topic>/partitions/<n> is one partition's assignment: its
+//	    replicas (node IDs, the preferred leader first), its leader (-1 when
+//	    none), its leader epoch and its in-sync replicas (ISR). Topic names
+//	    are Kafka's ([a-zA-Z0-9._-]), so they never contain a '/'.
+//
+// # Who writes what, and the fencing rule
+//
+// The controller writes assignments and leaders; a partition's leader writes
+// that partition's ISR; nothing else writes a partition key.
+//
+//   - Every controller write is one etcd transaction fenced by its
+//     election: If(Compare(CreateRevision(election.Key()), "=",
+//     election.Rev())). A deposed controller (its session expired or
+//     closed, so its election key is gone or was re-created by someone
+//     else) fails that comparison and its write is refused with
+//     ErrNotController. Inside the fence, each partition write compares the
+//     key's ModRevision with the one the controller read (or its
+//     CreateRevision with 0 for a new partition), so a concurrent ISR change
+//     is never overwritten: that case returns ErrStaleMetadata and the
+//     controller re-reads and recomputes.
+//   - A partition leader changes only its partition's ISR, by AlterISR: a
+//     compare-and-swap on the key's ModRevision (the partition epoch the
+//     leader last saw, as Kafka's AlterPartition carries it) that also
+//     requires the stored leader epoch to be the one the leader holds. A
+//     leader deposed by a new leader epoch, or one that raced another
+//     change, gets ErrStaleMetadata.
+//
+// # Placement
+//
+// Placement (placement.go) is pure: live nodes and the current assignments
+// in, the assignments to write out. New partitions get min(replication
+// factor, live nodes) distinct replicas, leaders and replicas spread evenly
+// over the live nodes and over racks when nodes have one. When nodes are
+// lost, the partitions they led move to the first live replica (in replica
+// order) that is in the ISR, with the leader epoch bumped; lost nodes leave
+// the ISR, except that the ISR never becomes empty: a partition with no
+// in-sync live replica keeps its last ISR and stays leaderless (leader -1)
+// until one of those replicas returns. An out-of-sync replica is never
+// elected (no unclean leader election).
+//
+// # Failure cases
+//
+//   - A node stops or is partitioned from etcd: its lease expires after its
+//     TTL, its registry key goes, and the controller moves its leaderships.
+//     Until then its partitions keep their leader: the cost of a loss is up
+//     to one TTL without a leader for those partitions.
+//   - The controller is lost: its session's lease expires, the next
+//     candidate becomes controller, and any write the old one still makes
+//     is refused by the fence. Nothing is lost; decisions wait up to a TTL.
+//   - etcd is unavailable: the caches keep the last metadata and the data
+//     path goes on with the current leaders; no leadership moves until etcd
+//     answers again, and the caches then resync (a compacted watch is
+//     resynced by a fresh read).
+package cluster

@@ -1,0 +1,190 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+)
+
+// Registration is a node's entry in the registry: its key nodes/<nodeID>,
+// put with a lease that a keep-alive goroutine renews until Close. If the
+// keep-alive ends on its own (etcd unreachable for the lease's TTL, or the
+// lease revoked), Lost is closed: the node is no longer live for the
+// controller and must Join again.
+type Registration struct {
+	client *clientv3.Client
+	node   Node
+	lease  clientv3.LeaseID
+	cancel context.CancelFunc
+	lost   chan struct{} // closed when the keep-alive goroutine returns
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Join registers node in the cluster under a lease of the given TTL (at
+// least a second; etcd may raise it to its minimum) and keeps the lease
+// alive until Close. A node ID already registered under a live lease is
+// refused with ErrDuplicateNode, as Kafka refuses a duplicate broker
+// registration until the old session expires.
+func Join(ctx context.Context, client *clientv3.Client, clusterID string, node Node, ttl time.Duration) (*Registration, error) {
+	if ttl < time.Second {
+		return nil, fmt.Errorf("cluster: lease TTL %v is under a second", ttl)
+	}
+	grant, err := client.Grant(ctx, int64(ttl/time.Second))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: node %d: lease: %w", node.ID, err)
+	}
+	key := nodeKey(clusterID, node.ID)
+	resp, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.CreateRevision(key), "=", 0)).
+		Then(clientv3.OpPut(key, encodeJSON(node), clientv3.WithLease(grant.ID))).
+		Commit()
+	if err == nil && !resp.Succeeded {
+		err = fmt.Errorf("cluster: node %d: %w", node.ID, ErrDuplicateNode)
+	}
+	if err != nil {
+		if _, revokeErr := client.Revoke(context.WithoutCancel(ctx), grant.ID); revokeErr != nil {
+			err = fmt.Errorf("%w (and revoking its lease: %v)", err, revokeErr)
+		}
+		return nil, err
+	}
+	keepAliveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	alive, err := client.KeepAlive(keepAliveCtx, grant.ID)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("cluster: node %d: keep-alive: %w", node.ID, err)
+	}
+	r := &Registration{client: client, node: node, lease: grant.ID, cancel: cancel, lost: make(chan struct{})}
+	go func() {
+		defer close(r.lost)
+		for range alive { // the client renews; the channel closes when the lease is gone or keepAliveCtx ends
+		}
+	}()
+	return r, nil
+}
+
+// Lost is closed when the registration's keep-alive has ended, by Close or
+// because the lease could not be renewed.
+func (r *Registration) Lost() <-chan struct{} { return r.lost }
+
+// Close stops the keep-alive, waits for its goroutine, and revokes the
+// lease, which deletes the node's key: the node leaves the live set at once
+// rather than after its TTL. Calls after the first return the first's
+// result.
+func (r *Registration) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() {
+		r.cancel()
+		<-r.lost
+		if _, err := r.client.Revoke(ctx, r.lease); err != nil {
+			r.closeErr = fmt.Errorf("cluster: node %d: revoke lease: %w", r.node.ID, err)
+		}
+	})
+	return r.closeErr
+}
+
+// LiveNodes returns the registered nodes, by ID.
+func LiveNodes(ctx context.Context, client *clientv3.Client, clusterID string) ([]Node, error) {
+	state, err := readState(ctx, client, clusterID)
+	if err != nil {
+		return nil, err
+	}
+	return state.liveNodes(), nil
+}
+
+// clusterState is one consistent read of a cluster's registry and
+// partitions, at one etcd revision.
+type clusterState struct {
+	nodes      map[int32]Node
+	partitions map[TopicPartition]PartitionState
+	revision   int64
+}
+
+func newClusterState() clusterState {
+	return clusterState{nodes: make(map[int32]Node), partitions: make(map[TopicPartition]PartitionState)}
+}
+
+// liveNodes returns the registered nodes by ID.
+func (s clusterState) liveNodes() []Node {
+	out := make([]Node, 0, len(s.nodes))
+	for _, n := range s.nodes {
+		out = append(out, n)
+	}
+	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
+	return out
+}
+
+func (s clusterState) assignments() Assignments {
+	out := make(Assignments, len(s.partitions))
+	for tp, p := range s.partitions {
+		out[tp] = p.Assignment
+	}
+	return out
+}
+
+// readState reads the whole cluster prefix in one Get, so the nodes and the
+// partitions are of the same revision. The controller's election keys are
+// skipped.
+func readState(ctx context.Context, client *clientv3.Client, clusterID string) (clusterState, error) {
+	resp, err := client.Get(ctx, clusterPrefix(clusterID), clientv3.WithPrefix())
+	if err != nil {
+		return clusterState{}, fmt.Errorf("cluster: read %s: %w", clusterPrefix(clusterID), err)
+	}
+	state := newClusterState()
+	state.revision = resp.Header.Revision
+	for _, kv := range resp.Kvs {
+		if err := state.put(clusterID, string(kv.Key), kv.Value, kv.ModRevision); err != nil {
+			return clusterState{}, err
+		}
+	}
+	return state, nil
+}
+
+// put sets one key's value in the state; keys of the prefix that are
+// neither nodes nor partitions (the election's) are not the state's.
+func (s *clusterState) put(clusterID, key string, value []byte, modRevision int64) error {
+	switch {
+	case strings.HasPrefix(key, nodesPrefix(clusterID)):
+		n, err := decodeNode(clusterID, key, value)
+		if err != nil {
+			return err
+		}
+		s.nodes[n.ID] = n
+	case strings.HasPrefix(key, topicsPrefix(clusterID)):
+		tp, err := parsePartitionKey(clusterID, key)
+		if err != nil {
+			return err
+		}
+		a, err := decodeAssignment(tp, value)
+		if err != nil {
+			return err
+		}
+		s.partitions[tp] = PartitionState{Assignment: a, ModRevision: modRevision}
+	}
+	return nil
+}
+
+// remove deletes one key from the state.
+func (s *clusterState) remove(clusterID, key string) error {
+	switch {
+	case strings.HasPrefix(key, nodesPrefix(clusterID)):
+		id, err := parseNodeKey(clusterID, key)
+		if err != nil {
+			return err
+		}
+		delete(s.nodes, id)
+	case strings.HasPrefix(key, topicsPrefix(clusterID)):
+		tp, err := parsePartitionKey(clusterID, key)
+		if err != nil {
+			return err
+		}
+		delete(s.partitions, tp)
+	}
+	return nil
+}
