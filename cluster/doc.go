@@ -6,6 +6,9 @@
 // that nodes read from, so that nothing on the data path waits on etcd.
 //
 // It is used by nothing else yet: this is the first brick of issue 22.
+// The design it follows, with the keys still to come (topics, mirrors,
+// partition mirror states, group coordinators) and the failure cases of
+// the whole cluster, is docs/cluster.md.
 //
 // # Keys in etcd
 //
