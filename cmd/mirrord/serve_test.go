@@ -69,7 +69,7 @@ func TestHTTPListener(t *testing.T) {
 	defer server.Close()
 
 	// Each partition holds one batch: caught up, its row reads
-	// "orders  P  MIRRORING  1  AGE  1  0  0.000  BYTES".
+	// "orders  P  MIRRORING  1  AGE  1  EPOCH  EPOCH  0  0.000  BYTES  RATE".
 	deadline := time.Now().Add(30 * time.Second)
 	poll := time.NewTicker(20 * time.Millisecond)
 	defer poll.Stop()
@@ -144,8 +144,10 @@ func statusCaughtUp(page string, partitions int) bool {
 	rows := 0
 	for _, line := range strings.Split(page, "\n") {
 		fields := strings.Fields(line)
-		if len(fields) == 10 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
-			fields[3] == "1" && fields[5] == "1" && fields[6] == "0" && fields[7] == "0.000" {
+		// TOPIC PARTITION STATE SOURCE-HW HW-AGE LOG-END EPOCH SOURCE-EPOCH
+		// LAG-RECORDS LAG-SECONDS BYTES BYTES/S
+		if len(fields) == 12 && fields[0] == "orders" && fields[2] == "MIRRORING" &&
+			fields[3] == "1" && fields[5] == "1" && fields[8] == "0" && fields[9] == "0.000" {
 			rows++
 		}
 	}
