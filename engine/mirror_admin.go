@@ -297,8 +297,8 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 			continue
 		}
 		status := netio.MirrorPartitionStatus{Topic: tp.Topic, Partition: tp.Partition, State: record.State.String(), Error: errText,
-			RetryCount: retryCount(record), LastMirrorEpoch: -1, LastMirrorOffset: -1,
-			LeaderEpoch: max(int32(mp.local.LatestEpoch()), -1), SourceLeaderEpoch: max(mp.sourceLeaderEpoch.Load(), -1)}
+			RetryCount: retryCount(record), LastMirrorEpoch: -1, LastMirrorOffset: -1}
+		status.LeaderEpoch, status.SourceLeaderEpoch = mp.leaderEpochs()
 		if record.State == mirrorstate.Stopping || record.State == mirrorstate.Stopped {
 			status.SourceHighWatermark, status.SourceHighWatermarkAge, status.LagTime = -1, -1, -1
 			status.LogEndOffset = int64(mp.local.LogEndOffset())

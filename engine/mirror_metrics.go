@@ -272,8 +272,8 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 	leo := int64(mp.local.LogEndOffset())
 	r := MirrorPartitionReport{Topic: mp.topic, Partition: mp.partition, State: state,
 		SourceHighWatermark: hw, SourceHighWatermarkAge: age, LogEndOffset: leo, LagRecords: -1,
-		LeaderEpoch: max(int32(mp.local.LatestEpoch()), -1), SourceLeaderEpoch: max(mp.sourceLeaderEpoch.Load(), -1),
 		Bytes: mp.metrics.bytes.Load(), Batches: mp.metrics.batches.Load(), UncleanTruncations: mp.metrics.uncleanTruncations.Load()}
+	r.LeaderEpoch, r.SourceLeaderEpoch = mp.leaderEpochs()
 	if hw >= 0 && leo >= 0 { // leo -1: the local log is offline
 		r.LagRecords = max(hw-leo, 0)
 		r.LagLowerBound = age < 0 || age > staleAfter
@@ -282,6 +282,13 @@ func (mp *mirrorPartition) report(state mirrorstate.State, now time.Time, staleA
 		r.Lag = max(now.Sub(mp.metrics.joined)-time.Duration(mp.metrics.caughtUp.Load()), 0)
 	}
 	return r
+}
+
+// leaderEpochs are the local log's latest leader epoch and the source
+// leader's as last learned, -1 when unknown: what describe and report
+// both show.
+func (mp *mirrorPartition) leaderEpochs() (local, source int32) {
+	return max(int32(mp.local.LatestEpoch()), -1), max(mp.sourceLeaderEpoch.Load(), -1)
 }
 
 // mirrorCollector reads the node's mirrors at scrape time.
