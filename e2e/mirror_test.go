@@ -222,8 +222,14 @@ func (p *mirrorProducer) run(ctx context.Context, clients []*kgo.Client, transac
 	defer ticker.Stop()
 	var txn *openTransaction
 	for round := range mirrorProduceRoundsMax {
+		// A halt is honoured once the rounds have used every codec: on a
+		// loaded machine the kill rounds can end before that.
+		stop := p.stop
+		if round < mirrorProduceRoundsMin {
+			stop = nil
+		}
 		select {
-		case <-p.stop:
+		case <-stop:
 			return round, p.endTransaction(ctx, transactional, txn)
 		case <-ctx.Done():
 			return round, ctx.Err()
