@@ -40,6 +40,45 @@ type Backend interface {
 	Configs() Configs
 }
 
+// Broker is one node of a cluster as Metadata, DescribeCluster and the
+// KIP-951 leader hints name it. Rack is "" when broker.rack is not set.
+type Broker struct {
+	NodeID int32
+	Host   string
+	Port   int32
+	Rack   string
+}
+
+// ClusterBackend is a Backend that is one node of several (a mirrord
+// cluster): Metadata and DescribeCluster list every live node, and the
+// controller it names. A Backend without it is alone: it is the only
+// broker, the controller, and leads every partition.
+type ClusterBackend interface {
+	// Brokers are the live nodes, sorted by node ID, this one included,
+	// at their addresses for the named listener ("" for the default).
+	Brokers(listener string) []Broker
+	// ControllerID is the node that is the controller now, -1 when none.
+	ControllerID() int32
+}
+
+// ReplicatedPartition is a Partition with replicas on several nodes.
+// A Partition without it is led by this node alone (replicas and ISR
+// are this node).
+type ReplicatedPartition interface {
+	// Replication is the partition's leader (-1: none, the partition is
+	// offline), its replicas (the preferred leader first) and its ISR, as
+	// Metadata answers them.
+	Replication() (leader int32, replicas, isr []int32)
+}
+
+// ReplicaPartition is a partition that serves followers' fetches (Fetch
+// naming a ReplicaID of 0 or more): records up to its log end rather
+// than the high watermark, and each fetch offset is the follower's log
+// end offset, which the leader's ISR and high watermark follow.
+type ReplicaPartition interface {
+	ReadReplica(replicaID int32, offset rb.Offset, maxBytes int32, minOneBatch bool) (ReadResult, error)
+}
+
 // TopicID is recordbatch's TopicID under netio's name, kept for the mirror
 // admin wire files that spell it unqualified.
 type TopicID = rb.TopicID
