@@ -29,7 +29,9 @@ const (
 // revision it was written at.
 func TestEtcdStopStart(t *testing.T) {
 	t.Parallel()
+	started := time.Now()
 	etcd := mirrordtest.StartEtcd(t)
+	t.Logf("etcd serves on %v after %v", etcd.Endpoints(), time.Since(started).Round(time.Millisecond))
 	client, err := clientv3.New(clientv3.Config{
 		Endpoints:   etcd.Endpoints(),
 		DialTimeout: etcdRequestWait,
@@ -60,7 +62,7 @@ func TestEtcdStopStart(t *testing.T) {
 		t.Fatalf("second Stop: %v, want ErrNotRunning", err)
 	}
 	ctx, cancel = context.WithTimeout(t.Context(), etcdDownWait)
-	started := time.Now()
+	started = time.Now()
 	_, err = client.Get(ctx, key)
 	took := time.Since(started)
 	cancel()
@@ -73,9 +75,11 @@ func TestEtcdStopStart(t *testing.T) {
 	t.Logf("Get while stopped: %v after %v", err, took.Round(time.Millisecond))
 
 	endpoints := etcd.Endpoints()
+	started = time.Now()
 	if err := etcd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("etcd serves again after %v", time.Since(started).Round(time.Millisecond))
 	if got := etcd.Endpoints(); len(got) != 1 || got[0] != endpoints[0] {
 		t.Fatalf("endpoints after Start %v, want %v", got, endpoints)
 	}

@@ -19,6 +19,12 @@ const (
 	// etcdName is the member's name (--name), and its one entry in
 	// --initial-cluster.
 	etcdName = "mirrordtest"
+	// etcdHeartbeatMillis and etcdElectionTimeoutMillis are a fifth of
+	// etcd's defaults (100, 1000): a restarted single member waits an
+	// election timeout before it leads and serves, and has no follower
+	// whose heartbeats a loaded machine could delay.
+	etcdHeartbeatMillis       = "50"
+	etcdElectionTimeoutMillis = "250"
 	// etcdHealthBytesMax bounds the /health answer read.
 	etcdHealthBytesMax = 4096
 	// etcdLogTailBytes is how much of the log a failed test prints.
@@ -139,6 +145,8 @@ func (e *Etcd) Start() error {
 		"--initial-advertise-peer-urls", peerURL,
 		"--initial-cluster", etcdName+"="+peerURL,
 		"--initial-cluster-state", "new",
+		"--heartbeat-interval", etcdHeartbeatMillis,
+		"--election-timeout", etcdElectionTimeoutMillis,
 		"--logger", "zap",
 		"--log-outputs", "stderr",
 	)
