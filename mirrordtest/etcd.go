@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -96,22 +97,17 @@ func (e *Etcd) startFresh() error {
 	return fmt.Errorf("mirrordtest: etcd did not start after %d tries: %w", StartTries, errors.Join(errs...))
 }
 
-// pickAddresses takes two distinct free loopback addresses, bounded in
-// tries.
+// pickAddresses takes two free loopback addresses, distinct as the first
+// is held open while the second is taken.
 func (e *Etcd) pickAddresses() error {
-	var err error
-	if e.clientAddr, err = FreeAddress(); err != nil {
-		return err
+	client, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return fmt.Errorf("mirrordtest: free port: %w", err)
 	}
-	for range StartTries {
-		if e.peerAddr, err = FreeAddress(); err != nil {
-			return err
-		}
-		if e.peerAddr != e.clientAddr {
-			return nil
-		}
-	}
-	return fmt.Errorf("mirrordtest: etcd: no second free port apart from %s", e.clientAddr)
+	defer client.Close()
+	e.clientAddr = client.Addr().String()
+	e.peerAddr, err = FreeAddress()
+	return err
 }
 
 // Endpoints are the client endpoints, host:port, for clientv3.Config and
