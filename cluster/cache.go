@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,8 +21,8 @@ const resyncBackoff = 200 * time.Millisecond
 // leader) and the cache must read the prefix again.
 var errWatchEnded = errors.New("cluster: watch ended")
 
-// Cache is a node's copy of the cluster's registry and partition
-// assignments: one Get of the cluster prefix at a revision, then a Watch
+// Cache is a node's copy of the cluster's registry, drain marks, controller
+// election, topic specs and partition assignments: one Get of the cluster prefix at a revision, then a Watch
 // from the next revision applied event by event. When the watch ends
 // (compaction of the revisions it needed, cancellation, a lost etcd leader)
 // the cache reads the prefix again and watches from there: a resync. While
@@ -101,6 +102,50 @@ func (c *Cache) Partition(tp TopicPartition) (PartitionState, bool) {
 	defer c.mu.Unlock()
 	p, ok := c.state.partitions[tp]
 	return p, ok
+}
+
+// Topics returns a copy of the topic specs, by name.
+func (c *Cache) Topics() map[string]TopicSpec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]TopicSpec, len(c.state.topics))
+	for name, t := range c.state.topics {
+		out[name] = t.TopicSpec.clone()
+	}
+	return out
+}
+
+// Topic returns one topic's spec and the ModRevision it was written at.
+func (c *Cache) Topic(name string) (TopicState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.state.topics[name]
+	t.TopicSpec = t.TopicSpec.clone()
+	return t, ok
+}
+
+// Drained returns the node IDs with a drain mark, live or not, in order.
+func (c *Cache) Drained() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.state.drained))
+}
+
+// ControllerID returns the node ID of the elected controller (the
+// election's candidate with the lowest create revision), or NoLeader when
+// no node campaigns. It is the election's view: a controller whose session
+// has just expired is listed until etcd deletes its key.
+func (c *Cache) ControllerID() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.controllerID()
+}
+
+// snapshot returns a copy of the whole state, for the controller.
+func (c *Cache) snapshot() clusterState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.clone()
 }
 
 // Err returns the last error the cache met (nil after a good read).
@@ -191,7 +236,7 @@ func (c *Cache) applyEvents(events []*clientv3.Event, revision int64) error {
 		if ev.Type == mvccpb.DELETE {
 			err = c.state.remove(c.clusterID, key)
 		} else {
-			err = c.state.put(c.clusterID, key, ev.Kv.Value, ev.Kv.ModRevision)
+			err = c.state.put(c.clusterID, key, ev.Kv.Value, ev.Kv.CreateRevision, ev.Kv.ModRevision)
 		}
 		if err != nil {
 			return err
