@@ -10,6 +10,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
@@ -81,8 +82,13 @@ func RunController(ctx context.Context, client *clientv3.Client, clusterID strin
 		}
 		logger.Info("elected controller", "electionRevision", c.election.Rev())
 		err = c.control(ctx, cfg.ReplicationFactor, logger)
-		if closeErr := c.Close(); closeErr != nil && ctx.Err() == nil {
-			logger.Debug("closing the controller session", "err", closeErr) // a lost session's lease is already gone
+		select {
+		case <-c.Done(): // the session is gone already, and its lease with it
+		default:
+			// A refused fence means the lease is usually gone too.
+			if closeErr := c.Close(); closeErr != nil && !errors.Is(closeErr, rpctypes.ErrLeaseNotFound) {
+				logger.Warn("closing the controller session", "err", closeErr)
+			}
 		}
 		logger.Info("no longer the controller", "err", err)
 	}

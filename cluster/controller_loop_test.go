@@ -1,10 +1,18 @@
 package cluster
 
 import (
+	"context"
+	"fmt"
+	"log/slog"
 	"maps"
 	"slices"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
 )
 
 // planState builds a state for planControl: live nodes, specs (each at
@@ -122,5 +130,356 @@ func TestPlanControl(t *testing.T) {
 				t.Errorf("%d unplaced, want %d", plan.unplaced, tc.unplaced)
 			}
 		})
+	}
+}
+
+// runController runs RunController for nodeID, with a client of its own,
+// until the test ends (or the returned stop is called), and requires it
+// to return nil within a deadline.
+func runController(t *testing.T, clusterID string, nodeID int32, cfg ControllerConfig) (stop func()) {
+	t.Helper()
+	client := testClient(t)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- RunController(ctx, client, clusterID, nodeID, cfg) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Errorf("RunController of node %d: %v", nodeID, err)
+				}
+			case <-time.After(30 * time.Second):
+				t.Errorf("RunController of node %d did not return after its context ended", nodeID)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// topicPartitions returns the cache's partitions of topic.
+func topicPartitions(cache *Cache, topic string) map[TopicPartition]PartitionState {
+	all, _ := cache.Partitions()
+	maps.DeleteFunc(all, func(tp TopicPartition, _ PartitionState) bool { return tp.Topic != topic })
+	return all
+}
+
+// waitPlaced waits until topic has partitions partitions in the cache, of
+// its spec's topic ID, each with rf replicas none of which is in avoid.
+func waitPlaced(t *testing.T, cache *Cache, topic string, partitions int32, rf int, avoid ...int32) map[TopicPartition]PartitionState {
+	t.Helper()
+	var got map[TopicPartition]PartitionState
+	waitFor(t, 15*time.Second, fmt.Sprintf("%s placed: %d partitions of %d replicas", topic, partitions, rf), func() (bool, error) {
+		spec, ok := cache.Topic(topic)
+		got = topicPartitions(cache, topic)
+		if !ok || len(got) != int(partitions) {
+			return false, nil
+		}
+		for tp, p := range got {
+			if tp.Partition >= partitions || p.TopicID != spec.TopicID || len(p.Replicas) != rf {
+				return false, fmt.Errorf("%s: %+v", tp, p)
+			}
+			for _, id := range avoid {
+				if slices.Contains(p.Replicas, id) {
+					return false, fmt.Errorf("%s placed on node %d: %+v", tp, id, p)
+				}
+			}
+		}
+		return true, nil
+	})
+	return got
+}
+
+func TestRunControllerTopics(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	cache := StartCache(ctx, client, clusterID)
+	defer cache.Close()
+	joinNodes(t, clusterID, 1, 2, 3)
+	if err := RunController(ctx, client, clusterID, 1, ControllerConfig{ReplicationFactor: 0, TTL: 5 * time.Second}); err == nil {
+		t.Fatal("replication factor 0 accepted")
+	}
+	runController(t, clusterID, 1, ControllerConfig{ReplicationFactor: 2, TTL: 5 * time.Second})
+	waitFor(t, 15*time.Second, "node 1 controller", func() (bool, error) { return cache.ControllerID() == 1, nil })
+
+	if _, err := CreateTopic(ctx, client, clusterID, "a", TopicSpec{TopicID: "id-a", Partitions: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateTopic(ctx, client, clusterID, "b", TopicSpec{TopicID: "id-b", Partitions: 2, ReplicationFactor: 3}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitPlaced(t, cache, "a", 4, 2)
+	waitPlaced(t, cache, "b", 2, 3)
+	for tp, p := range before {
+		if p.LeaderEpoch != 0 || p.Leader != p.Replicas[0] || !slices.Equal(p.ISR, p.Replicas) {
+			t.Errorf("%s placed as %+v, want led by its first replica at epoch 0, all in sync", tp, p)
+		}
+	}
+
+	// Growth places the new partitions and leaves the old ones alone.
+	if _, err := GrowTopic(ctx, client, clusterID, "a", 6); err != nil {
+		t.Fatal(err)
+	}
+	after := waitPlaced(t, cache, "a", 6, 2)
+	for tp, p := range before {
+		if after[tp].ModRevision != p.ModRevision {
+			t.Errorf("%s rewritten by the growth: %+v, was %+v", tp, after[tp], p)
+		}
+	}
+
+	// A deleted topic's partitions stay deleted, a re-created one is placed
+	// anew, and a partition without a spec is removed.
+	if _, err := DeleteTopic(ctx, client, clusterID, "b"); err != nil {
+		t.Fatal(err)
+	}
+	ghost := partitionKey(clusterID, TopicPartition{"ghost", 0})
+	if _, err := client.Put(ctx, ghost, encodeJSON(Assignment{TopicID: "id-ghost", Replicas: []int32{1}, Leader: 1, ISR: []int32{1}})); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := CreateTopic(ctx, client, clusterID, "c", TopicSpec{TopicID: "id-c", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, cache, "c", 1, 2)
+	waitFor(t, 15*time.Second, "the spec-less partition removed", func() (bool, error) {
+		return len(topicPartitions(cache, "ghost")) == 0, nil
+	})
+	if got := topicPartitions(cache, "b"); len(got) != 0 {
+		t.Fatalf("deleted topic b has partitions %v", got)
+	}
+	if _, err := CreateTopic(ctx, client, clusterID, "b", TopicSpec{TopicID: "id-b2", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, cache, "b", 1, 2)
+}
+
+// TestRunControllerNodeLoss: a node stops renewing its lease (a crash); when
+// etcd expires it, the controller moves its leaderships to the next in-sync
+// replica with the leader epoch + 1 and takes it out of every ISR.
+func TestRunControllerNodeLoss(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	cache := StartCache(ctx, client, clusterID)
+	defer cache.Close()
+	joinNodes(t, clusterID, 1, 2)
+	const ttl = 2 * time.Second // etcd's minimum for the test cluster's election timeout
+	lost, err := Join(ctx, client, clusterID, Node{ID: 3, Host: "127.0.0.1", Port: 9003}, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runController(t, clusterID, 1, ControllerConfig{ReplicationFactor: 3, TTL: 5 * time.Second})
+	if _, err := CreateTopic(ctx, client, clusterID, "events", TopicSpec{TopicID: "id-events", Partitions: 6}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitPlaced(t, cache, "events", 6, 3)
+	led := 0
+	for _, p := range before {
+		if p.Leader == 3 {
+			led++
+		}
+	}
+	if led == 0 {
+		t.Fatalf("node 3 leads nothing in %v", before)
+	}
+
+	crashed := time.Now()
+	lost.cancel() // no more keep-alives, no revoke
+	<-lost.lost
+	waitFor(t, 15*time.Second, "node 3's lease expires", func() (bool, error) {
+		return !slices.Contains(nodeIDs(cache.LiveNodes()), 3), nil
+	})
+	expired := time.Now()
+	var after map[TopicPartition]PartitionState
+	waitFor(t, 15*time.Second, "node 3 out of every leadership and ISR", func() (bool, error) {
+		after = topicPartitions(cache, "events")
+		for _, p := range after {
+			if p.Leader == 3 || slices.Contains(p.ISR, 3) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	moved := time.Now()
+	t.Logf("node loss: lease expired %v after the crash (TTL %v), leaders moved %v after the expiry", expired.Sub(crashed).Round(time.Millisecond), ttl, moved.Sub(expired).Round(time.Millisecond))
+	for tp, b := range before {
+		a := after[tp]
+		wantLeader, wantEpoch := b.Leader, b.LeaderEpoch
+		if b.Leader == 3 {
+			wantLeader = slices.DeleteFunc(slices.Clone(b.Replicas), func(r int32) bool { return r == 3 })[0]
+			wantEpoch++
+		}
+		if a.Leader != wantLeader || a.LeaderEpoch != wantEpoch || !slices.Equal(a.Replicas, b.Replicas) {
+			t.Errorf("%s: %+v -> %+v, want leader %d at epoch %d", tp, b.Assignment, a.Assignment, wantLeader, wantEpoch)
+		}
+	}
+}
+
+// TestRunControllerDrain: a drained node's leaderships move to other
+// in-sync replicas with the epoch + 1, it stays a replica in sync, new
+// topics avoid it, and once the mark is cleared they use it again.
+func TestRunControllerDrain(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	cache := StartCache(ctx, client, clusterID)
+	defer cache.Close()
+	joinNodes(t, clusterID, 1, 2, 3)
+	runController(t, clusterID, 1, ControllerConfig{ReplicationFactor: 3, TTL: 5 * time.Second})
+	if _, err := CreateTopic(ctx, client, clusterID, "d", TopicSpec{TopicID: "id-d", Partitions: 6}); err != nil {
+		t.Fatal(err)
+	}
+	before := waitPlaced(t, cache, "d", 6, 3)
+	if err := Drain(ctx, client, clusterID, 2, true); err != nil {
+		t.Fatal(err)
+	}
+	var after map[TopicPartition]PartitionState
+	waitFor(t, 15*time.Second, "node 2 leads nothing", func() (bool, error) {
+		after = topicPartitions(cache, "d")
+		return !slices.ContainsFunc(slices.Collect(maps.Values(after)), func(p PartitionState) bool { return p.Leader == 2 }), nil
+	})
+	for tp, b := range before {
+		a := after[tp]
+		wantLeader, wantEpoch := b.Leader, b.LeaderEpoch
+		if b.Leader == 2 {
+			wantLeader = slices.DeleteFunc(slices.Clone(b.Replicas), func(r int32) bool { return r == 2 })[0]
+			wantEpoch++
+		}
+		if a.Leader != wantLeader || a.LeaderEpoch != wantEpoch || !slices.Equal(a.ISR, b.ISR) {
+			t.Errorf("%s: %+v -> %+v, want leader %d at epoch %d, the ISR kept", tp, b.Assignment, a.Assignment, wantLeader, wantEpoch)
+		}
+	}
+	if _, err := CreateTopic(ctx, client, clusterID, "e", TopicSpec{TopicID: "id-e", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, cache, "e", 3, 2, 2)
+	if err := Drain(ctx, client, clusterID, 2, false); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 15*time.Second, "node 2's mark cleared", func() (bool, error) { return len(cache.Drained()) == 0, nil })
+	if _, err := CreateTopic(ctx, client, clusterID, "f", TopicSpec{TopicID: "id-f", Partitions: 3}); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, cache, "f", 3, 3)
+}
+
+// TestRunControllerFailover: the controller's session is lost in the middle
+// of a placement larger than one transaction. It writes nothing more; the
+// waiting candidate is elected and places the rest.
+func TestRunControllerFailover(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	cache := StartCache(ctx, client, clusterID)
+	defer cache.Close()
+	joinNodes(t, clusterID, 1, 2, 3)
+	var batches [3]atomic.Int64
+	hook := func(nodeID int32) {
+		if batches[nodeID].Add(1) != 1 || nodeID != 1 {
+			return
+		}
+		// Node 1's first transaction is in: its session's lease goes, as
+		// when it expires under a long pause.
+		resp, err := client.Get(ctx, controllerPrefix(clusterID)+"/", clientv3.WithPrefix())
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		for _, kv := range resp.Kvs {
+			if string(kv.Value) == "1" {
+				if _, err := client.Revoke(ctx, clientv3.LeaseID(kv.Lease)); err != nil {
+					t.Error(err)
+				}
+				return
+			}
+		}
+		t.Error("no election key of node 1")
+	}
+	cfg := ControllerConfig{ReplicationFactor: 2, TTL: 5 * time.Second, afterBatch: hook}
+	runController(t, clusterID, 1, cfg)
+	waitFor(t, 15*time.Second, "node 1 controller", func() (bool, error) { return cache.ControllerID() == 1, nil })
+	runController(t, clusterID, 2, cfg)
+	waitFor(t, 15*time.Second, "node 2 a candidate", func() (bool, error) {
+		cache.mu.Lock()
+		defer cache.mu.Unlock()
+		return len(cache.state.candidates) == 2, nil
+	})
+
+	const partitions = 3*writesPerTxn + 8 // four transactions
+	if _, err := CreateTopic(ctx, client, clusterID, "wide", TopicSpec{TopicID: "id-wide", Partitions: partitions}); err != nil {
+		t.Fatal(err)
+	}
+	placed := waitPlaced(t, cache, "wide", partitions, 2)
+	waitFor(t, 15*time.Second, "node 2 controller", func() (bool, error) { return cache.ControllerID() == 2, nil })
+	// Node 1 wrote one transaction; node 2 the 136 partitions left, in three.
+	if got := [2]int64{batches[1].Load(), batches[2].Load()}; got != [2]int64{1, 3} {
+		t.Fatalf("transactions by node 1 and node 2: %v, want [1 3]", got)
+	}
+	leaders, _ := counts(assignmentsOf(placed))
+	if s := spread(leaders, nodes(1, 2, 3)); s > 1 {
+		t.Errorf("leaders spread by %d over the nodes (%v), want at most 1", s, leaders)
+	}
+}
+
+func assignmentsOf(ps map[TopicPartition]PartitionState) Assignments {
+	out := make(Assignments, len(ps))
+	for tp, p := range ps {
+		out[tp] = p.Assignment
+	}
+	return out
+}
+
+// TestReconcileRetriesStale: the controller computes a leader election
+// from a state older than the leader's last ISR change. Its write is stale,
+// it reads again, and elects from the ISR as written: the replica that the
+// change took out of the ISR is not elected.
+func TestReconcileRetriesStale(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	registrations := joinNodes(t, clusterID, 1, 2, 3)
+	c, err := Campaign(ctx, client, clusterID, 1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	discard := slog.New(slog.DiscardHandler)
+	if _, err := CreateTopic(ctx, client, clusterID, "s", TopicSpec{TopicID: "id-s", Partitions: 1}); err != nil {
+		t.Fatal(err)
+	}
+	state, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if revision, err := c.reconcile(ctx, state, 3, discard); err != nil || revision == 0 {
+		t.Fatalf("placement: revision %d, %v", revision, err)
+	}
+	tp := TopicPartition{"s", 0}
+	old, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := old.partitions[tp]
+	leader, next, last := p.Replicas[0], p.Replicas[1], p.Replicas[2]
+	// The leader drops the next in line from the ISR, then is lost.
+	if _, err := AlterISR(ctx, client, clusterID, tp, p.LeaderEpoch, p.ModRevision, []int32{leader, last}); err != nil {
+		t.Fatal(err)
+	}
+	if err := registrations[leader].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale.partitions[tp] = p // as a lagging cache has it
+	if plan, err := planControl(stale, 3); err != nil || len(plan.ops) != 1 || plan.ops[0].Assignment.Leader != next {
+		t.Fatalf("the stale plan %+v, %v; want %d elected", plan, err, next)
+	}
+	if _, err := c.reconcile(ctx, stale, 3, discard); err != nil {
+		t.Fatal(err)
+	}
+	now, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := now.partitions[tp]; got.Leader != last || got.LeaderEpoch != p.LeaderEpoch+1 || !slices.Equal(got.ISR, []int32{last}) {
+		t.Fatalf("after the retry: %+v, want leader %d at epoch %d with ISR [%d]", got.Assignment, last, p.LeaderEpoch+1, last)
 	}
 }
