@@ -396,7 +396,7 @@ func TestRunControllerFailover(t *testing.T) {
 	cfg := ControllerConfig{ReplicationFactor: 2, TTL: 5 * time.Second, afterBatch: hook}
 	runController(t, clusterID, 1, cfg)
 	waitFor(t, 15*time.Second, "node 1 controller", func() (bool, error) { return cache.ControllerID() == 1, nil })
-	runController(t, clusterID, 2, cfg)
+	stopSecond := runController(t, clusterID, 2, cfg)
 	waitFor(t, 15*time.Second, "node 2 a candidate", func() (bool, error) {
 		cache.mu.Lock()
 		defer cache.mu.Unlock()
@@ -416,6 +416,18 @@ func TestRunControllerFailover(t *testing.T) {
 	leaders, _ := counts(assignmentsOf(placed))
 	if s := spread(leaders, nodes(1, 2, 3)); s > 1 {
 		t.Errorf("leaders spread by %d over the nodes (%v), want at most 1", s, leaders)
+	}
+
+	// Node 1 campaigned again after its loss: when node 2 stops, it leads
+	// and places a growth.
+	stopSecond()
+	waitFor(t, 15*time.Second, "node 1 controller again", func() (bool, error) { return cache.ControllerID() == 1, nil })
+	if _, err := GrowTopic(ctx, client, clusterID, "wide", partitions+1); err != nil {
+		t.Fatal(err)
+	}
+	waitPlaced(t, cache, "wide", partitions+1, 2)
+	if got := batches[1].Load(); got != 2 {
+		t.Fatalf("node 1 wrote %d transactions in all, want 2", got)
 	}
 }
 
