@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -493,5 +494,43 @@ func TestReconcileRetriesStale(t *testing.T) {
 	}
 	if got := now.partitions[tp]; got.Leader != last || got.LeaderEpoch != p.LeaderEpoch+1 || !slices.Equal(got.ISR, []int32{last}) {
 		t.Fatalf("after the retry: %+v, want leader %d at epoch %d with ISR [%d]", got.Assignment, last, p.LeaderEpoch+1, last)
+	}
+}
+
+// TestApplySpecGuard: a placement computed from a spec that has since been
+// deleted (or changed) writes nothing.
+func TestApplySpecGuard(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	joinNodes(t, clusterID, 1)
+	c, err := Campaign(ctx, client, clusterID, 1, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	spec, err := CreateTopic(ctx, client, clusterID, "g", TopicSpec{TopicID: "id-g", Partitions: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	place := func(n int32, specRevision int64) partitionOp {
+		return partitionOp{
+			Write:     Write{Partition: TopicPartition{"g", n}, Assignment: Assignment{TopicID: "id-g", Replicas: []int32{1}, Leader: 1, ISR: []int32{1}}},
+			guardSpec: true, specRevision: specRevision,
+		}
+	}
+	if _, err := c.apply(ctx, []partitionOp{place(0, spec.ModRevision)}); err != nil {
+		t.Fatalf("placement at the spec's revision: %v", err)
+	}
+	if _, err := DeleteTopic(ctx, client, clusterID, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.apply(ctx, []partitionOp{place(1, spec.ModRevision)}); !errors.Is(err, ErrStaleMetadata) {
+		t.Fatalf("placement of a deleted spec: %v, want ErrStaleMetadata", err)
+	}
+	state, err := readState(ctx, client, clusterID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(state.partitions) != 0 {
+		t.Fatalf("partitions %v left after the delete and a refused placement", state.partitions)
 	}
 }
