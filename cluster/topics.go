@@ -160,24 +160,3 @@ func GrowTopic(ctx context.Context, client *clientv3.Client, clusterID, topic st
 	}
 	return TopicState{}, fmt.Errorf("cluster: grow topic %s: changed under %d attempts: %w", topic, growAttempts, ErrStaleMetadata)
 }
-
-// Drain sets (drain true) or clears node nodeID's drain mark, the key
-// drain/<nodeID>. The mark is a key of its own rather than a field of the
-// node's registry value because that value is the node's, under the node's
-// lease: an operator's mark must survive the node's restart (a node
-// drained for maintenance stays drained when it comes back) and must be
-// settable while the node is down. Its presence is the mark; its value is
-// "{}". Setting a set mark or clearing a clear one is not an error.
-func Drain(ctx context.Context, client *clientv3.Client, clusterID string, nodeID int32, drain bool) error {
-	key := drainKey(clusterID, nodeID)
-	var err error
-	if drain {
-		_, err = client.Put(ctx, key, "{}")
-	} else {
-		_, err = client.Delete(ctx, key)
-	}
-	if err != nil {
-		return fmt.Errorf("cluster: drain node %d (%v): %w", nodeID, drain, err)
-	}
-	return nil
-}
