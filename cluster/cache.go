@@ -180,6 +180,47 @@ func (c *Cache) WaitRevision(ctx context.Context, revision int64) error {
 	}
 }
 
+// WaitTopicPlaced returns once every partition of topic's spec has an
+// assignment of the spec's topic ID in the cache (the controller placed
+// them), ErrUnknownTopic if the spec is not (or no longer) there, or ctx's
+// error. revision is that of the caller's write of the spec
+// (TopicState.ModRevision), so that the cache has seen it. A node that wrote a spec with CreateTopic or GrowTopic waits here
+// before it answers, as Kafka's CreateTopics answers once its controller
+// has committed the partitions.
+func (c *Cache) WaitTopicPlaced(ctx context.Context, topic string, revision int64) error {
+	if err := c.WaitRevision(ctx, revision); err != nil {
+		return err
+	}
+	for {
+		changed := c.Changed()
+		placed, err := c.topicPlaced(topic)
+		if placed || err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for topic %s to be placed: %w", topic, ctx.Err())
+		}
+	}
+}
+
+func (c *Cache) topicPlaced(topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	spec, ok := c.state.topics[topic]
+	if !ok {
+		return false, fmt.Errorf("cluster: topic %s: %w", topic, ErrUnknownTopic)
+	}
+	for n := range spec.Partitions {
+		p, ok := c.state.partitions[TopicPartition{Topic: topic, Partition: n}]
+		if !ok || p.TopicID != spec.TopicID {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
 // run watches from state (if it has a revision; else it reads first), and
 // reads and watches again each time the watch ends, until ctx ends.
 func (c *Cache) run(ctx context.Context, state clusterState) {

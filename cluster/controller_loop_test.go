@@ -208,8 +208,15 @@ func TestRunControllerTopics(t *testing.T) {
 	runController(t, clusterID, 1, ControllerConfig{ReplicationFactor: 2, TTL: 5 * time.Second})
 	waitFor(t, 15*time.Second, "node 1 controller", func() (bool, error) { return cache.ControllerID() == 1, nil })
 
-	if _, err := CreateTopic(ctx, client, clusterID, "a", TopicSpec{TopicID: "id-a", Partitions: 4}); err != nil {
+	created, err := CreateTopic(ctx, client, clusterID, "a", TopicSpec{TopicID: "id-a", Partitions: 4})
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := cache.WaitTopicPlaced(ctx, "a", created.ModRevision); err != nil {
+		t.Fatal(err)
+	}
+	if got := topicPartitions(cache, "a"); len(got) != 4 {
+		t.Fatalf("WaitTopicPlaced returned with %d partitions of a, want 4", len(got))
 	}
 	if _, err := CreateTopic(ctx, client, clusterID, "b", TopicSpec{TopicID: "id-b", Partitions: 2, ReplicationFactor: 3}); err != nil {
 		t.Fatal(err)
@@ -235,8 +242,12 @@ func TestRunControllerTopics(t *testing.T) {
 
 	// A deleted topic's partitions stay deleted, a re-created one is placed
 	// anew, and a partition without a spec is removed.
-	if _, err := DeleteTopic(ctx, client, clusterID, "b"); err != nil {
+	deleted, err := DeleteTopic(ctx, client, clusterID, "b")
+	if err != nil {
 		t.Fatal(err)
+	}
+	if err := cache.WaitTopicPlaced(ctx, "b", deleted); !errors.Is(err, ErrUnknownTopic) {
+		t.Fatalf("waiting for a deleted topic: %v, want ErrUnknownTopic", err)
 	}
 	ghost := partitionKey(clusterID, TopicPartition{"ghost", 0})
 	if _, err := client.Put(ctx, ghost, encodeJSON(Assignment{TopicID: "id-ghost", Replicas: []int32{1}, Leader: 1, ISR: []int32{1}})); err != nil {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"reflect"
@@ -36,6 +37,13 @@ func TestTopicSpecs(t *testing.T) {
 	created, err := CreateTopic(ctx, client, clusterID, "orders", spec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// No controller runs here: nothing places the partitions.
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	err = cache.WaitTopicPlaced(short, "orders", created.ModRevision)
+	cancel()
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("waiting for placement without a controller: %v, want DeadlineExceeded", err)
 	}
 	if _, err := CreateTopic(ctx, client, clusterID, "orders", TopicSpec{TopicID: "other", Partitions: 1}); !errors.Is(err, ErrTopicExists) {
 		t.Fatalf("second create: %v, want ErrTopicExists", err)
