@@ -186,7 +186,9 @@ func (c *Controller) apply(ctx context.Context, ops []partitionOp) (int64, error
 }
 
 // CreatePartitions places the partitions not yet assigned on the live
-// nodes (AssignReplicas) and writes them. It returns what it wrote.
+// nodes (AssignReplicas) and writes them. It returns what it wrote. It is
+// the bare write, without a topic spec: a RunController deletes partitions
+// that no spec holds, so nodes create topics with CreateTopic instead.
 func (c *Controller) CreatePartitions(ctx context.Context, partitions []NewPartition, replicationFactor int) (Assignments, error) {
 	state, err := readState(ctx, c.client, c.clusterID)
 	if err != nil {

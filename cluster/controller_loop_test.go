@@ -315,6 +315,9 @@ func TestRunControllerNodeLoss(t *testing.T) {
 		return true, nil
 	})
 	moved := time.Now()
+	if moved.Sub(expired) > ttl {
+		t.Errorf("leaders moved %v after node 3's expiry was seen, more than a TTL (%v)", moved.Sub(expired), ttl)
+	}
 	t.Logf("node loss: lease expired %v after the crash (TTL %v), leaders moved %v after the expiry", expired.Sub(crashed).Round(time.Millisecond), ttl, moved.Sub(expired).Round(time.Millisecond))
 	for tp, b := range before {
 		a := after[tp]
