@@ -52,19 +52,44 @@ func Join(ctx context.Context, client *clientv3.Client, clusterID string, node N
 		}
 		return nil, err
 	}
+	return keepAlive(ctx, client, node, grant.ID)
+}
+
+// keepAlive renews lease, the lease of node's key, until Close.
+func keepAlive(ctx context.Context, client *clientv3.Client, node Node, lease clientv3.LeaseID) (*Registration, error) {
 	keepAliveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	alive, err := client.KeepAlive(keepAliveCtx, grant.ID)
+	alive, err := client.KeepAlive(keepAliveCtx, lease)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("cluster: node %d: keep-alive: %w", node.ID, err)
 	}
-	r := &Registration{client: client, node: node, lease: grant.ID, cancel: cancel, lost: make(chan struct{})}
+	r := &Registration{client: client, node: node, lease: lease, cancel: cancel, lost: make(chan struct{})}
 	go func() {
 		defer close(r.lost)
 		for range alive { // the client renews; the channel closes when the lease is gone or keepAliveCtx ends
 		}
 	}()
 	return r, nil
+}
+
+// Rejoin registers a node whose registration was lost. When its lease
+// still lives in etcd, the keep-alive resumes on it and the node's key
+// never left the registry: etcd was unreachable for longer than the TTL
+// (the client gave the lease up), but a restarted or re-elected etcd
+// gives every lease a full TTL again, so nothing saw the node go. When
+// the lease is gone, the node joins anew (Join; ErrDuplicateNode cannot
+// happen for a key whose lease is gone). lost must have ended (Lost).
+func Rejoin(ctx context.Context, lost *Registration, clusterID string, ttl time.Duration) (*Registration, error) {
+	resp, err := lost.client.TimeToLive(ctx, lost.lease)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: node %d: lease: %w", lost.node.ID, err)
+	}
+	if resp.TTL > 0 {
+		if r, err := keepAlive(ctx, lost.client, lost.node, lost.lease); err == nil {
+			return r, nil
+		}
+	}
+	return Join(ctx, lost.client, clusterID, lost.node, ttl)
 }
 
 // Lost is closed when the registration's keep-alive has ended, by Close or
