@@ -36,7 +36,6 @@ var inertTopicConfigs = map[string]string{
 	"local.retention.bytes":                   "no tiered storage",
 	"local.retention.ms":                      "no tiered storage",
 	"max.decompressed.message.bytes":          "batches are not decompressed on append",
-	"min.insync.replicas":                     "one replica: it is always in sync",
 	"preallocate":                             "segments grow as written",
 	"remote.copy.lag.bytes":                   "no tiered storage",
 	"remote.copy.lag.ms":                      "no tiered storage",
