@@ -8,7 +8,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +38,13 @@ var replicaTP = logstore.TopicPartition{Topic: "t", Partition: 0}
 
 func startReplicaCluster(t *testing.T, n int) *replicaCluster {
 	t.Helper()
+	return startReplicaClusterLag(t, n, 0)
+}
+
+// startReplicaClusterLag is startReplicaCluster with the nodes'
+// replica.lag.time.max.ms (0: Kafka's).
+func startReplicaClusterLag(t *testing.T, n int, lagMax time.Duration) *replicaCluster {
+	t.Helper()
 	c := &replicaCluster{}
 	clusterID, topicID := rb.NewTopicID().String(), rb.NewTopicID()
 	for id := int32(1); id <= int32(n); id++ {
@@ -44,7 +53,7 @@ func startReplicaCluster(t *testing.T, n int) *replicaCluster {
 		if err := os.WriteFile(filepath.Join(dir, "meta.properties"), []byte(meta), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		node, addr := startNodeConfig(t, NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig()})
+		node, addr := startNodeConfig(t, NodeConfig{FS: vfs.OS, DataDir: dir, Log: logstore.DefaultConfig(), ReplicaLagTimeMax: lagMax})
 		if got := node.Cluster().NodeID; got != id {
 			t.Fatalf("node ID %d, want %d", got, id)
 		}
@@ -268,5 +277,49 @@ func TestReplicaFetcherTruncatesOnDivergingEpoch(t *testing.T) {
 	// The old leader is a follower now: its fetch answers are fenced.
 	if _, err := p.Read(0, 1<<20, netio.ReadUncommitted, true); !errors.Is(err, kerr.NotLeaderForPartition) {
 		t.Fatalf("read on a follower: %v, want NOT_LEADER_OR_FOLLOWER", err)
+	}
+}
+
+// TestReplicaFetcherISR: the leader's ISR goroutine takes a follower that
+// stopped fetching out of the ISR through the ISR writer (acks=all is
+// answered again without it), and back in once it has caught up.
+func TestReplicaFetcherISR(t *testing.T) {
+	c := startReplicaClusterLag(t, 2, time.Second)
+	c.lead(t, 1, 1, 1, 2)
+	leader := c.partition(t, 1)
+	var writes atomic.Int32
+	c.nodes[0].SetISRWriter(func(_ context.Context, tp logstore.TopicPartition, r broker.Role, isr []int32) (broker.Role, error) {
+		if tp != replicaTP {
+			return broker.Role{}, fmt.Errorf("ISR written for %s", tp)
+		}
+		writes.Add(1)
+		r.ISR, r.PartitionEpoch = isr, r.PartitionEpoch+1
+		return r, nil
+	})
+	isrIs := func(want ...int32) func() bool {
+		return func() bool {
+			r, _ := leader.Role()
+			return slices.Equal(r.ISR, want)
+		}
+	}
+	if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "a"); got.ErrorCode != 0 {
+		t.Fatalf("acks=all with the follower: error %d", got.ErrorCode)
+	}
+	c.nodes[1].SetFollowing(nil)
+	if got := c.produceRaw(t, c.addrs[0], 1, time.Second, "b"); got.ErrorCode != 0 {
+		t.Fatalf("acks=1: error %d", got.ErrorCode)
+	}
+	waitUntil(t, "the follower to leave the ISR", isrIs(1))
+	if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "c"); got.ErrorCode != 0 {
+		t.Fatalf("acks=all with the ISR the leader alone: error %d", got.ErrorCode)
+	}
+	if hw, end := leader.HighWatermark(), leader.LogEndOffset(); hw != end {
+		t.Fatalf("high watermark %d, want the log end %d", hw, end)
+	}
+	c.follow(t, 2, 1, 1)
+	waitUntil(t, "the follower to join the ISR", isrIs(1, 2))
+	c.waitIdentical(t, 1)
+	if n := writes.Load(); n < 2 {
+		t.Fatalf("%d ISR writes, want the shrink and the expansion", n)
 	}
 }
