@@ -36,14 +36,14 @@ type replicaCluster struct {
 
 var replicaTP = logstore.TopicPartition{Topic: "t", Partition: 0}
 
-func startReplicaCluster(t *testing.T, n int) *replicaCluster {
+func startReplicaCluster(t testing.TB, n int) *replicaCluster {
 	t.Helper()
 	return startReplicaClusterLag(t, n, 0)
 }
 
 // startReplicaClusterLag is startReplicaCluster with the nodes'
 // replica.lag.time.max.ms (0: Kafka's).
-func startReplicaClusterLag(t *testing.T, n int, lagMax time.Duration) *replicaCluster {
+func startReplicaClusterLag(t testing.TB, n int, lagMax time.Duration) *replicaCluster {
 	t.Helper()
 	c := &replicaCluster{}
 	clusterID, topicID := rb.NewTopicID().String(), rb.NewTopicID()
@@ -70,7 +70,7 @@ func startReplicaClusterLag(t *testing.T, n int, lagMax time.Duration) *replicaC
 }
 
 // partition is node id's partition of "t".
-func (c *replicaCluster) partition(t *testing.T, id int32) *broker.Partition {
+func (c *replicaCluster) partition(t testing.TB, id int32) *broker.Partition {
 	t.Helper()
 	p, err := c.nodes[id-1].LocalPartition(replicaTP.Topic, replicaTP.Partition)
 	if err != nil {
@@ -81,7 +81,7 @@ func (c *replicaCluster) partition(t *testing.T, id int32) *broker.Partition {
 
 // lead makes leader lead at epoch with isr on every node, and every
 // other node follow it.
-func (c *replicaCluster) lead(t *testing.T, leader int32, epoch rb.Epoch, isr ...int32) {
+func (c *replicaCluster) lead(t testing.TB, leader int32, epoch rb.Epoch, isr ...int32) {
 	t.Helper()
 	var replicas []int32
 	for _, b := range c.brokers {
@@ -97,7 +97,7 @@ func (c *replicaCluster) lead(t *testing.T, leader int32, epoch rb.Epoch, isr ..
 }
 
 // follow makes node id follow leader at epoch (itself: nothing).
-func (c *replicaCluster) follow(t *testing.T, id, leader int32, epoch rb.Epoch) {
+func (c *replicaCluster) follow(t testing.TB, id, leader int32, epoch rb.Epoch) {
 	t.Helper()
 	if id == leader {
 		c.nodes[id-1].SetFollowing(nil)
@@ -107,7 +107,7 @@ func (c *replicaCluster) follow(t *testing.T, id, leader int32, epoch rb.Epoch) 
 }
 
 // logBytes is every batch of node id's log.
-func (c *replicaCluster) logBytes(t *testing.T, id int32) []byte {
+func (c *replicaCluster) logBytes(t testing.TB, id int32) []byte {
 	t.Helper()
 	p := c.partition(t, id)
 	data, err := p.ReadBatches(nil, p.LogStartOffset(), 1<<30, p.LogEndOffset())
