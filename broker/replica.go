@@ -117,10 +117,10 @@ type replication struct {
 // followerState is the leader's view of one follower (Kafka's
 // ReplicaState).
 type followerState struct {
-	logEndOffset             rb.Offset // the last fetch offset, -1 unknown
-	lastCaughtUp             time.Time
-	lastFetch                time.Time
-	lastFetchLeaderLogEndOff rb.Offset
+	logEndOffset                rb.Offset // the last fetch offset, -1 unknown
+	lastCaughtUp                time.Time
+	lastFetch                   time.Time
+	lastFetchLeaderLogEndOffset rb.Offset
 }
 
 // caughtUp is Kafka's ReplicaState.isCaughtUp.
@@ -134,10 +134,10 @@ func (f *followerState) fetched(offset, leaderEnd rb.Offset, now time.Time) {
 	switch {
 	case offset >= leaderEnd:
 		f.lastCaughtUp = maxTime(f.lastCaughtUp, now)
-	case offset >= f.lastFetchLeaderLogEndOff:
+	case offset >= f.lastFetchLeaderLogEndOffset:
 		f.lastCaughtUp = maxTime(f.lastCaughtUp, f.lastFetch)
 	}
-	f.logEndOffset, f.lastFetchLeaderLogEndOff, f.lastFetch = offset, leaderEnd, now
+	f.logEndOffset, f.lastFetchLeaderLogEndOffset, f.lastFetch = offset, leaderEnd, now
 }
 
 func maxTime(a, b time.Time) time.Time {
@@ -223,7 +223,7 @@ func (p *Partition) followersFor(old, view *roleView, previous map[int32]*follow
 			followers[id] = f
 			continue
 		}
-		f := &followerState{logEndOffset: -1, lastFetch: now, lastFetchLeaderLogEndOff: end}
+		f := &followerState{logEndOffset: -1, lastFetch: now, lastFetchLeaderLogEndOffset: end}
 		if slices.Contains(view.ISR, id) {
 			f.lastCaughtUp = now
 		}
