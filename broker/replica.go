@@ -94,6 +94,9 @@ type roleView struct {
 // replication is a partition's cluster state.
 type replication struct {
 	view atomic.Pointer[roleView] // nil: no role
+	// alone is the view Replication answers without a role (this node
+	// leads, the only replica), made once.
+	alone atomic.Pointer[roleView]
 
 	mu sync.Mutex
 	// followers are the other replicas, while this node leads; bounded
@@ -243,14 +246,19 @@ func (p *Partition) Role() (Role, bool) {
 }
 
 // Replication is the partition's leader, replicas and ISR
-// (netio.ReplicatedPartition): this node alone without a role.
+// (netio.ReplicatedPartition): this node alone without a role. The
+// slices are shared and must not be changed (a Fetch asks for every
+// partition it reads: no allocation).
 func (p *Partition) Replication() (leader int32, replicas, isr []int32) {
 	v := p.replication.view.Load()
 	if v == nil {
-		self := p.selfID()
-		return self, []int32{self}, []int32{self}
+		if v = p.replication.alone.Load(); v == nil {
+			self := p.selfID()
+			v = &roleView{Role: Role{Leader: self, Replicas: []int32{self}, ISR: []int32{self}}, self: self, leads: true}
+			p.replication.alone.Store(v)
+		}
 	}
-	return v.Leader, slices.Clone(v.Replicas), slices.Clone(v.ISR)
+	return v.Leader, v.Replicas, v.ISR
 }
 
 // refuseUnlessLeader answers NOT_LEADER_OR_FOLLOWER while the partition

@@ -336,3 +336,16 @@ func TestReplicaFollower(t *testing.T) {
 		t.Fatalf("replica truncation on the leader: %v, want ErrLeader", err)
 	}
 }
+
+// TestReplicationAllocatesNothing: a Fetch asks every partition it reads
+// for its leader.
+func TestReplicationAllocatesNothing(t *testing.T) {
+	_, p, _ := replicaNode(t, nil)
+	if allocs := testing.AllocsPerRun(100, func() { p.Replication() }); allocs != 0 {
+		t.Fatalf("Replication without a role: %v allocations", allocs)
+	}
+	p.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2}, ISR: []int32{1, 2}})
+	if allocs := testing.AllocsPerRun(100, func() { p.Replication() }); allocs != 0 {
+		t.Fatalf("Replication with a role: %v allocations", allocs)
+	}
+}
