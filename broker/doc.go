@@ -32,6 +32,13 @@
 //     source, and a failover's steps (RaiseLeaderEpoch,
 //     AbortOpenTransactions, WriteMirrorPIDReset). The node knows nothing
 //     of mirrors beyond "this partition is read-only".
+//   - A partition's role in a cluster (replica.go): SetRole from etcd;
+//     a leader moves its high watermark by the ISR (Kafka's maximal-ISR
+//     rule), serves followers (ReadReplica), proposes ISR changes through
+//     the node's ISR writer (SetISRWriter) and answers acks=-1 as Kafka;
+//     a follower refuses clients (NOT_LEADER_OR_FOLLOWER) and is written
+//     by the replica fetcher (AppendReplica, TruncateReplica). No role:
+//     the node alone leads, as before.
 //   - group/: the classic consumer group coordinator.
 //   - Topic configs (config_model.go over the generated
 //     kafka_config_defs.go, topic_configs*.go): every Kafka 4.4 topic

@@ -110,23 +110,30 @@ func (p *Partition) ReadBatches(dst []byte, offset rb.Offset, maxBytes int64, to
 // a bad set), then brings the producer state, open transactions and
 // aborted index along from the batches, as when the log is loaded. The
 // high watermark follows the log end: the source served only what was
-// below its own high watermark. (The local leader epoch is kept ahead of
-// the source's epochs by the partition's mirror state machine:
-// EPOCH_FENCING.)
+// below its own high watermark; on a cluster's leader it follows the ISR
+// (replica.go). (The local leader epoch is kept ahead of the source's
+// epochs by the partition's mirror state machine: EPOCH_FENCING.)
 func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) {
+	return p.appendAsSent(batches, "mirror append", p.advanceHighWatermark)
+}
+
+// appendAsSent is the append of batches as another log wrote them (a
+// mirror's source, a follower's leader): AppendMirrored's body, with
+// moveHighWatermark (called with p.mu held) after the append.
+func (p *Partition) appendAsSent(batches []byte, what string, moveHighWatermark func()) (logstore.AppendInfo, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	start, err := p.startAtFirstBatch(batches)
 	if err != nil {
-		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: %s: %w", p.tp, what, err)
 	}
 	if err := p.space().admit(len(batches)); err != nil {
-		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: %s: %w", p.tp, what, err)
 	}
 	info, err := p.log.Append(batches)
 	p.space().wrote(len(batches), err)
 	if err != nil {
-		return info, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+		return info, fmt.Errorf("broker: %s: %s: %w", p.tp, what, err)
 	}
 	maxProducerID := int64(-1)
 	for it := rb.NewIter(batches, false); it.Next(); {
@@ -138,16 +145,16 @@ func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) 
 		// The source's producers may write here after a failover: IDs
 		// this node hands out stay above theirs.
 		if err := p.node.txns.ids.reserveAbove(maxProducerID); err != nil {
-			return info, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+			return info, fmt.Errorf("broker: %s: %s: %w", p.tp, what, err)
 		}
 	}
 	if start >= 0 {
 		if err := p.log.AdvanceLogStart(start); err != nil {
-			return info, fmt.Errorf("broker: %s: mirror append: back to log start %d: %w", p.tp, start, err)
+			return info, fmt.Errorf("broker: %s: %s: back to log start %d: %w", p.tp, what, start, err)
 		}
 		p.logStartAdvanced()
 	}
-	p.log.SetHighWatermark(p.log.LogEndOffset())
+	moveHighWatermark()
 	p.notify()
 	return info, nil
 }
@@ -288,7 +295,7 @@ func (p *Partition) WriteMirrorPIDReset() error {
 		if _, err := p.log.AppendAssign(batch, p.LeaderEpoch()); err != nil {
 			return fmt.Errorf("broker: %s: write MIRROR_PID_RESET: %w", p.tp, err)
 		}
-		p.log.SetHighWatermark(p.log.LogEndOffset())
+		p.advanceHighWatermark()
 	}
 	p.producers.dropProducers()
 	p.notify()

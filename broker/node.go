@@ -85,6 +85,10 @@ type Config struct {
 	// FreeSpace reports the data directory's space; nil: Statfs on vfs.OS,
 	// none (no reserve) on another file system.
 	FreeSpace FreeSpace
+	// ReplicaLagTimeMax is replica.lag.time.max.ms (replica.go): a
+	// follower not caught up this long leaves the ISR; 0 means Kafka's
+	// default, DefaultReplicaLagTimeMax.
+	ReplicaLagTimeMax time.Duration
 }
 
 // TransactionConfig is the transaction coordinator's settings, with
@@ -152,6 +156,8 @@ type Node struct {
 	space *logDirSpace
 	// recovery logs and counts what log recovery cut (log_recovery.go).
 	recovery *logRecovery
+	// isr is the ISR goroutine of a node in a cluster (replica.go).
+	isr isrKeeper
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -326,6 +332,7 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 // Close stops the retention and the transaction reaper and closes every
 // partition log.
 func (n *Node) Close() error {
+	n.isr.close()
 	n.cleaner.close()
 	n.retention.stop()
 	n.space.close()

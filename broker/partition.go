@@ -45,6 +45,9 @@ type Partition struct {
 	// opened (offline.go); log is not to be touched while it is set.
 	offline atomic.Pointer[error]
 
+	// replication is the partition's role in a cluster (replica.go).
+	replication replication
+
 	mu sync.Mutex
 	// watchers are the fetches waiting on the partition; notify signals them.
 	watchers  netio.Watchers
@@ -74,7 +77,7 @@ func (p *Partition) wake() {
 func (p *Partition) Watchers() *netio.Watchers { return &p.watchers }
 
 func (p *Partition) LeaderEpoch() rb.Epoch {
-	return max(p.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0)
+	return p.roleLeaderEpoch(max(p.LatestEpoch(), rb.Epoch(p.localEpoch.Load()), 0))
 }
 
 func (p *Partition) Offsets() netio.Offsets {
@@ -83,6 +86,9 @@ func (p *Partition) Offsets() netio.Offsets {
 }
 
 func (p *Partition) Read(offset rb.Offset, maxBytes int32, isolation netio.Isolation, minOneBatch bool) (netio.ReadResult, error) {
+	if err := p.refuseUnlessLeader(); err != nil {
+		return netio.ReadResult{}, err
+	}
 	offsets := p.Offsets()
 	result := netio.ReadResult{Offsets: offsets}
 	limit := offsets.HighWatermark
@@ -156,6 +162,9 @@ func (p *Partition) servedLatestEpoch() rb.Epoch {
 // largest timestamp, else the first batch whose max timestamp reaches the
 // target (narrowed to the record where the batch can be decoded).
 func (p *Partition) ListOffset(timestamp int64, isolation netio.Isolation) (rb.Offset, int64, rb.Epoch, error) {
+	if err := p.refuseUnlessLeader(); err != nil {
+		return -1, -1, -1, err
+	}
 	offsets := p.Offsets()
 	switch timestamp {
 	case -2, -4: // earliest, earliest-local (no tiered storage here)
@@ -215,6 +224,9 @@ func (p *Partition) epochAt(offset rb.Offset) rb.Epoch {
 func (p *Partition) DeleteRecords(_ context.Context, offset rb.Offset) (rb.Offset, error) {
 	if p.internal {
 		return -1, errInternalTopic(p.tp.Topic)
+	}
+	if err := p.refuseUnlessLeader(); err != nil {
+		return -1, err
 	}
 	if err := p.refuseIfReadOnly("DeleteRecords"); err != nil {
 		return -1, err // the mirror follows the source's log start

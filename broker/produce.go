@@ -100,24 +100,44 @@ func (p *Partition) refineTimestamp(offset rb.Offset, timestamp int64, from rb.O
 
 // Produce appends a writable topic's batches, assigning offsets and the
 // leader epoch; the high watermark follows the log end at once (one
-// replica).
-func (p *Partition) Produce(_ context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
+// replica), or the ISR on a cluster's leader, where acks=-1 waits for it
+// (replica.go) as long as ctx allows.
+func (p *Partition) Produce(ctx context.Context, batches []byte, request netio.ProduceRequest) (netio.ProduceResult, error) {
+	result, end, err := p.produce(batches, request)
+	if err != nil || request.Acks != -1 {
+		return result, err
+	}
+	if err := p.awaitReplicas(ctx, end); err != nil {
+		return netio.ProduceResult{}, err
+	}
+	return result, nil
+}
+
+// produce is Produce up to the append; it also returns the offset past
+// the batch, which the high watermark must reach for acks=-1.
+func (p *Partition) produce(batches []byte, request netio.ProduceRequest) (netio.ProduceResult, rb.Offset, error) {
 	if p.internal {
-		return netio.ProduceResult{}, errInternalTopic(p.tp.Topic)
+		return netio.ProduceResult{}, -1, errInternalTopic(p.tp.Topic)
+	}
+	if err := p.refuseUnlessLeader(); err != nil {
+		return netio.ProduceResult{}, -1, err
+	}
+	if err := p.checkAcksBeforeAppend(request.Acks); err != nil {
+		return netio.ProduceResult{}, -1, err
 	}
 	if err := p.refuseIfReadOnly("produce"); err != nil {
-		return netio.ProduceResult{}, err
+		return netio.ProduceResult{}, -1, err
 	}
 	now := p.now().UnixMilli() // Kafka's LogValidator reads its clock once
 	if err := p.validateProduce(batches, request, now); err != nil {
-		return netio.ProduceResult{}, err
+		return netio.ProduceResult{}, -1, err
 	}
 	if err := p.verifyTransactions(batches, request); err != nil {
-		return netio.ProduceResult{}, err
+		return netio.ProduceResult{}, -1, err
 	}
 	batches, err := p.formatForLog(batches, now)
 	if err != nil {
-		return netio.ProduceResult{}, err
+		return netio.ProduceResult{}, -1, err
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -126,32 +146,32 @@ func (p *Partition) Produce(_ context.Context, batches []byte, request netio.Pro
 	if err != nil {
 		// Refused by the log's producer state: the answer carries the
 		// log start offset, as Kafka's does.
-		return netio.ProduceResult{}, &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
+		return netio.ProduceResult{}, -1, &netio.RecordsError{Err: err, LogStartOffset: p.log.LogStartOffset()}
 	}
 	if duplicate != nil {
 		// A retry answers where the batch was written and, as its append
 		// time, the batch's timestamp (Kafka's UnifiedLog for a duplicate).
-		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: duplicate.timestamp, LogStartOffset: p.log.LogStartOffset()}, nil
+		return netio.ProduceResult{BaseOffset: duplicate.firstOffset, LogAppendTime: duplicate.timestamp, LogStartOffset: p.log.LogStartOffset()}, duplicate.lastOffset + 1, nil
 	}
 	if err := p.space().admit(len(batches)); err != nil {
-		return netio.ProduceResult{}, err
+		return netio.ProduceResult{}, -1, err
 	}
 	info, err := p.log.AppendAssign(batches, p.LeaderEpoch())
 	p.space().wrote(len(batches), err)
 	if err != nil {
-		return netio.ProduceResult{}, produceError(err)
+		return netio.ProduceResult{}, -1, produceError(err)
 	}
 	if info.FirstOffset != next {
 		panic(fmt.Sprintf("broker: %s: append assigned offset %d, producer state expected %d", p.tp, info.FirstOffset, next))
 	}
 	staged.commit() // before the high watermark moves: see lastStableOffset
-	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.advanceHighWatermark()
 	p.notify()
 	logAppendTime := int64(-1)
 	if p.limits.Load().logAppendTime {
 		logAppendTime = now
 	}
-	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: logAppendTime, LogStartOffset: p.log.LogStartOffset()}, nil
+	return netio.ProduceResult{BaseOffset: info.FirstOffset, LogAppendTime: logAppendTime, LogStartOffset: p.log.LogStartOffset()}, info.LastOffset + 1, nil
 }
 
 // formatForLog gives validated batches the topic's format before they
@@ -433,7 +453,7 @@ func (p *Partition) writeMarker(producerID int64, epoch int16, commit bool, time
 		return false, fmt.Errorf("broker: %s: write marker: %w", p.tp, err)
 	}
 	p.producers.applyMarker(producerID, epoch, !commit, info.FirstOffset, timestamp)
-	p.log.SetHighWatermark(p.log.LogEndOffset())
+	p.advanceHighWatermark()
 	p.notify()
 	return true, nil
 }

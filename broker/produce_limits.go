@@ -35,6 +35,10 @@ type produceLimits struct {
 	// logAppendTime is message.timestamp.type=LogAppendTime: the node
 	// stamps each batch with its clock (see Partition.formatForLog).
 	logAppendTime bool
+	// minInSyncReplicas is min.insync.replicas: the ISR an acks=-1
+	// produce needs on a cluster's leader (replica.go); 0 is Kafka's
+	// default, 1.
+	minInSyncReplicas int
 	// keyRequired is cleanup.policy holding compact: a record without a
 	// key is INVALID_RECORD (Kafka's LogValidator.validateKey).
 	keyRequired bool

@@ -36,7 +36,6 @@ var inertTopicConfigs = map[string]string{
 	"local.retention.bytes":                   "no tiered storage",
 	"local.retention.ms":                      "no tiered storage",
 	"max.decompressed.message.bytes":          "batches are not decompressed on append",
-	"min.insync.replicas":                     "one replica: it is always in sync",
 	"preallocate":                             "segments grow as written",
 	"remote.copy.lag.bytes":                   "no tiered storage",
 	"remote.copy.lag.ms":                      "no tiered storage",
@@ -153,6 +152,9 @@ func applyPolicies(s *topicSettings, value func(key string) string) {
 	compression := value("compression.type")
 	s.limits.compression, s.limits.keepCodec = compressionTypes[compression], compression == "producer"
 	s.limits.logAppendTime = value("message.timestamp.type") == "LogAppendTime"
+	if n, _ := strconv.Atoi(value("min.insync.replicas")); n > 1 { // parsed: an INT, at least 1
+		s.limits.minInSyncReplicas = n
+	}
 	for key, codec := range map[string]rb.Codec{"compression.gzip.level": rb.CodecGzip, "compression.lz4.level": rb.CodecLZ4, "compression.zstd.level": rb.CodecZstd} {
 		s.limits.levels[codec] = 0 // Kafka's default
 		if level := value(key); level != *topicConfigDefs[key].kafkaDefault {

@@ -40,6 +40,11 @@
 // acls-mirror-<name>.json; ClusterMirror, operator and other mirrors'
 // ACLs are never deleted).
 //
+// In a cluster the partitions this node follows are fetched from their
+// leaders by one replica fetcher per leader node (replica_fetcher.go,
+// SetFollowing), over the same connection code and in-place parser as a
+// mirror's, with Kafka's follower Fetch.
+//
 // Concurrency: each mirror's controller goroutine owns its partitions'
 // machines; fetchers post to it (an inbox) and admin calls hand it work
 // (mirror.do). Lock order: the Node's mirrorsMu, a mirror's adminMu, its

@@ -29,6 +29,9 @@ type Node struct {
 	mirrors   map[string]*mirror // bounded by the mirrors an operator created
 	// acls is which ACLs each mirror owns (mirror_acls.go).
 	acls aclOwnership
+	// followers fetch the partitions this node follows in a cluster
+	// (replica_fetcher.go).
+	followers replicaFetchers
 }
 
 // OpenNode opens the Kafka node of the data directory, replays
@@ -70,6 +73,7 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 
 // Close stops every mirror, then closes the Kafka node.
 func (n *Node) Close() error {
+	n.stopFollowing()
 	n.mirrorsMu.Lock()
 	for name, m := range n.mirrors {
 		m.stop()

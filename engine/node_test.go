@@ -18,7 +18,7 @@ func startNode(t *testing.T, dir string) (*Node, string) {
 }
 
 // startNodeConfig is startNode with a config (its Host and Port are set).
-func startNodeConfig(t *testing.T, cfg NodeConfig) (*Node, string) {
+func startNodeConfig(t testing.TB, cfg NodeConfig) (*Node, string) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

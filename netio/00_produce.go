@@ -27,7 +27,11 @@ package netio
 // acks=0 gets no response, as in Kafka; and as in Kafka a request with
 // acks=0 of which any partition failed closes the connection, so that
 // the producer learns something went wrong (the other partitions are
-// appended). acks=1 and acks=-1 are the same on a single node.
+// appended). acks=1 and acks=-1 are the same on a single node; on a
+// cluster's leader acks=-1 waits for the ISR up to the request's
+// TimeoutMillis (the ctx Partition.Produce gets), partition after
+// partition. From v10 a NOT_LEADER_OR_FOLLOWER names the current leader
+// and its endpoint (KIP-951).
 
 import (
 	"cmp"
@@ -35,6 +39,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -74,6 +80,11 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 	if req.TransactionID != nil {
 		produce.TransactionalID = *req.TransactionID
 	}
+	if req.Acks == -1 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(max(req.TimeoutMillis, 0))*time.Millisecond)
+		defer cancel()
+	}
 	var failed, transactionDenied error
 	if req.TransactionID != nil && !c.authorize(opWrite, resourceTransactional, *req.TransactionID) {
 		transactionDenied = kerr.TransactionalIDAuthorizationFailed
@@ -103,6 +114,9 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 			}
 			if err != nil {
 				answerProduceError(c, &sp, err)
+				if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+					nameProduceLeader(c, resp, &sp, t.Name)
+				}
 				failed = errors.Join(failed, fmt.Errorf("%s-%d: %w", rt.Topic, rp.Partition, err))
 			}
 			st.Partitions = append(st.Partitions, sp)
@@ -116,6 +130,26 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 		return nil, nil
 	}
 	return resp, nil
+}
+
+// nameProduceLeader fills a NOT_LEADER_OR_FOLLOWER answer's current
+// leader and adds its endpoint to the response's, once per node (KIP-951).
+func nameProduceLeader(c *conn, resp *kmsg.ProduceResponse, sp *kmsg.ProduceResponseTopicPartition, topic string) {
+	partition, err := c.server.backend.Partition(topic, sp.Partition)
+	if err != nil {
+		return
+	}
+	leader, epoch, endpoint, found := c.server.partitionLeader(c.listener, partition)
+	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, int32(epoch)
+	if !found || slices.ContainsFunc(resp.Brokers, func(b kmsg.ProduceResponseBroker) bool { return b.NodeID == leader }) {
+		return
+	}
+	b := kmsg.NewProduceResponseBroker()
+	b.NodeID, b.Host, b.Port = endpoint.NodeID, endpoint.Host, endpoint.Port
+	if endpoint.Rack != "" {
+		b.Rack = &endpoint.Rack
+	}
+	resp.Brokers = append(resp.Brokers, b)
 }
 
 // distinctPartitions keeps one entry per partition, as Kafka's

@@ -24,12 +24,17 @@ package netio
 //   - read_committed answers the aborted transactions of the range (an
 //     empty list, never null); read_uncommitted answers null.
 //   - A partition in error answers -1 for every offset and no records.
-//   - Every fetcher is served as a consumer (up to the high watermark or
-//     last stable offset), as no Kafka broker replicates from this node.
-//     But a follower's fetch (ReplicaID, or ReplicaState.ID from v15, of
-//     0 or more) is authorized as Kafka's KafkaApis.handleFetchRequest
-//     does: CLUSTER_ACTION on the cluster instead of READ on each topic,
-//     and without it every partition is TOPIC_AUTHORIZATION_FAILED.
+//   - A partition another node leads (ReplicatedPartition) is
+//     NOT_LEADER_OR_FOLLOWER, after the leader epoch check.
+//   - Consumers are served up to the high watermark or last stable
+//     offset. A follower's fetch (ReplicaID, or ReplicaState.ID from v15,
+//     of 0 or more) reads up to the log end through
+//     ReplicaPartition.ReadReplica where the partition has it (the fetch
+//     offset is the follower's log end, which the leader's ISR and high
+//     watermark follow), and is authorized as Kafka's
+//     KafkaApis.handleFetchRequest does: CLUSTER_ACTION on the cluster
+//     instead of READ on each topic, and without it every partition is
+//     TOPIC_AUTHORIZATION_FAILED.
 //   - Authorization is decided for every partition of every request, a
 //     session's quiet ones included (Kafka authorizes each partition of
 //     the fetch context), so a removed ACL takes effect on the next fetch;
@@ -52,6 +57,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -82,6 +88,8 @@ type fetchReply struct {
 	// follower: the fetch names a replica; followerAllowed: the client
 	// may CLUSTER_ACTION, which replaces the topic checks.
 	follower, followerAllowed bool
+	replicaID                 int32 // the follower's node ID
+	nodeID                    int32 // this node's: the leader a fetch must reach
 }
 
 func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request) (any, error) {
@@ -91,9 +99,9 @@ func serveFetch(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Request
 		return nil, err
 	}
 	sessions := c.server.sessions
-	f := &fetchReply{server: c.server, conn: c, version: req.Version, isolation: isolation}
+	f := &fetchReply{server: c.server, conn: c, version: req.Version, isolation: isolation, nodeID: c.server.backend.Cluster().NodeID}
 	if replica := fetchReplicaID(req); replica >= 0 {
-		f.follower = true
+		f.follower, f.replicaID = true, replica
 		f.followerAllowed = c.authorizeCluster(opClusterAction)
 	}
 	use := sessions.begin(c, req, f)
@@ -292,12 +300,15 @@ func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolati
 	if err := checkLeaderEpoch(p.currentLeaderEpoch, partition.LeaderEpoch()); err != nil {
 		return err
 	}
+	if err := checkLeader(partition, f.nodeID); err != nil {
+		return err
+	}
 	if p.lastFetchedEpoch >= 0 {
 		if diverged, err := checkDivergence(p, partition); err != nil || diverged {
 			return err
 		}
 	}
-	read, err := partition.Read(p.fetchOffset, maxBytes, isolation, minOneBatch)
+	read, err := f.read(p, partition, isolation, maxBytes, minOneBatch)
 	if err != nil {
 		releaseRange(f.server.log, read.Records)
 		return err
@@ -317,6 +328,15 @@ func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolati
 		}
 	}
 	return nil
+}
+
+// read reads p's records: a follower's through ReadReplica, where the
+// partition serves followers.
+func (f *fetchReply) read(p *fetchPartition, partition Partition, isolation Isolation, maxBytes int32, minOneBatch bool) (ReadResult, error) {
+	if replica, ok := partition.(ReplicaPartition); ok && f.follower {
+		return replica.ReadReplica(f.replicaID, p.fetchOffset, maxBytes, minOneBatch)
+	}
+	return partition.Read(p.fetchOffset, maxBytes, isolation, minOneBatch)
 }
 
 // checkLeaderEpoch fences a request's CurrentLeaderEpoch against ours.
@@ -354,13 +374,14 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 }
 
 // nameLeader fills the current_leader tag of p and the endpoint it names
-// (KIP-951): this node leads every partition.
+// (KIP-951), once per node; an unknown leader is {-1, -1}.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
-	cluster := advertisedCluster(f.server.backend.Cluster(), f.conn.listener)
-	p.currentLeader = fetchLeader{leaderID: cluster.NodeID, leaderEpoch: partition.LeaderEpoch()}
-	if len(f.nodeEndpoints) == 0 {
-		f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: cluster.NodeID, host: cluster.Host, port: cluster.Port})
+	leader, epoch, endpoint, found := f.server.partitionLeader(f.conn.listener, partition)
+	p.currentLeader = fetchLeader{leaderID: leader, leaderEpoch: epoch}
+	if !found || slices.ContainsFunc(f.nodeEndpoints, func(e fetchNodeEndpoint) bool { return e.nodeID == leader }) {
+		return
 	}
+	f.nodeEndpoints = append(f.nodeEndpoints, fetchNodeEndpoint{nodeID: endpoint.NodeID, host: endpoint.Host, port: endpoint.Port})
 }
 
 // writeFrame writes the response: the encoded fields from c.out, each

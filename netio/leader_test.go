@@ -1,0 +1,175 @@
+package netio
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/recordbatch"
+)
+
+// clusterPartition is a partition of a two-node cluster that leader
+// leads: it serves followers through ReadReplica (noting who read), and
+// refuses produces unless this node (1) leads; an acks=-1 produce waits
+// for its ctx's deadline.
+type clusterPartition struct {
+	Partition
+	leader      int32
+	replicaRead *atomic.Int32
+}
+
+func (p clusterPartition) Replication() (int32, []int32, []int32) {
+	return p.leader, []int32{1, 2}, []int32{1, 2}
+}
+
+func (p clusterPartition) ReadReplica(replicaID int32, offset recordbatch.Offset, maxBytes int32, minOneBatch bool) (ReadResult, error) {
+	p.replicaRead.Store(replicaID)
+	return p.Partition.Read(offset, maxBytes, ReadUncommitted, minOneBatch)
+}
+
+func (p clusterPartition) Produce(ctx context.Context, batches []byte, request ProduceRequest) (ProduceResult, error) {
+	if p.leader != 1 {
+		return ProduceResult{}, kerr.NotLeaderForPartition
+	}
+	if request.Acks != -1 {
+		return p.Partition.Produce(ctx, batches, request)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		return ProduceResult{}, errors.New("acks=-1 without a deadline")
+	}
+	<-ctx.Done()
+	return ProduceResult{}, kerr.RequestTimedOut
+}
+
+// clusterBackend is a backend of a cluster of nodes 1 and 2.
+type clusterBackend struct {
+	*wrapBackend
+	brokers []Broker
+}
+
+func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
+func (b clusterBackend) ControllerID() int32     { return 1 }
+
+func startClusterServer(t *testing.T, leader *atomic.Int32, replicaRead *atomic.Int32) (*memBackend, string) {
+	t.Helper()
+	mem := newMemBackend()
+	backend := clusterBackend{wrapBackend: &wrapBackend{mem, func(_ string, _ int32, p Partition) Partition {
+		return clusterPartition{Partition: p, leader: leader.Load(), replicaRead: replicaRead}
+	}}, brokers: []Broker{{NodeID: 1, Host: "node-1.example", Port: 9092}, {NodeID: 2, Host: "node-2.example", Port: 9093, Rack: "r2"}}}
+	addr, _ := startFetchServer(t, mem, backend, nil)
+	return mem, addr
+}
+
+// TestFetchFollowerReadsReplica: a follower's fetch (ReplicaID before
+// v15, ReplicaState.ID from it) reads through ReadReplica; a consumer's
+// does not.
+func TestFetchFollowerReadsReplica(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 1, []string{"a"})
+	client := dialFetchTest(t, addr)
+	for _, test := range []struct {
+		version int16
+		replica int32
+	}{{12, -1}, {12, 2}, {17, -1}, {17, 2}} {
+		replicaRead.Store(0)
+		req := fetchTestRequest(test.version, info, at(0, 0))
+		req.ReplicaID, req.ReplicaState.ID = test.replica, test.replica
+		rp := fetchTestOnly(t, client.fetch(req))
+		if rp.ErrorCode != 0 || len(fetchTestBatches(t, rp.RecordBatches)) != 1 {
+			t.Fatalf("v%d replica %d: error %d, %d record bytes", test.version, test.replica, rp.ErrorCode, len(rp.RecordBatches))
+		}
+		if want := max(test.replica, 0); replicaRead.Load() != want {
+			t.Fatalf("v%d replica %d: ReadReplica by %d, want %d", test.version, test.replica, replicaRead.Load(), want)
+		}
+	}
+}
+
+// TestNotLeaderNamesLeader: a partition another node leads answers
+// NOT_LEADER_OR_FOLLOWER to Fetch and Produce, naming the leader and its
+// endpoint from Fetch v16 and Produce v10 (KIP-951); no leader is -1.
+func TestNotLeaderNamesLeader(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 1, []string{"a"})
+	setLeaderEpoch(t, mem, "t", 0, 7)
+	client := dialFetchTest(t, addr)
+	for _, test := range []struct {
+		leader  int32
+		version int16
+		named   bool
+	}{{2, 15, false}, {2, 16, true}, {2, 18, true}, {-1, 16, false}} {
+		leader.Store(test.leader)
+		resp := client.fetch(fetchTestRequest(test.version, info, at(0, 0)))
+		rp := fetchTestOnly(t, resp)
+		if rp.ErrorCode != kerr.NotLeaderForPartition.Code || len(rp.RecordBatches) != 0 {
+			t.Fatalf("fetch v%d, leader %d: error %d, %d record bytes", test.version, test.leader, rp.ErrorCode, len(rp.RecordBatches))
+		}
+		named := rp.CurrentLeader.LeaderID == 2 && rp.CurrentLeader.LeaderEpoch == 7 &&
+			len(resp.Brokers) == 1 && resp.Brokers[0].NodeID == 2 && resp.Brokers[0].Host == "node-2.example" && resp.Brokers[0].Port == 9093
+		if named != test.named {
+			t.Fatalf("fetch v%d, leader %d: current leader %+v, brokers %+v; named %v, want %v", test.version, test.leader, rp.CurrentLeader, resp.Brokers, named, test.named)
+		}
+		if test.version >= 16 && test.leader < 0 && (rp.CurrentLeader.LeaderID != -1 || rp.CurrentLeader.LeaderEpoch != -1 || len(resp.Brokers) != 0) {
+			t.Fatalf("fetch v%d without a leader: current leader %+v, brokers %+v", test.version, rp.CurrentLeader, resp.Brokers)
+		}
+	}
+
+	leader.Store(2)
+	for _, version := range []int16{9, 10, 13} {
+		resp := produceOneRecord(t, client, info, version, 1, 1000)
+		sp := resp.Topics[0].Partitions[0]
+		named := sp.CurrentLeader.LeaderID == 2 && sp.CurrentLeader.LeaderEpoch == 7 && len(resp.Brokers) == 1 &&
+			resp.Brokers[0].Host == "node-2.example" && resp.Brokers[0].Rack != nil && *resp.Brokers[0].Rack == "r2"
+		if sp.ErrorCode != kerr.NotLeaderForPartition.Code || named != (version >= 10) {
+			t.Fatalf("produce v%d: error %d, current leader %+v, brokers %+v", version, sp.ErrorCode, sp.CurrentLeader, resp.Brokers)
+		}
+	}
+}
+
+// TestProduceAcksAllDeadline: an acks=-1 produce waits at most the
+// request's timeout.
+func TestProduceAcksAllDeadline(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 1)
+	client := dialFetchTest(t, addr)
+	start := time.Now()
+	sp := produceOneRecord(t, client, info, 9, -1, 100).Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.RequestTimedOut.Code {
+		t.Fatalf("acks=-1: error %d, want REQUEST_TIMED_OUT", sp.ErrorCode)
+	}
+	if took := time.Since(start); took < 100*time.Millisecond || took > 10*time.Second {
+		t.Fatalf("answered after %v, want about the 100 ms timeout", took)
+	}
+	if sp := produceOneRecord(t, client, info, 9, 1, 0).Topics[0].Partitions[0]; sp.ErrorCode != 0 {
+		t.Fatalf("acks=1 with timeout 0: error %d", sp.ErrorCode)
+	}
+}
+
+// produceOneRecord sends one Produce of one record to partition 0.
+func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, version, acks int16, timeoutMillis int32) *kmsg.ProduceResponse {
+	t.Helper()
+	req := kmsg.NewPtrProduceRequest()
+	req.Version, req.Acks, req.TimeoutMillis = version, acks, timeoutMillis
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic, rt.TopicID = info.Name, info.ID
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Records = recordbatch.Append(nil, recordbatch.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+		Records: []recordbatch.Record{{Value: []byte("v")}}})
+	rt.Partitions = append(rt.Partitions, rp)
+	req.Topics = append(req.Topics, rt)
+	resp, err := client.roundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.(*kmsg.ProduceResponse)
+}
