@@ -158,6 +158,8 @@ type Node struct {
 	recovery *logRecovery
 	// isr is the ISR goroutine of a node in a cluster (replica.go).
 	isr isrKeeper
+	// live is the cluster's live nodes (replica_live.go).
+	live liveNodes
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
