@@ -35,3 +35,16 @@ func ClaimClusterID(ctx context.Context, client *clientv3.Client, proposed strin
 	}
 	return string(kvs[0].Value), nil
 }
+
+// ClusterID reads the cluster ID etcd holds; ok is false when no node has
+// named one yet.
+func ClusterID(ctx context.Context, client *clientv3.Client) (id string, ok bool, err error) {
+	resp, err := client.Get(ctx, clusterIDKey)
+	if err != nil {
+		return "", false, fmt.Errorf("cluster: read the cluster ID: %w", err)
+	}
+	if len(resp.Kvs) == 0 {
+		return "", false, nil
+	}
+	return string(resp.Kvs[0].Value), true, nil
+}

@@ -176,3 +176,29 @@ func (s *clusterState) remove(clusterID, key string) error {
 	}
 	return nil
 }
+
+// Snapshot is one consistent read of a cluster, for the operator's tools
+// (mirrord nodes): who is live and drained, who controls, where every
+// partition is led.
+type Snapshot struct {
+	Revision     int64
+	Nodes        []Node // the live nodes by ID, with their drain marks
+	Drained      []int32
+	ControllerID int32 // NoLeader when none
+	Topics       map[string]TopicSpec
+	Partitions   map[TopicPartition]PartitionState
+}
+
+// Read reads a cluster's whole state at one revision.
+func Read(ctx context.Context, client *clientv3.Client, clusterID string) (Snapshot, error) {
+	s, err := readState(ctx, client, clusterID)
+	if err != nil {
+		return Snapshot{}, err
+	}
+	topics := make(map[string]TopicSpec, len(s.topics))
+	for name, t := range s.topics {
+		topics[name] = t.TopicSpec.clone()
+	}
+	return Snapshot{Revision: s.revision, Nodes: s.liveNodes(), Drained: slices.Sorted(maps.Keys(s.drained)),
+		ControllerID: s.controllerID(), Topics: topics, Partitions: maps.Clone(s.partitions)}, nil
+}
