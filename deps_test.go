@@ -27,7 +27,7 @@ const module = "github.com/mirrord/mirrord"
 // allowed lists, per package (relative to the module), the module packages
 // it may import directly. A package missing here may not exist.
 var allowed = map[string][]string{
-	"":                    {"auth", "console", "engine", "engine/mirrorstate", "logstore", "mirrorwire", "netio", "recordbatch/records", "vfs"}, // the embedding API
+	"":                    {"auth", "cluster", "console", "engine", "engine/mirrorstate", "logstore", "mirrorwire", "netio", "recordbatch/records", "vfs"}, // the embedding API
 	"recordbatch":         {},
 	"recordbatch/records": {"recordbatch"},
 	"vfs":                 {},
