@@ -13,7 +13,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/mirrord/mirrord/cluster"
 )
@@ -51,9 +50,9 @@ var ErrNoCluster = errors.New("mirrord: no mirrord cluster in this etcd")
 // withEtcd runs f with a client of the etcd at endpoints and the cluster
 // ID it holds.
 func withEtcd(ctx context.Context, endpoints []string, f func(client *clientv3.Client, clusterID string) error) error {
-	client, err := clientv3.New(clientv3.Config{Endpoints: endpoints, DialTimeout: 5 * time.Second, Logger: zap.NewNop()})
+	client, err := cluster.NewClient(endpoints, 5*time.Second)
 	if err != nil {
-		return fmt.Errorf("mirrord: etcd at %v: %w", endpoints, err)
+		return fmt.Errorf("mirrord: %w", err)
 	}
 	defer client.Close()
 	id, ok, err := cluster.ClusterID(ctx, client)

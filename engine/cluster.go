@@ -32,7 +32,6 @@ import (
 	"time"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.uber.org/zap"
 
 	"github.com/mirrord/mirrord/broker"
 	"github.com/mirrord/mirrord/cluster"
@@ -108,9 +107,9 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	client, err := clientv3.New(clientv3.Config{Endpoints: cc.Endpoints, DialTimeout: cc.DialTimeout, Logger: zap.NewNop()})
+	client, err := cluster.NewClient(cc.Endpoints, cc.DialTimeout)
 	if err != nil {
-		return nil, fmt.Errorf("engine: etcd at %v: %w", cc.Endpoints, err)
+		return nil, fmt.Errorf("engine: %w", err)
 	}
 	id, err := claimClusterID(client, cfg, cc)
 	if err != nil {
