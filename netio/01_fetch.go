@@ -282,6 +282,9 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 	partition, err := backend.Partition(p.topic, p.partition)
 	if err != nil {
 		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
+		if f.version >= 16 && p.errorCode == kerr.NotLeaderForPartition.Code {
+			f.nameLeader(p, nil) // held elsewhere: the cluster's view names the leader
+		}
 		return
 	}
 	p.watchers = partition.Watchers()
@@ -376,7 +379,7 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 // nameLeader fills the current_leader tag of p and the endpoint it names
 // (KIP-951), once per node; an unknown leader is {-1, -1}.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
-	leader, epoch, endpoint, found := f.server.partitionLeader(f.conn.listener, partition)
+	leader, epoch, endpoint, found := f.conn.partitionLeader(p.topic, p.partition, partition)
 	p.currentLeader = fetchLeader{leaderID: leader, leaderEpoch: epoch}
 	if !found || slices.ContainsFunc(f.nodeEndpoints, func(e fetchNodeEndpoint) bool { return e.nodeID == leader }) {
 		return

@@ -8,6 +8,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+
+	"github.com/mirrord/mirrord/recordbatch"
 )
 
 // clusterMem is a memBackend that is one node of three: node 1 (this
@@ -24,6 +26,15 @@ func (b *clusterMem) Replication(topic string, partition int32) (Replication, bo
 	r, ok := b.replication[partition]
 	return r, ok && topic == "t"
 }
+
+// Partition holds nothing of "t"'s partition 2: another node does.
+func (b *clusterMem) Partition(topic string, partition int32) (Partition, error) {
+	if topic == "t" && partition == 2 {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return b.memBackend.Partition(topic, partition)
+}
+
 func (b *clusterMem) Coordinator(kind int8, key string) (Broker, bool) {
 	if key == "orphan" {
 		return Broker{}, false
@@ -41,7 +52,7 @@ func TestClusterMetadata(t *testing.T) {
 		replication: map[int32]Replication{
 			0: {Leader: 2, LeaderEpoch: 7, Replicas: []int32{2, 1, 3}, ISR: []int32{2, 1}},
 			1: {Leader: 4, LeaderEpoch: 3, Replicas: []int32{4, 1}, ISR: []int32{4}},
-			// 2: not placed yet
+			2: {Leader: 3, LeaderEpoch: 5, Replicas: []int32{3, 2}, ISR: []int32{3, 2}}, // held by nodes 2 and 3
 		}}
 	addr := startServer(t, cm)
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr))
@@ -72,8 +83,34 @@ func TestClusterMetadata(t *testing.T) {
 	if p := ps[1]; p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 || p.LeaderEpoch != 3 || !slices.Equal(p.OfflineReplicas, []int32{4}) {
 		t.Errorf("partition 1 (leader 4 not live): %+v", p)
 	}
-	if p := ps[2]; p.ErrorCode != kerr.LeaderNotAvailable.Code || p.Leader != -1 {
-		t.Errorf("partition 2 (not placed): %+v", p)
+	if p := ps[2]; p.ErrorCode != 0 || p.Leader != 3 || p.LeaderEpoch != 5 {
+		t.Errorf("partition 2 (held by other nodes): %+v", p)
+	}
+	delete(cm.replication, 2)
+	if m, err := req.RequestWith(ctx, cl); err != nil || m.Topics[0].Partitions[2].ErrorCode != kerr.LeaderNotAvailable.Code || m.Topics[0].Partitions[2].Leader != -1 {
+		t.Errorf("partition 2 not placed: %+v %v", m.Topics[0].Partitions[2], err)
+	}
+	cm.replication[2] = Replication{Leader: 3, LeaderEpoch: 5, Replicas: []int32{3, 2}, ISR: []int32{3, 2}}
+
+	// A produce to the partition held elsewhere names its leader (KIP-951).
+	produce := kmsg.NewPtrProduceRequest()
+	produce.Acks, produce.TimeoutMillis = 1, 5000
+	rt := kmsg.NewProduceRequestTopic()
+	rt.Topic = "t"
+	rp := kmsg.NewProduceRequestTopicPartition()
+	rp.Partition = 2
+	rp.Records = recordbatch.Append(nil, recordbatch.Spec{ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1, Records: []recordbatch.Record{{Value: []byte("v")}}})
+	rt.Partitions = append(rt.Partitions, rp)
+	produce.Topics = append(produce.Topics, rt)
+	produce.Version = 10
+	raw, err := dialFetchTest(t, addr).roundTrip(produce)
+	if err != nil {
+		t.Fatal(err)
+	}
+	presp := raw.(*kmsg.ProduceResponse)
+	sp := presp.Topics[0].Partitions[0]
+	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 3 || sp.CurrentLeader.LeaderEpoch != 5 || len(presp.Brokers) != 1 || presp.Brokers[0].Port != 9094 {
+		t.Errorf("produce to a partition held elsewhere: %+v, brokers %+v", sp, presp.Brokers)
 	}
 
 	dc := kmsg.NewPtrDescribeClusterRequest()
@@ -91,10 +128,14 @@ func TestClusterMetadata(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c := fresp.Coordinators[0]; c.ErrorCode != 0 || c.NodeID != 3 || c.Port != 9094 {
+	coordinators := map[string]kmsg.FindCoordinatorResponseCoordinator{}
+	for _, c := range fresp.Coordinators { // a client may split the keys over requests
+		coordinators[c.Key] = c
+	}
+	if c := coordinators["g"]; c.ErrorCode != 0 || c.NodeID != 3 || c.Port != 9094 {
 		t.Errorf("coordinator of g: %+v", c)
 	}
-	if c := fresp.Coordinators[1]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 {
+	if c := coordinators["orphan"]; c.ErrorCode != kerr.CoordinatorNotAvailable.Code || c.NodeID != -1 {
 		t.Errorf("coordinator of orphan: %+v", c)
 	}
 }

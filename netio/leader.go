@@ -10,35 +10,32 @@ import (
 // v10+ carry the current leader and its endpoint, so that the client goes
 // there without a Metadata round trip).
 
-// partitionLeader is the leader of partition, its leader epoch, and its
-// endpoint on the listener (found false when the leader is unknown, or
-// not among the live brokers). A partition that is not a
-// ReplicatedPartition is led by this node.
-func (s *Server) partitionLeader(l *Listener, partition Partition) (leader int32, epoch rb.Epoch, endpoint Broker, found bool) {
-	cluster := advertisedCluster(s.backend.Cluster(), l)
-	leader = cluster.NodeID
-	if replicated, ok := partition.(ReplicatedPartition); ok {
+// partitionLeader is the leader of a partition, its leader epoch, and its
+// endpoint on the connection's listener (found false when the leader is
+// unknown, or not among the live brokers). A cluster node answers from
+// the cluster's view (cluster.go), for partitions it holds or not; a
+// node alone leads its partitions, unless the partition says otherwise
+// (ReplicatedPartition). partition is nil when this node holds none.
+func (c *conn) partitionLeader(topic string, index int32, partition Partition) (leader int32, epoch rb.Epoch, endpoint Broker, found bool) {
+	self := c.cluster()
+	leader, epoch = self.NodeID, -1
+	if c.clusterBackend() != nil {
+		r, ok := c.replication(topic, index, partition)
+		if !ok {
+			return -1, -1, Broker{}, false
+		}
+		leader, epoch = r.Leader, r.LeaderEpoch
+	} else if replicated, ok := partition.(ReplicatedPartition); ok {
 		leader, _, _ = replicated.Replication()
 	}
 	if leader < 0 {
 		return -1, -1, Broker{}, false
 	}
-	epoch = partition.LeaderEpoch()
-	if leader == cluster.NodeID {
-		return leader, epoch, Broker{NodeID: leader, Host: cluster.Host, Port: cluster.Port}, true
+	if partition != nil && (leader == self.NodeID || epoch < 0) {
+		epoch = partition.LeaderEpoch() // ours, or the only one known
 	}
-	if nodes, ok := s.backend.(ClusterBackend); ok {
-		name := ""
-		if l != nil {
-			name = l.Name
-		}
-		for _, b := range nodes.Brokers(name) {
-			if b.NodeID == leader {
-				return leader, epoch, b, true
-			}
-		}
-	}
-	return leader, epoch, Broker{}, false
+	endpoint, found = c.brokerByID(leader)
+	return leader, epoch, endpoint, found
 }
 
 // checkLeader answers NOT_LEADER_OR_FOLLOWER for a ReplicatedPartition

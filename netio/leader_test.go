@@ -55,6 +55,18 @@ type clusterBackend struct {
 func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
 func (b clusterBackend) ControllerID() int32     { return 1 }
 
+// Replication is the partition's own (clusterPartition), at its epoch.
+func (b clusterBackend) Replication(topic string, index int32) (Replication, bool) {
+	p, err := b.Partition(topic, index)
+	if err != nil {
+		return Replication{}, false
+	}
+	leader, replicas, isr := p.(ReplicatedPartition).Replication()
+	return Replication{Leader: leader, LeaderEpoch: p.LeaderEpoch(), Replicas: replicas, ISR: isr}, true
+}
+
+func (b clusterBackend) Coordinator(int8, string) (Broker, bool) { return b.brokers[0], true }
+
 func startClusterServer(t *testing.T, leader *atomic.Int32, replicaRead *atomic.Int32) (*memBackend, string) {
 	t.Helper()
 	mem := newMemBackend()
