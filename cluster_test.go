@@ -14,6 +14,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/mirrord/mirrord/cluster/etcdtest"
 	"github.com/mirrord/mirrord/logstore"
@@ -233,6 +234,23 @@ func TestClusterReplicates(t *testing.T) {
 	}
 	if len(leaders) != 3 {
 		t.Errorf("leaders %v: placement spreads 3 partitions' leaders over 3 nodes", leaders)
+	}
+
+	// Producer IDs are the cluster's: two nodes never hand out one.
+	seen := map[int64]int32{}
+	for id := int32(1); id <= 3; id++ {
+		for range 3 {
+			req := kmsg.NewPtrInitProducerIDRequest()
+			req.TransactionTimeoutMillis = 60000
+			resp, err := req.RequestWith(ctx, tc.client(0).Broker(int(id)))
+			if err != nil || resp.ErrorCode != 0 {
+				t.Fatalf("InitProducerID on node %d: %v %v", id, resp, err)
+			}
+			if other, ok := seen[resp.ProducerID]; ok {
+				t.Fatalf("nodes %d and %d both handed out producer ID %d", other, id, resp.ProducerID)
+			}
+			seen[resp.ProducerID] = id
+		}
 	}
 
 	began := time.Now()

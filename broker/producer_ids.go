@@ -26,8 +26,22 @@ type producerIDs struct {
 
 	mu        sync.Mutex
 	nextID    int64
-	reserved  int64 // IDs below this are reserved on disk
+	reserved  int64 // IDs below this are reserved on disk, or in the cluster
 	blockSize int64
+	// allocate, in a cluster, reserves a block of the cluster's IDs (none
+	// below minStart) and returns its first (SetProducerIDAllocator);
+	// nil alone, where the file keeps the blocks.
+	allocate func(minStart, size int64) (int64, error)
+}
+
+// SetProducerIDAllocator makes the node take its producer IDs from its
+// cluster's blocks (etcd's), so that no two nodes hand out one ID; the
+// block in hand is dropped. Set it before the node serves.
+func (n *Node) SetProducerIDAllocator(allocate func(minStart, size int64) (int64, error)) {
+	p := n.txns.ids
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.allocate, p.reserved = allocate, p.nextID
 }
 
 const producerIDBlockName = "producer-id-block"
@@ -80,13 +94,23 @@ func (p *producerIDs) reserveAbove(id int64) error {
 			return err
 		}
 	}
-	p.nextID = id + 1
+	p.nextID = max(p.nextID, id+1) // a cluster's new block may start above id+1
 	p.above.Store(id)
 	return nil
 }
 
-// reserveLocked persists end as the end of the reserved block (p.mu held).
+// reserveLocked reserves the IDs below end (p.mu held): it persists end
+// as the end of the reserved block, or in a cluster takes the next block
+// of the cluster's from end - blockSize on.
 func (p *producerIDs) reserveLocked(end int64) error {
+	if p.allocate != nil {
+		start, err := p.allocate(max(end-p.blockSize, p.above.Load()+1, 0), p.blockSize)
+		if err != nil {
+			return fmt.Errorf("broker: reserve producer IDs of the cluster: %w", err)
+		}
+		p.nextID, p.reserved = start, start+p.blockSize
+		return nil
+	}
 	if err := logstore.WriteFileAtomic(p.fs, p.dir, producerIDBlockName, fmt.Appendf(nil, "0\n%d\n", end)); err != nil {
 		return fmt.Errorf("broker: reserve producer IDs below %d: %w", end, err)
 	}

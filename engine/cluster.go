@@ -135,6 +135,7 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 	c.cache = cluster.StartCache(c.ctx, client, id)
 	n.member = c
 	n.SetISRWriter(c.writeISR)
+	n.SetProducerIDAllocator(c.allocateProducerIDs)
 	return n, nil
 }
 
@@ -283,6 +284,13 @@ func (c *clusterNode) writeISR(ctx context.Context, tp logstore.TopicPartition, 
 		return r, err
 	}
 	return roleOf(st), nil
+}
+
+// allocateProducerIDs takes a block of the cluster's producer IDs.
+func (c *clusterNode) allocateProducerIDs(minStart, size int64) (int64, error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.cfg.DialTimeout)
+	defer cancel()
+	return cluster.AllocateProducerIDs(ctx, c.client, c.id, minStart, size)
 }
 
 // roleOf is a partition's role as etcd has it.
