@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -251,6 +252,13 @@ func TestClusterReplicates(t *testing.T) {
 			}
 			seen[resp.ProducerID] = id
 		}
+	}
+
+	// Transactional producers are refused, naming why (not built yet).
+	txn := kmsg.NewPtrInitProducerIDRequest()
+	txn.TransactionalID, txn.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000
+	if resp, err := txn.RequestWith(ctx, tc.client(0).Broker(1)); err != nil || resp.ErrorCode != kerr.InvalidRequest.Code {
+		t.Fatalf("transactional InitProducerID: %+v %v, want INVALID_REQUEST", resp, err)
 	}
 
 	began := time.Now()

@@ -6,7 +6,9 @@ package engine
 //
 // What a cluster does not do yet is refused with an error naming it:
 // mirrors (the mirror engine runs on one node: docs/cluster.md says how a
-// mirror's partitions will run on their leaders).
+// mirror's partitions will run on their leaders) and transactional
+// producers (the coordinator writes markers only into partitions it
+// holds).
 
 import (
 	"context"
@@ -182,6 +184,26 @@ func (b clusterBackend) Coordinator(int8, string) (netio.Broker, bool) {
 		return netio.Broker{}, false
 	}
 	return brokers[0], true
+}
+
+// errClusterTransactions refuses transactional producers on a cluster
+// node: the transaction coordinator writes its markers into the
+// partitions it holds, and in a cluster the others are led elsewhere.
+var errClusterTransactions = fmt.Errorf("transactions do not run on a mirrord cluster yet (idempotent producers do): %w", kerr.InvalidRequest)
+
+// Transactions hands out producer IDs (the cluster's blocks) to
+// idempotent producers and refuses transactional ones.
+func (b clusterBackend) Transactions() netio.Transactions {
+	return clusterTransactions{b.Node.Transactions()}
+}
+
+type clusterTransactions struct{ netio.Transactions }
+
+func (t clusterTransactions) InitProducerID(ctx context.Context, transactionalID string, timeoutMillis int32, producerID int64, producerEpoch int16) (int64, int16, error) {
+	if transactionalID != "" {
+		return -1, -1, errClusterTransactions
+	}
+	return t.Transactions.InitProducerID(ctx, transactionalID, timeoutMillis, producerID, producerEpoch)
 }
 
 // Mirrors refuses the mirror admin calls: mirrors run on a node alone.
