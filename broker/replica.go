@@ -261,6 +261,16 @@ func (p *Partition) Replication() (leader int32, replicas, isr []int32) {
 	return v.Leader, v.Replicas, v.ISR
 }
 
+// ReplicaLeaderEpoch is the cluster's leader epoch of the partition,
+// which followers' fetches are fenced by (netio.ReplicaEpochPartition):
+// the role's; LeaderEpoch without a role.
+func (p *Partition) ReplicaLeaderEpoch() rb.Epoch {
+	if v := p.replication.view.Load(); v != nil {
+		return v.LeaderEpoch
+	}
+	return p.LeaderEpoch()
+}
+
 // refuseUnlessLeader answers NOT_LEADER_OR_FOLLOWER while the partition
 // has a role that another node (or no node) leads.
 func (p *Partition) refuseUnlessLeader() error {

@@ -323,3 +323,30 @@ func TestReplicaFetcherISR(t *testing.T) {
 		t.Fatalf("%d ISR writes, want the shrink and the expansion", n)
 	}
 }
+
+// TestReplicaFetcherMirrorTopic: a mirror topic's leader serves its
+// clients a leader epoch above the cluster's (the source's epochs in its
+// batches, and the mirror's own kept ahead of them); its followers are
+// fenced by the cluster's epoch and copy it.
+func TestReplicaFetcherMirrorTopic(t *testing.T) {
+	c := startReplicaCluster(t, 2)
+	c.lead(t, 1, 1, 1, 2)
+	leader := c.partition(t, 1)
+	leader.SetReadOnly(func(action string) error { return fmt.Errorf("%s refused: a mirror writes this topic", action) })
+	var batches []byte
+	for i := range 3 {
+		batches = rb.Append(batches, rb.Spec{BaseOffset: rb.Offset(i), LeaderEpoch: 30, BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			Records: []rb.Record{{Value: []byte("m" + strconv.Itoa(i))}}})
+	}
+	if _, err := leader.AppendMirrored(batches); err != nil {
+		t.Fatal(err)
+	}
+	leader.RaiseLeaderEpoch(40)
+	if e := leader.LeaderEpoch(); e != 40 {
+		t.Fatalf("leader epoch %d, want the mirror's 40", e)
+	}
+	c.waitIdentical(t, 1)
+	if hw := leader.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d, want 3", hw)
+	}
+}

@@ -297,7 +297,7 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 
 // readRecords checks the epochs of p and reads its records.
 func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolation Isolation, maxBytes int32, minOneBatch bool) error {
-	if err := checkLeaderEpoch(p.currentLeaderEpoch, partition.LeaderEpoch()); err != nil {
+	if err := checkLeaderEpoch(p.currentLeaderEpoch, fencingEpoch(partition, f.follower)); err != nil {
 		return err
 	}
 	if err := checkLeader(partition, f.nodeID); err != nil {
@@ -377,6 +377,9 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 // (KIP-951), once per node; an unknown leader is {-1, -1}.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
 	leader, epoch, endpoint, found := f.server.partitionLeader(f.conn.listener, partition)
+	if leader >= 0 {
+		epoch = fencingEpoch(partition, f.follower) // a follower is told the epoch it is fenced by
+	}
 	p.currentLeader = fetchLeader{leaderID: leader, leaderEpoch: epoch}
 	if !found || slices.ContainsFunc(f.nodeEndpoints, func(e fetchNodeEndpoint) bool { return e.nodeID == leader }) {
 		return

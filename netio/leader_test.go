@@ -27,6 +27,9 @@ func (p clusterPartition) Replication() (int32, []int32, []int32) {
 	return p.leader, []int32{1, 2}, []int32{1, 2}
 }
 
+// ReplicaLeaderEpoch is 3, below the leader epoch clients see.
+func (clusterPartition) ReplicaLeaderEpoch() recordbatch.Epoch { return 3 }
+
 func (p clusterPartition) ReadReplica(replicaID int32, offset recordbatch.Offset, maxBytes int32, minOneBatch bool) (ReadResult, error) {
 	p.replicaRead.Store(replicaID)
 	return p.Partition.Read(offset, maxBytes, ReadUncommitted, minOneBatch)
@@ -87,6 +90,33 @@ func TestFetchFollowerReadsReplica(t *testing.T) {
 		}
 		if want := max(test.replica, 0); replicaRead.Load() != want {
 			t.Fatalf("v%d replica %d: ReadReplica by %d, want %d", test.version, test.replica, replicaRead.Load(), want)
+		}
+	}
+}
+
+// TestFetchFollowerFencedByReplicaEpoch: a follower's CurrentLeaderEpoch
+// is checked against ReplicaLeaderEpoch, a consumer's against LeaderEpoch.
+func TestFetchFollowerFencedByReplicaEpoch(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 1, []string{"a"})
+	setLeaderEpoch(t, mem, "t", 0, 7)
+	client := dialFetchTest(t, addr)
+	for _, test := range []struct {
+		replica, epoch int32
+		code           int16
+	}{{2, 3, 0}, {2, 7, kerr.UnknownLeaderEpoch.Code}, {2, 2, kerr.FencedLeaderEpoch.Code}, {-1, 7, 0}, {-1, 3, kerr.FencedLeaderEpoch.Code}} {
+		part := at(0, 0)
+		part.currentLeaderEpoch = test.epoch
+		req := fetchTestRequest(17, info, part)
+		req.ReplicaState.ID = test.replica
+		rp := fetchTestOnly(t, client.fetch(req))
+		if rp.ErrorCode != test.code {
+			t.Fatalf("replica %d at epoch %d: error %d, want %d", test.replica, test.epoch, rp.ErrorCode, test.code)
+		}
+		if test.replica >= 0 && test.code == kerr.FencedLeaderEpoch.Code && rp.CurrentLeader.LeaderEpoch != 3 {
+			t.Fatalf("a fenced follower is told epoch %d, want 3", rp.CurrentLeader.LeaderEpoch)
 		}
 	}
 }
