@@ -350,3 +350,34 @@ func TestReplicaFetcherMirrorTopic(t *testing.T) {
 		t.Fatalf("high watermark %d, want 3", hw)
 	}
 }
+
+// TestReplicaFetcherOutOfRange: a follower whose log ends below the
+// leader's log start (DeleteRecords while it was away) restarts its log
+// there (OFFSET_OUT_OF_RANGE, then ListOffsets earliest).
+func TestReplicaFetcherOutOfRange(t *testing.T) {
+	c := startReplicaCluster(t, 2)
+	c.lead(t, 1, 1, 1, 2)
+	for i := range 2 {
+		if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "a"+strconv.Itoa(i)); got.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", got.ErrorCode)
+		}
+	}
+	c.waitIdentical(t, 1)
+	c.nodes[1].SetFollowing(nil)
+	c.lead(t, 1, 2, 1) // the follower left the ISR
+	c.nodes[1].SetFollowing(nil)
+	for i := range 3 {
+		if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "b"+strconv.Itoa(i)); got.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", got.ErrorCode)
+		}
+	}
+	leader := c.partition(t, 1)
+	if start, err := leader.DeleteRecords(context.Background(), -1); err != nil || start != 5 {
+		t.Fatalf("delete records: start %d, %v; want 5", start, err)
+	}
+	c.follow(t, 2, 1, 2)
+	c.waitIdentical(t, 1)
+	if start := c.partition(t, 2).LogStartOffset(); start != 5 {
+		t.Fatalf("follower log start %d, want 5", start)
+	}
+}
