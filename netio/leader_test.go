@@ -3,6 +3,7 @@ package netio
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,11 +17,19 @@ import (
 // clusterPartition is a partition of a two-node cluster that leader
 // leads: it serves followers through ReadReplica (noting who read), and
 // refuses produces unless this node (1) leads; an acks=-1 produce waits
-// for its ctx's deadline.
+// until two are waiting at once, or for its ctx's deadline.
 type clusterPartition struct {
 	Partition
 	leader      int32
 	replicaRead *atomic.Int32
+	barrier     *produceBarrier
+}
+
+// produceBarrier lets acks=-1 produces through once two wait together.
+type produceBarrier struct {
+	mu      sync.Mutex
+	entered int
+	both    chan struct{}
 }
 
 func (p clusterPartition) Replication() (int32, []int32, []int32) {
@@ -45,8 +54,17 @@ func (p clusterPartition) Produce(ctx context.Context, batches []byte, request P
 	if _, ok := ctx.Deadline(); !ok {
 		return ProduceResult{}, errors.New("acks=-1 without a deadline")
 	}
-	<-ctx.Done()
-	return ProduceResult{}, kerr.RequestTimedOut
+	p.barrier.mu.Lock()
+	if p.barrier.entered++; p.barrier.entered == 2 {
+		close(p.barrier.both)
+	}
+	p.barrier.mu.Unlock()
+	select {
+	case <-p.barrier.both:
+		return ProduceResult{BaseOffset: 0, LogAppendTime: -1}, nil
+	case <-ctx.Done():
+		return ProduceResult{}, kerr.RequestTimedOut
+	}
 }
 
 // clusterBackend is a backend of a cluster of nodes 1 and 2.
@@ -61,8 +79,9 @@ func (b clusterBackend) ControllerID() int32     { return 1 }
 func startClusterServer(t *testing.T, leader *atomic.Int32, replicaRead *atomic.Int32) (*memBackend, string) {
 	t.Helper()
 	mem := newMemBackend()
+	barrier := &produceBarrier{both: make(chan struct{})}
 	backend := clusterBackend{wrapBackend: &wrapBackend{mem, func(_ string, _ int32, p Partition) Partition {
-		return clusterPartition{Partition: p, leader: leader.Load(), replicaRead: replicaRead}
+		return clusterPartition{Partition: p, leader: leader.Load(), replicaRead: replicaRead, barrier: barrier}
 	}}, brokers: []Broker{{NodeID: 1, Host: "node-1.example", Port: 9092}, {NodeID: 2, Host: "node-2.example", Port: 9093, Rack: "r2"}}}
 	addr, _ := startFetchServer(t, mem, backend, nil)
 	return mem, addr
@@ -185,17 +204,41 @@ func TestProduceAcksAllDeadline(t *testing.T) {
 	}
 }
 
-// produceOneRecord sends one Produce of one record to partition 0.
-func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, version, acks int16, timeoutMillis int32) *kmsg.ProduceResponse {
+// TestProduceAcksAllPartitionsWaitTogether: on a cluster's leader the
+// partitions of an acks=-1 produce wait for their ISR at once, not one
+// after the other (each here waits until both wait).
+func TestProduceAcksAllPartitionsWaitTogether(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 2)
+	client := dialFetchTest(t, addr)
+	resp := produceOneRecord(t, client, info, 9, -1, 10_000, 0, 1)
+	for _, sp := range resp.Topics[0].Partitions {
+		if sp.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d, want both answered together", sp.Partition, sp.ErrorCode)
+		}
+	}
+}
+
+// produceOneRecord sends one Produce of one record to each partition
+// named (none: partition 0).
+func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, version, acks int16, timeoutMillis int32, partitions ...int32) *kmsg.ProduceResponse {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = version, acks, timeoutMillis
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = info.Name, info.ID
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = recordbatch.Append(nil, recordbatch.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		Records: []recordbatch.Record{{Value: []byte("v")}}})
-	rt.Partitions = append(rt.Partitions, rp)
+	if len(partitions) == 0 {
+		partitions = []int32{0}
+	}
+	for _, partition := range partitions {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = partition
+		rp.Records = recordbatch.Append(nil, recordbatch.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			Records: []recordbatch.Record{{Value: []byte("v")}}})
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := client.roundTrip(req)
 	if err != nil {
