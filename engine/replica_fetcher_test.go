@@ -118,11 +118,15 @@ func (c *replicaCluster) logBytes(t testing.TB, id int32) []byte {
 }
 
 // waitIdentical waits until every node's log is the leader's, byte for
-// byte, with the leader's log end and high watermark.
+// byte, and every high watermark the leader's log end (the followers'
+// next fetch moves the leader's, the answer to it theirs).
 func (c *replicaCluster) waitIdentical(t *testing.T, leader int32) {
 	t.Helper()
 	waitUntil(t, "the followers to hold the leader's log", func() bool {
 		want := c.partition(t, leader)
+		if want.HighWatermark() != want.LogEndOffset() {
+			return false
+		}
 		for _, b := range c.brokers {
 			p := c.partition(t, b.NodeID)
 			if p.LogEndOffset() != want.LogEndOffset() || p.HighWatermark() != want.HighWatermark() ||
