@@ -154,6 +154,7 @@ func TestReplicaMaximalISR(t *testing.T) {
 	if !ok || !slices.Equal(proposal.isr, []int32{1, 2, 3}) {
 		t.Fatalf("proposal %v %v, want ISR 1,2,3", proposal.isr, ok)
 	}
+	p.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, PartitionEpoch: 5}) // the same role again
 	if _, ok := p.proposeISR(clock.Now()); ok {
 		t.Fatal("a second proposal while one is in flight")
 	}
