@@ -21,13 +21,15 @@ build:
 # and, where Java is present, the Apache Kafka jars of the interop suite
 # (scripts/install-kafka.sh, Maven). Without Java the interop tests skip, except
 # under CI=true (.ci/run) or MIRRORD_INTEROP=1, where they fail.
-# promtool checks deploy/'s Prometheus rules (scripts/install-promtool.sh).
+# promtool checks deploy/'s Prometheus rules (scripts/install-promtool.sh); etcd
+# is the control plane of the cluster tests (scripts/install-etcd.sh).
 tools:
 	bash scripts/install-kcat.sh
 	bash scripts/install-chromium.sh
 	@if command -v java >/dev/null 2>&1; then bash scripts/install-kafka.sh >/dev/null; \
 	else echo "tools: no java on PATH: the interop suite (real Kafka) will be skipped, or fail on CI"; fi
 	bash scripts/install-promtool.sh
+	bash scripts/install-etcd.sh
 
 # The interop suite alone: mirrord against real Kafka 4.4 brokers and clients.
 interop:

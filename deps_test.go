@@ -27,7 +27,7 @@ const module = "github.com/mirrord/mirrord"
 // allowed lists, per package (relative to the module), the module packages
 // it may import directly. A package missing here may not exist.
 var allowed = map[string][]string{
-	"":                    {"auth", "console", "engine", "engine/mirrorstate", "logstore", "mirrorwire", "netio", "recordbatch/records", "vfs"}, // the embedding API
+	"":                    {"auth", "cluster", "console", "engine", "engine/mirrorstate", "logstore", "mirrorwire", "netio", "recordbatch/records", "vfs"}, // the embedding API
 	"recordbatch":         {},
 	"recordbatch/records": {"recordbatch"},
 	"vfs":                 {},
@@ -41,9 +41,10 @@ var allowed = map[string][]string{
 	"engine/fetchwire":    {}, // reads Fetch responses in place: kbin, no I/O
 	"broker/group":        {}, // the classic group coordinator: kmsg in, kmsg out, a Store it declares
 	"broker":              {"acl", "auth", "broker/group", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs"},
-	"engine":              {"acl", "auth", "broker", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
+	"engine":              {"acl", "auth", "broker", "cluster", "engine/fetchwire", "engine/mirrorstate", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "mirrorwire"},
 	"bench":               {"acl", "auth", "engine", "netio", "logstore", "epoch", "recordbatch", "recordbatch/records", "vfs", "kafkatest", "mirrordtest", "mirrorwire"},
 	"cluster":             {},                                                  // the control plane on etcd: registry, controller election, placement, metadata cache
+	"cluster/etcdtest":    {},                                                  // starts an embedded etcd cluster in a test process
 	"console":             {"broker", "engine", "engine/mirrorstate", "netio"}, // the web console: reads a node, changes nothing
 	"cmd/mirrord":         {""},                                                // the daemon and CLI, built on the embedding API alone (its tests may use more)
 	"kafkatest":           {},                                                  // starts real Kafka brokers for e2e and bench; imports nothing of the module

@@ -80,14 +80,19 @@ func Open(cfg Config) (*Node, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	s.node.Logger = logger
-	node, err := engine.OpenNode(s.node)
+	var node *engine.Node
+	if s.cluster != nil {
+		node, err = engine.OpenClusterNode(s.node, *s.cluster)
+	} else {
+		node, err = engine.OpenNode(s.node)
+	}
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{engine: node, logger: logger, limits: s.limits, listeners: s.listeners, sasl: s.sasl,
 		web: console.New(node, console.Options{SampleInterval: s.console.SampleInterval, Samples: s.console.Samples, Logger: logger})}
 	limits := s.limits
-	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node, logger, s.node.AutoCreateTopicsDisable
+	limits.Backend, limits.Logger, limits.NoAutoCreateTopics = node.Backend(), logger, s.node.AutoCreateTopicsDisable
 	limits.ScramCredentials, limits.Authorizer, limits.Metrics = node.ScramCredentials(), node.Authorizer(), node.Metrics()
 	n.server = netio.NewServer(limits)
 	logger.Info("node open", "data_dir", s.node.DataDir, "cluster_id", node.Cluster().ClusterID, "topics", len(node.Topics()))

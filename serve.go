@@ -112,7 +112,16 @@ func (n *Node) prepare(ctx context.Context, ln net.Listener, l *netio.Listener, 
 	if l.AdvertisedHost, l.AdvertisedPort, err = splitAdvertised(l.Name, advertised); err != nil {
 		return err
 	}
-	n.advertiseOnce.Do(func() { n.engine.SetAdvertised(l.AdvertisedHost, l.AdvertisedPort) })
+	var joinErr error
+	n.advertiseOnce.Do(func() {
+		// A cluster node joins at its first listener's address: that is
+		// where the others find it.
+		n.engine.SetAdvertised(l.AdvertisedHost, l.AdvertisedPort)
+		joinErr = n.engine.JoinCluster(ctx)
+	})
+	if joinErr != nil {
+		return fmt.Errorf("mirrord: %w", joinErr)
+	}
 	if l.Protocol.UsesSASL() {
 		if l.SASL, err = n.sasl.listenerSASL(ctx, l.Name, n.engine.ScramCredentials()); err != nil {
 			return err

@@ -39,6 +39,7 @@ import (
 // settings is what Open takes from a Config.
 type settings struct {
 	node      engine.NodeConfig
+	cluster   *engine.ClusterConfig // nil: the node runs alone
 	listeners []listenerConfig
 	sasl      saslProperties
 	limits    netio.Config // the connection limits; Backend and the rest are Open's
@@ -112,6 +113,9 @@ func parseSettings(cfg Config) (settings, error) {
 		return s, err
 	}
 	if s.node.ConsumerSessionTimeout, s.node.ConsumerHeartbeatInterval, err = takeConsumerGroupProperties(props); err != nil {
+		return s, err
+	}
+	if s.cluster, err = takeClusterProperties(props, &s.node); err != nil {
 		return s, err
 	}
 	if err := checkBoundedProperties(props); err != nil {

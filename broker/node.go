@@ -24,6 +24,11 @@ import (
 type Config struct {
 	FS      vfs.FS
 	DataDir string
+	// Identity, when set, is the data directory's cluster and node ID (a
+	// node of a cluster): a new directory is formatted with it, one of
+	// another identity is refused. Unset: a new directory gets a new
+	// cluster ID and node ID 1.
+	Identity *logstore.Meta
 	// Log is the default partition log configuration.
 	Log logstore.Config
 	// Host and Port are the advertised address (Metadata answers them).
@@ -153,6 +158,8 @@ type Node struct {
 	recovery *logRecovery
 	// isr is the ISR goroutine of a node in a cluster (replica.go).
 	isr isrKeeper
+	// live is the cluster's live nodes (replica_live.go).
+	live liveNodes
 
 	mu     sync.RWMutex
 	topics map[string]*topic     // bounded by the partitions on disk
@@ -232,6 +239,11 @@ func Open(cfg Config, prepare func(*Node) error) (*Node, error) {
 	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), consumerOffsetsTopic)
 	recovery := newLogRecovery(cfg.Logger, cfg.Log.RecoveryTruncated)
 	cfg.Log.RecoveryTruncated = recovery.truncated
+	if cfg.Identity != nil {
+		if err := logstore.FormatDir(cfg.FS, cfg.DataDir, *cfg.Identity); err != nil {
+			return nil, err
+		}
+	}
 	dir, err := logstore.OpenDir(cfg.FS, cfg.DataDir, cfg.Log)
 	if err != nil {
 		return nil, err

@@ -332,7 +332,7 @@ func (p *Partition) raiseHighWatermark(v *roleView) bool {
 	end, now, lagMax := p.log.LogEndOffset(), p.now(), p.lagTimeMax()
 	hw := end
 	for id, f := range r.followers {
-		if f.logEndOffset < hw && (slices.Contains(r.maximalISR, id) || f.caughtUp(end, now, lagMax)) {
+		if f.logEndOffset < hw && (slices.Contains(r.maximalISR, id) || p.nodeLive(id) && f.caughtUp(end, now, lagMax)) {
 			hw = f.logEndOffset
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,8 +21,8 @@ const resyncBackoff = 200 * time.Millisecond
 // leader) and the cache must read the prefix again.
 var errWatchEnded = errors.New("cluster: watch ended")
 
-// Cache is a node's copy of the cluster's registry and partition
-// assignments: one Get of the cluster prefix at a revision, then a Watch
+// Cache is a node's copy of the cluster's registry, drain marks, controller
+// election, topic specs and partition assignments: one Get of the cluster prefix at a revision, then a Watch
 // from the next revision applied event by event. When the watch ends
 // (compaction of the revisions it needed, cancellation, a lost etcd leader)
 // the cache reads the prefix again and watches from there: a resync. While
@@ -103,6 +104,50 @@ func (c *Cache) Partition(tp TopicPartition) (PartitionState, bool) {
 	return p, ok
 }
 
+// Topics returns a copy of the topic specs, by name.
+func (c *Cache) Topics() map[string]TopicSpec {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]TopicSpec, len(c.state.topics))
+	for name, t := range c.state.topics {
+		out[name] = t.TopicSpec.clone()
+	}
+	return out
+}
+
+// Topic returns one topic's spec and the ModRevision it was written at.
+func (c *Cache) Topic(name string) (TopicState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.state.topics[name]
+	t.TopicSpec = t.TopicSpec.clone()
+	return t, ok
+}
+
+// Drained returns the node IDs with a drain mark, live or not, in order.
+func (c *Cache) Drained() []int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Sorted(maps.Keys(c.state.drained))
+}
+
+// ControllerID returns the node ID of the elected controller (the
+// election's candidate with the lowest create revision), or NoLeader when
+// no node campaigns. It is the election's view: a controller whose session
+// has just expired is listed until etcd deletes its key.
+func (c *Cache) ControllerID() int32 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.controllerID()
+}
+
+// snapshot returns a copy of the whole state, for the controller.
+func (c *Cache) snapshot() clusterState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state.clone()
+}
+
 // Err returns the last error the cache met (nil after a good read).
 func (c *Cache) Err() error {
 	c.mu.Lock()
@@ -133,6 +178,47 @@ func (c *Cache) WaitRevision(ctx context.Context, revision int64) error {
 			return fmt.Errorf("cluster: cache at revision %d, waiting for %d: %w", c.Revision(), revision, ctx.Err())
 		}
 	}
+}
+
+// WaitTopicPlaced returns once every partition of topic's spec has an
+// assignment of the spec's topic ID in the cache (the controller placed
+// them), ErrUnknownTopic if the spec is not (or no longer) there, or ctx's
+// error. revision is that of the caller's write of the spec
+// (TopicState.ModRevision), so that the cache has seen it. A node that wrote a spec with CreateTopic or GrowTopic waits here
+// before it answers, as Kafka's CreateTopics answers once its controller
+// has committed the partitions.
+func (c *Cache) WaitTopicPlaced(ctx context.Context, topic string, revision int64) error {
+	if err := c.WaitRevision(ctx, revision); err != nil {
+		return err
+	}
+	for {
+		changed := c.Changed()
+		placed, err := c.topicPlaced(topic)
+		if placed || err != nil {
+			return err
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: waiting for topic %s to be placed: %w", topic, ctx.Err())
+		}
+	}
+}
+
+func (c *Cache) topicPlaced(topic string) (bool, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	spec, ok := c.state.topics[topic]
+	if !ok {
+		return false, fmt.Errorf("cluster: topic %s: %w", topic, ErrUnknownTopic)
+	}
+	for n := range spec.Partitions {
+		p, ok := c.state.partitions[TopicPartition{Topic: topic, Partition: n}]
+		if !ok || p.TopicID != spec.TopicID {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // run watches from state (if it has a revision; else it reads first), and
@@ -191,7 +277,7 @@ func (c *Cache) applyEvents(events []*clientv3.Event, revision int64) error {
 		if ev.Type == mvccpb.DELETE {
 			err = c.state.remove(c.clusterID, key)
 		} else {
-			err = c.state.put(c.clusterID, key, ev.Kv.Value, ev.Kv.ModRevision)
+			err = c.state.put(c.clusterID, key, ev.Kv.Value, ev.Kv.CreateRevision, ev.Kv.ModRevision)
 		}
 		if err != nil {
 			return err

@@ -25,21 +25,39 @@ type Controller struct {
 	nodeID    int32
 	session   *concurrency.Session
 	election  *concurrency.Election
+
+	afterBatch func() // a test's hook, run after each transaction apply commits
 }
 
 // Campaign blocks until node nodeID is the controller of the cluster (or ctx
-// ends). The election lives with a session of the given TTL: if the node
-// stops renewing it, its election key goes and the next candidate wins.
+// ends, or the session's lease is lost while it waits). The election lives
+// with a session of the given TTL: if the node stops renewing it, its
+// election key goes and the next candidate wins.
 func Campaign(ctx context.Context, client *clientv3.Client, clusterID string, nodeID int32, ttl time.Duration) (*Controller, error) {
 	if ttl < time.Second {
 		return nil, fmt.Errorf("cluster: session TTL %v is under a second", ttl)
 	}
-	session, err := concurrency.NewSession(client, concurrency.WithTTL(int(ttl/time.Second)))
+	// The lease is granted here, under ctx, rather than by NewSession under
+	// the client's context, so that a campaign against an unreachable etcd
+	// ends with ctx.
+	seconds := int(ttl / time.Second)
+	grant, err := client.Grant(ctx, int64(seconds))
 	if err != nil {
+		return nil, fmt.Errorf("cluster: node %d: controller lease: %w", nodeID, err)
+	}
+	session, err := concurrency.NewSession(client, concurrency.WithLease(grant.ID), concurrency.WithTTL(seconds))
+	if err != nil {
+		if _, revokeErr := client.Revoke(context.WithoutCancel(ctx), grant.ID); revokeErr != nil {
+			err = fmt.Errorf("%w (and revoking its lease: %v)", err, revokeErr)
+		}
 		return nil, fmt.Errorf("cluster: node %d: controller session: %w", nodeID, err)
 	}
+	// A candidate whose lease expires while it waits has no key left in
+	// the election: its campaign ends rather than "winning" without one.
+	campaignCtx, cancel := contextUntil(ctx, session.Done())
+	defer cancel()
 	election := concurrency.NewElection(session, controllerPrefix(clusterID))
-	if err := election.Campaign(ctx, strconv.FormatInt(int64(nodeID), 10)); err != nil {
+	if err := election.Campaign(campaignCtx, strconv.FormatInt(int64(nodeID), 10)); err != nil {
 		if closeErr := session.Close(); closeErr != nil {
 			err = fmt.Errorf("%w (and closing its session: %v)", err, closeErr)
 		}
@@ -85,47 +103,92 @@ type Write struct {
 // transactions before a refused one stay written; each partition's value is
 // whole on its own.
 func (c *Controller) Apply(ctx context.Context, writes []Write) error {
-	seen := make(map[TopicPartition]bool, len(writes))
-	for _, w := range writes {
-		if err := w.Assignment.valid(); err != nil {
-			return fmt.Errorf("cluster: write of %s: %w", w.Partition, err)
-		}
-		if seen[w.Partition] {
-			return fmt.Errorf("cluster: %s written twice in one Apply", w.Partition)
-		}
-		seen[w.Partition] = true
+	ops := make([]partitionOp, len(writes))
+	for i, w := range writes {
+		ops[i] = partitionOp{Write: w}
 	}
-	for batch := range slices.Chunk(writes, writesPerTxn) {
-		compares := make([]clientv3.Cmp, 0, len(batch))
-		puts := make([]clientv3.Op, 0, len(batch))
-		for _, w := range batch {
-			key := partitionKey(c.clusterID, w.Partition)
-			if w.ModRevision == 0 {
+	_, err := c.apply(ctx, ops)
+	return err
+}
+
+// partitionOp is one controller write of a partition: a put of its
+// assignment, or its delete, and optionally a guard on its topic's spec.
+type partitionOp struct {
+	Write
+	delete bool // delete the key (at Write.ModRevision) instead of putting Assignment
+	// guardSpec adds a compare of the topic spec's ModRevision with
+	// specRevision (0: the spec must not exist) to the op's transaction:
+	// a placement never outlives a deleted or changed spec.
+	guardSpec    bool
+	specRevision int64
+}
+
+// apply is Apply for puts, deletes and spec guards. It returns the
+// revision of its last transaction (0 when ops is empty).
+func (c *Controller) apply(ctx context.Context, ops []partitionOp) (int64, error) {
+	seen := make(map[TopicPartition]bool, len(ops))
+	for _, op := range ops {
+		if !op.delete {
+			if err := op.Assignment.valid(); err != nil {
+				return 0, fmt.Errorf("cluster: write of %s: %w", op.Partition, err)
+			}
+		} else if op.ModRevision == 0 {
+			return 0, fmt.Errorf("cluster: delete of %s without the revision it was read at", op.Partition)
+		}
+		if seen[op.Partition] {
+			return 0, fmt.Errorf("cluster: %s written twice in one Apply", op.Partition)
+		}
+		seen[op.Partition] = true
+	}
+	var revision int64
+	for batch := range slices.Chunk(ops, writesPerTxn) {
+		// At most writesPerTxn partition compares and as many spec
+		// compares, under etcd's limit of 128 per transaction level.
+		compares := make([]clientv3.Cmp, 0, 2*len(batch))
+		writes := make([]clientv3.Op, 0, len(batch))
+		guarded := make(map[string]bool)
+		for _, op := range batch {
+			key := partitionKey(c.clusterID, op.Partition)
+			if op.ModRevision == 0 {
 				compares = append(compares, clientv3.Compare(clientv3.CreateRevision(key), "=", 0))
 			} else {
-				compares = append(compares, clientv3.Compare(clientv3.ModRevision(key), "=", w.ModRevision))
+				compares = append(compares, clientv3.Compare(clientv3.ModRevision(key), "=", op.ModRevision))
 			}
-			puts = append(puts, clientv3.OpPut(key, encodeJSON(w.Assignment)))
+			if op.guardSpec && !guarded[op.Partition.Topic] {
+				guarded[op.Partition.Topic] = true
+				compares = append(compares, clientv3.Compare(clientv3.ModRevision(topicKey(c.clusterID, op.Partition.Topic)), "=", op.specRevision))
+			}
+			if op.delete {
+				writes = append(writes, clientv3.OpDelete(key))
+			} else {
+				writes = append(writes, clientv3.OpPut(key, encodeJSON(op.Assignment)))
+			}
 		}
 		resp, err := c.client.Txn(ctx).
 			If(c.fence()).
-			Then(clientv3.OpTxn(compares, puts, nil)).
+			Then(clientv3.OpTxn(compares, writes, nil)).
 			Commit()
 		if err != nil {
-			return fmt.Errorf("cluster: controller %d: write: %w", c.nodeID, err)
+			return revision, fmt.Errorf("cluster: controller %d: write: %w", c.nodeID, err)
 		}
 		if !resp.Succeeded {
-			return fmt.Errorf("cluster: node %d: %w", c.nodeID, ErrNotController)
+			return revision, fmt.Errorf("cluster: node %d: %w", c.nodeID, ErrNotController)
 		}
 		if !resp.Responses[0].GetResponseTxn().Succeeded {
-			return fmt.Errorf("cluster: controller %d: write of %d partitions: %w", c.nodeID, len(batch), ErrStaleMetadata)
+			return revision, fmt.Errorf("cluster: controller %d: write of %d partitions: %w", c.nodeID, len(batch), ErrStaleMetadata)
+		}
+		revision = resp.Header.Revision
+		if c.afterBatch != nil {
+			c.afterBatch()
 		}
 	}
-	return nil
+	return revision, nil
 }
 
 // CreatePartitions places the partitions not yet assigned on the live
-// nodes (AssignReplicas) and writes them. It returns what it wrote.
+// nodes (AssignReplicas) and writes them. It returns what it wrote. It is
+// the bare write, without a topic spec: a RunController deletes partitions
+// that no spec holds, so nodes create topics with CreateTopic instead.
 func (c *Controller) CreatePartitions(ctx context.Context, partitions []NewPartition, replicationFactor int) (Assignments, error) {
 	state, err := readState(ctx, c.client, c.clusterID)
 	if err != nil {

@@ -1,14 +1,15 @@
 // Package cluster is the control plane of a mirrord cluster: the metadata
 // that several mirrord nodes share, kept in etcd (go.etcd.io/etcd/client/v3)
 // rather than in a consensus of our own. It owns the node registry, the
-// election of one controller, the placement of partition replicas and
-// leaders, the leader's ISR changes, and a watch-based cache of all of it
-// that nodes read from, so that nothing on the data path waits on etcd.
+// election of one controller and its loop, the topic specs, the placement
+// of partition replicas and leaders, drain marks, the leader's ISR changes,
+// and a watch-based cache of all of it that nodes read from, so that
+// nothing on the data path waits on etcd.
 //
-// It is used by nothing else yet: this is the first brick of issue 22.
-// The design it follows, with the keys still to come (topics, mirrors,
-// partition mirror states, group coordinators) and the failure cases of
-// the whole cluster, is docs/cluster.md.
+// It is used by nothing else yet (issue 22). The design it follows, with
+// the keys still to come (mirrors, partition mirror states, group
+// coordinators) and the failure cases of the whole cluster, is
+// docs/cluster.md.
 //
 // # Keys in etcd
 //
@@ -16,7 +17,9 @@
 //
 //		/mirrord/<clusterID>/
 //		    nodes/<nodeID>                    {"host","port","rack"}        put by the node, with its lease
+//		    drain/<nodeID>                    {}                            the operator's drain mark (Drain)
 //		    controller/<lease ID in hex>      the node ID of the candidate  concurrency.Election's keys
+//		    topics/<topic>                    {"topicID","partitions","replicationFactor","configs","mirror"}
 //		    topics/<topic>/partitions/<n>     {"topicID","replicas","leader","leaderEpoch","isr"}
 //
 //	  - nodes/<nodeID> is the registry. A node puts its key with a lease it
@@ -27,6 +30,18 @@
 //	  - controller/ is the prefix of etcd's concurrency.Election. The
 //	    candidate whose key has the lowest create revision is the controller;
 //	    its key lives with its session's lease.
+//	  - drain/<nodeID> marks a node drained: the controller moves its
+//	    leaderships to other in-sync replicas and places nothing new on it.
+//	    It is a key of its own, not in the node's registry value, so that it
+//	    outlives the node's lease (a node drained for maintenance stays
+//	    drained when it restarts) and can be set while the node is down.
+//	  - topics/<topic> is a topic's spec, written by whichever node receives
+//	    the request (CreateTopic: one transaction comparing the key's
+//	    CreateRevision with 0, so two creates of one name cannot both win;
+//	    GrowTopic: a compare-and-swap on its ModRevision; DeleteTopic: the
+//	    spec and its partitions in one transaction). The controller places
+//	    its partitions. The cache's ControllerID is the node ID of the
+//	    election's oldest candidate.
 //	  - topics/<topic>/partitions/<n> is one partition's assignment: its
 //	    replicas (node IDs, the preferred leader first), its leader (-1 when
 //	    none), its leader epoch and its in-sync replicas (ISR). Topic names
@@ -35,7 +50,8 @@
 // # Who writes what, and the fencing rule
 //
 // The controller writes assignments and leaders; a partition's leader writes
-// that partition's ISR; nothing else writes a partition key.
+// that partition's ISR; DeleteTopic deletes a topic's partitions with its
+// spec; nothing else writes a partition key.
 //
 //   - Every controller write is one etcd transaction fenced by its
 //     election: If(Compare(CreateRevision(election.Key()), "=",
@@ -53,6 +69,19 @@
 //     requires the stored leader epoch to be the one the leader holds. A
 //     leader deposed by a new leader epoch, or one that raced another
 //     change, gets ErrStaleMetadata.
+//
+// # The controller loop
+//
+// RunController campaigns and, while elected, reacts to a cache of its own
+// (never polling): each change of the cache computes a plan from its state
+// (planControl, pure) and writes it fenced. Partitions whose spec is gone
+// (or is of another topic ID) are deleted; partitions whose leader is lost
+// or drained are given a new leader (ElectLeaders); the missing partitions
+// of each spec are placed (AssignReplicas). Placements and deletes also
+// compare their spec's ModRevision, so that none outlives a deleted or
+// re-created spec. A write that meets a changed partition
+// (ErrStaleMetadata) reads etcd again and recomputes; a refused fence or
+// the session's end sends the node back to campaigning.
 //
 // # Placement
 //

@@ -25,6 +25,17 @@ var (
 	ErrInvalidISR = errors.New("cluster: invalid ISR")
 	// ErrUnknownPartition: the partition has no assignment in etcd.
 	ErrUnknownPartition = errors.New("cluster: unknown partition")
+	// ErrTopicExists: a topic spec of that name is already in etcd.
+	ErrTopicExists = errors.New("cluster: topic already exists")
+	// ErrUnknownTopic: no topic spec of that name is in etcd.
+	ErrUnknownTopic = errors.New("cluster: unknown topic")
+	// ErrInvalidTopic: a topic name that cannot be a key (empty, or with a
+	// '/'), or a spec without a topic ID. Kafka's name rule is the
+	// receiving node's to apply before it writes a spec.
+	ErrInvalidTopic = errors.New("cluster: invalid topic")
+	// ErrInvalidPartitions: a partition count below 1, or a growth that
+	// does not raise the count (Kafka's INVALID_PARTITIONS).
+	ErrInvalidPartitions = errors.New("cluster: invalid partition count")
 )
 
 // NoLeader is the leader of a partition that has none (Kafka's -1).
@@ -37,6 +48,11 @@ type Node struct {
 	Host string `json:"host"`
 	Port int32  `json:"port"`
 	Rack string `json:"rack,omitempty"` // broker.rack; empty when not set
+	// Drained is set from the node's drain/<nodeID> mark (Drain), not
+	// from its registry value: the controller leads nothing on a drained
+	// node that another in-sync replica can lead, and places nothing new
+	// on it.
+	Drained bool `json:"-"`
 }
 
 // TopicPartition names one partition.
@@ -132,8 +148,23 @@ func controllerPrefix(clusterID string) string { return clusterPrefix(clusterID)
 
 func topicsPrefix(clusterID string) string { return clusterPrefix(clusterID) + "topics/" }
 
+// topicKey is a topic's spec; its partitions are under
+// partitionsPrefix, which ends in '/' so that it never matches a longer
+// topic name.
+func topicKey(clusterID, topic string) string { return topicsPrefix(clusterID) + topic }
+
+func partitionsPrefix(clusterID, topic string) string {
+	return topicKey(clusterID, topic) + "/partitions/"
+}
+
 func partitionKey(clusterID string, tp TopicPartition) string {
-	return topicsPrefix(clusterID) + tp.Topic + "/partitions/" + strconv.FormatInt(int64(tp.Partition), 10)
+	return partitionsPrefix(clusterID, tp.Topic) + strconv.FormatInt(int64(tp.Partition), 10)
+}
+
+func drainPrefix(clusterID string) string { return clusterPrefix(clusterID) + "drain/" }
+
+func drainKey(clusterID string, id int32) string {
+	return drainPrefix(clusterID) + strconv.FormatInt(int64(id), 10)
 }
 
 // parseNodeKey returns the node ID of a key under nodesPrefix.
@@ -142,28 +173,57 @@ func parseNodeKey(clusterID, key string) (int32, error) {
 	if !ok {
 		return 0, fmt.Errorf("cluster: %q is not a node key", key)
 	}
-	id, err := strconv.ParseInt(rest, 10, 32)
+	id, err := parseNodeID(rest)
 	if err != nil {
 		return 0, fmt.Errorf("cluster: node key %q: %w", key, err)
+	}
+	return id, nil
+}
+
+// parseDrainKey returns the node ID of a key under drainPrefix.
+func parseDrainKey(clusterID, key string) (int32, error) {
+	rest, ok := strings.CutPrefix(key, drainPrefix(clusterID))
+	if !ok {
+		return 0, fmt.Errorf("cluster: %q is not a drain key", key)
+	}
+	id, err := parseNodeID(rest)
+	if err != nil {
+		return 0, fmt.Errorf("cluster: drain key %q: %w", key, err)
+	}
+	return id, nil
+}
+
+func parseNodeID(s string) (int32, error) {
+	id, err := strconv.ParseInt(s, 10, 32)
+	if err != nil {
+		return 0, err
 	}
 	return int32(id), nil
 }
 
-// parsePartitionKey returns the partition of a key under topicsPrefix.
-func parsePartitionKey(clusterID, key string) (TopicPartition, error) {
+// parseTopicKey splits a key under topicsPrefix: topics/<topic> is a
+// topic's spec (isPartition false), topics/<topic>/partitions/<n> one of
+// its partitions.
+func parseTopicKey(clusterID, key string) (topic string, tp TopicPartition, isPartition bool, err error) {
 	rest, ok := strings.CutPrefix(key, topicsPrefix(clusterID))
 	if !ok {
-		return TopicPartition{}, fmt.Errorf("cluster: %q is not a partition key", key)
+		return "", TopicPartition{}, false, fmt.Errorf("cluster: %q is not a topic key", key)
+	}
+	if !strings.Contains(rest, "/") {
+		if rest == "" {
+			return "", TopicPartition{}, false, fmt.Errorf("cluster: topic key %q has no topic", key)
+		}
+		return rest, TopicPartition{}, false, nil
 	}
 	topic, number, ok := strings.Cut(rest, "/partitions/")
 	if !ok || topic == "" {
-		return TopicPartition{}, fmt.Errorf("cluster: partition key %q has no topic", key)
+		return "", TopicPartition{}, false, fmt.Errorf("cluster: partition key %q has no topic", key)
 	}
 	n, err := strconv.ParseInt(number, 10, 32)
 	if err != nil || n < 0 {
-		return TopicPartition{}, fmt.Errorf("cluster: partition key %q: bad partition number", key)
+		return "", TopicPartition{}, false, fmt.Errorf("cluster: partition key %q: bad partition number", key)
 	}
-	return TopicPartition{Topic: topic, Partition: int32(n)}, nil
+	return topic, TopicPartition{Topic: topic, Partition: int32(n)}, true, nil
 }
 
 func decodeNode(clusterID, key string, value []byte) (Node, error) {

@@ -25,7 +25,7 @@ type nodeLoad struct {
 }
 
 // AssignReplicas places the partitions not yet in existing: each gets
-// min(replicationFactor, len(live)) distinct live replicas (placeOne: the
+// min(replicationFactor, live nodes not drained) distinct replicas (placeOne: the
 // leader evens out leaderships, the followers replicas, spread over racks
 // when nodes have racks). Counts include existing assignments, so
 // a node that just joined gets the new partitions until it has its share.
@@ -35,20 +35,23 @@ func AssignReplicas(live []Node, existing Assignments, partitions []NewPartition
 	if replicationFactor < 1 {
 		return nil, fmt.Errorf("cluster: replication factor %d", replicationFactor)
 	}
-	if len(live) == 0 {
-		return nil, ErrNoLiveNodes
-	}
-	rf := min(replicationFactor, len(live))
 	loads := make([]*nodeLoad, 0, len(live))
 	byID := make(map[int32]*nodeLoad, len(live))
 	for _, n := range live {
 		if _, dup := byID[n.ID]; dup {
 			return nil, fmt.Errorf("cluster: node %d listed twice as live", n.ID)
 		}
+		if n.Drained {
+			continue
+		}
 		l := &nodeLoad{node: n}
 		loads = append(loads, l)
 		byID[n.ID] = l
 	}
+	if len(loads) == 0 {
+		return nil, ErrNoLiveNodes
+	}
+	rf := min(replicationFactor, len(loads))
 	slices.SortFunc(loads, func(a, b *nodeLoad) int { return cmp.Compare(a.node.ID, b.node.ID) })
 	for _, a := range existing {
 		for _, r := range a.Replicas {
@@ -131,37 +134,28 @@ func placeOne(loads []*nodeLoad, rf int) []int32 {
 // ElectLeaders returns the assignments that change when the live nodes are
 // live: lost nodes leave the ISR (unless none of the ISR is live: the ISR
 // then stays as it was, so that one of its members can lead again when it
-// returns), and a partition whose leader is lost, or that has none, is led
-// by its first replica (in replica order) that is live and in the ISR, with
-// the leader epoch bumped. With no such replica the partition is
-// leaderless (NoLeader), also with the epoch bumped if it had a leader: an
-// out-of-sync replica is never elected.
+// returns), and a partition whose leader is lost or drained, or that has
+// none, gets a new leader (electLeader), with the leader epoch bumped. An
+// out-of-sync replica is never elected: with no live in-sync replica the
+// partition is leaderless (NoLeader), also with the epoch bumped if it had
+// a leader. Drained nodes stay replicas and in the ISR.
 func ElectLeaders(live []Node, existing Assignments) Assignments {
-	isLive := make(map[int32]bool, len(live))
+	nodes := make(map[int32]Node, len(live))
 	for _, n := range live {
-		isLive[n.ID] = true
+		nodes[n.ID] = n
 	}
 	out := make(Assignments)
 	for tp, a := range existing {
 		isr := make([]int32, 0, len(a.ISR))
 		for _, r := range a.ISR {
-			if isLive[r] {
+			if _, ok := nodes[r]; ok {
 				isr = append(isr, r)
 			}
 		}
 		if len(isr) == 0 {
 			isr = slices.Clone(a.ISR)
 		}
-		leader := a.Leader
-		if leader == NoLeader || !isLive[leader] {
-			leader = NoLeader
-			for _, r := range a.Replicas {
-				if isLive[r] && slices.Contains(isr, r) {
-					leader = r
-					break
-				}
-			}
-		}
+		leader := electLeader(nodes, a.Replicas, isr, a.Leader)
 		if leader == a.Leader && slices.Equal(isr, a.ISR) {
 			continue
 		}
@@ -178,6 +172,32 @@ func ElectLeaders(live []Node, existing Assignments) Assignments {
 		}
 	}
 	return out
+}
+
+// electLeader returns a partition's leader given the live nodes: the
+// current one while it is live and not drained; else the first replica
+// (in replica order, the preferred first) that is live, in the ISR and not
+// drained; else the current one if it is live (drained, but no other
+// in-sync replica can take over: moving would take the partition offline);
+// else the first live in-sync replica even if drained; else NoLeader.
+func electLeader(nodes map[int32]Node, replicas, isr []int32, current int32) int32 {
+	if n, ok := nodes[current]; ok && !n.Drained {
+		return current
+	}
+	for _, r := range replicas {
+		if n, ok := nodes[r]; ok && !n.Drained && slices.Contains(isr, r) {
+			return r
+		}
+	}
+	if _, ok := nodes[current]; ok {
+		return current
+	}
+	for _, r := range replicas {
+		if _, ok := nodes[r]; ok && slices.Contains(isr, r) {
+			return r
+		}
+	}
+	return NoLeader
 }
 
 func compareTopicPartition(a, b TopicPartition) int {

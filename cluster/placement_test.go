@@ -144,6 +144,40 @@ func TestAssignReplicasErrors(t *testing.T) {
 	if _, err := AssignReplicas(nodes(1, 1), nil, newPartitions("t", 1), 1); err == nil {
 		t.Error("a node listed twice accepted")
 	}
+	if _, err := AssignReplicas(drain(nodes(1, 2), 1, 2), nil, newPartitions("t", 1), 1); !errors.Is(err, ErrNoLiveNodes) {
+		t.Errorf("every live node drained: %v", err)
+	}
+}
+
+// drain marks ids drained in ns.
+func drain(ns []Node, ids ...int32) []Node {
+	for i := range ns {
+		ns[i].Drained = slices.Contains(ids, ns[i].ID)
+	}
+	return ns
+}
+
+// TestAssignReplicasSkipsDrained: nothing new goes to a drained node, and
+// the replication factor is capped by the undrained live nodes.
+func TestAssignReplicasSkipsDrained(t *testing.T) {
+	got, err := AssignReplicas(drain(nodes(1, 2, 3, 4), 2), nil, newPartitions("t", 12), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, a := range got {
+		if len(a.Replicas) != 3 || slices.Contains(a.Replicas, 2) {
+			t.Errorf("%s: %+v, want 3 replicas without drained node 2", tp, a)
+		}
+	}
+	got, err = AssignReplicas(drain(nodes(1, 2, 3), 2, 3), nil, newPartitions("t", 2), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tp, a := range got {
+		if !slices.Equal(a.Replicas, []int32{1}) {
+			t.Errorf("%s: %+v, want node 1 alone", tp, a)
+		}
+	}
 }
 
 func TestElectLeaders(t *testing.T) {
@@ -176,6 +210,22 @@ func TestElectLeaders(t *testing.T) {
 		{"nothing live", nil,
 			Assignment{Replicas: []int32{1, 2}, Leader: 2, LeaderEpoch: 0, ISR: []int32{1, 2}},
 			&Assignment{Replicas: []int32{1, 2}, Leader: NoLeader, LeaderEpoch: 1, ISR: []int32{1, 2}}},
+		{"leader drained: first in-sync undrained replica leads, epoch+1, ISR kept", drain(nodes(1, 2, 3), 1),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			&Assignment{Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5, ISR: []int32{1, 2, 3}}},
+		{"leader drained: out-of-sync replica 2 skipped", drain(nodes(1, 2, 3), 1),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 3}},
+			&Assignment{Replicas: []int32{1, 2, 3}, Leader: 3, LeaderEpoch: 5, ISR: []int32{1, 3}}},
+		{"leader drained, alone in sync: it keeps leading", drain(nodes(1, 2, 3), 1),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1}}, nil},
+		{"follower drained: no change", drain(nodes(1, 2, 3), 2),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}}, nil},
+		{"leader lost, undrained replica preferred over a drained one", drain(nodes(2, 3), 2),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2, 3}},
+			&Assignment{Replicas: []int32{1, 2, 3}, Leader: 3, LeaderEpoch: 5, ISR: []int32{2, 3}}},
+		{"leader lost, only a drained replica in sync: it leads rather than none", drain(nodes(2, 3), 2),
+			Assignment{Replicas: []int32{1, 2, 3}, Leader: 1, LeaderEpoch: 4, ISR: []int32{1, 2}},
+			&Assignment{Replicas: []int32{1, 2, 3}, Leader: 2, LeaderEpoch: 5, ISR: []int32{2}}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,11 +1,8 @@
 package cluster
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -55,19 +52,44 @@ func Join(ctx context.Context, client *clientv3.Client, clusterID string, node N
 		}
 		return nil, err
 	}
+	return keepAlive(ctx, client, node, grant.ID)
+}
+
+// keepAlive renews lease, the lease of node's key, until Close.
+func keepAlive(ctx context.Context, client *clientv3.Client, node Node, lease clientv3.LeaseID) (*Registration, error) {
 	keepAliveCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	alive, err := client.KeepAlive(keepAliveCtx, grant.ID)
+	alive, err := client.KeepAlive(keepAliveCtx, lease)
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("cluster: node %d: keep-alive: %w", node.ID, err)
 	}
-	r := &Registration{client: client, node: node, lease: grant.ID, cancel: cancel, lost: make(chan struct{})}
+	r := &Registration{client: client, node: node, lease: lease, cancel: cancel, lost: make(chan struct{})}
 	go func() {
 		defer close(r.lost)
 		for range alive { // the client renews; the channel closes when the lease is gone or keepAliveCtx ends
 		}
 	}()
 	return r, nil
+}
+
+// Rejoin registers a node whose registration was lost. When its lease
+// still lives in etcd, the keep-alive resumes on it and the node's key
+// never left the registry: etcd was unreachable for longer than the TTL
+// (the client gave the lease up), but a restarted or re-elected etcd
+// gives every lease a full TTL again, so nothing saw the node go. When
+// the lease is gone, the node joins anew (Join; ErrDuplicateNode cannot
+// happen for a key whose lease is gone). lost must have ended (Lost).
+func Rejoin(ctx context.Context, lost *Registration, clusterID string, ttl time.Duration) (*Registration, error) {
+	resp, err := lost.client.TimeToLive(ctx, lost.lease)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: node %d: lease: %w", lost.node.ID, err)
+	}
+	if resp.TTL > 0 {
+		if r, err := keepAlive(ctx, lost.client, lost.node, lost.lease); err == nil {
+			return r, nil
+		}
+	}
+	return Join(ctx, lost.client, clusterID, lost.node, ttl)
 }
 
 // Lost is closed when the registration's keep-alive has ended, by Close or
@@ -98,93 +120,23 @@ func LiveNodes(ctx context.Context, client *clientv3.Client, clusterID string) (
 	return state.liveNodes(), nil
 }
 
-// clusterState is one consistent read of a cluster's registry and
-// partitions, at one etcd revision.
-type clusterState struct {
-	nodes      map[int32]Node
-	partitions map[TopicPartition]PartitionState
-	revision   int64
-}
-
-func newClusterState() clusterState {
-	return clusterState{nodes: make(map[int32]Node), partitions: make(map[TopicPartition]PartitionState)}
-}
-
-// liveNodes returns the registered nodes by ID.
-func (s clusterState) liveNodes() []Node {
-	out := make([]Node, 0, len(s.nodes))
-	for _, n := range s.nodes {
-		out = append(out, n)
+// Drain sets (drain true) or clears node nodeID's drain mark, the key
+// drain/<nodeID>. The mark is a key of its own rather than a field of the
+// node's registry value because that value is the node's, under the node's
+// lease: an operator's mark must survive the node's restart (a node
+// drained for maintenance stays drained when it comes back) and must be
+// settable while the node is down. Its presence is the mark; its value is
+// "{}". Setting a set mark or clearing a clear one is not an error.
+func Drain(ctx context.Context, client *clientv3.Client, clusterID string, nodeID int32, drain bool) error {
+	key := drainKey(clusterID, nodeID)
+	var err error
+	if drain {
+		_, err = client.Put(ctx, key, "{}")
+	} else {
+		_, err = client.Delete(ctx, key)
 	}
-	slices.SortFunc(out, func(a, b Node) int { return cmp.Compare(a.ID, b.ID) })
-	return out
-}
-
-func (s clusterState) assignments() Assignments {
-	out := make(Assignments, len(s.partitions))
-	for tp, p := range s.partitions {
-		out[tp] = p.Assignment
-	}
-	return out
-}
-
-// readState reads the whole cluster prefix in one Get, so the nodes and the
-// partitions are of the same revision. The controller's election keys are
-// skipped.
-func readState(ctx context.Context, client *clientv3.Client, clusterID string) (clusterState, error) {
-	resp, err := client.Get(ctx, clusterPrefix(clusterID), clientv3.WithPrefix())
 	if err != nil {
-		return clusterState{}, fmt.Errorf("cluster: read %s: %w", clusterPrefix(clusterID), err)
-	}
-	state := newClusterState()
-	state.revision = resp.Header.Revision
-	for _, kv := range resp.Kvs {
-		if err := state.put(clusterID, string(kv.Key), kv.Value, kv.ModRevision); err != nil {
-			return clusterState{}, err
-		}
-	}
-	return state, nil
-}
-
-// put sets one key's value in the state; keys of the prefix that are
-// neither nodes nor partitions (the election's) are not the state's.
-func (s *clusterState) put(clusterID, key string, value []byte, modRevision int64) error {
-	switch {
-	case strings.HasPrefix(key, nodesPrefix(clusterID)):
-		n, err := decodeNode(clusterID, key, value)
-		if err != nil {
-			return err
-		}
-		s.nodes[n.ID] = n
-	case strings.HasPrefix(key, topicsPrefix(clusterID)):
-		tp, err := parsePartitionKey(clusterID, key)
-		if err != nil {
-			return err
-		}
-		a, err := decodeAssignment(tp, value)
-		if err != nil {
-			return err
-		}
-		s.partitions[tp] = PartitionState{Assignment: a, ModRevision: modRevision}
-	}
-	return nil
-}
-
-// remove deletes one key from the state.
-func (s *clusterState) remove(clusterID, key string) error {
-	switch {
-	case strings.HasPrefix(key, nodesPrefix(clusterID)):
-		id, err := parseNodeKey(clusterID, key)
-		if err != nil {
-			return err
-		}
-		delete(s.nodes, id)
-	case strings.HasPrefix(key, topicsPrefix(clusterID)):
-		tp, err := parsePartitionKey(clusterID, key)
-		if err != nil {
-			return err
-		}
-		delete(s.partitions, tp)
+		return fmt.Errorf("cluster: drain node %d (%v): %w", nodeID, drain, err)
 	}
 	return nil
 }

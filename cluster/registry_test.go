@@ -153,3 +153,61 @@ func TestRegistryLeaseExpires(t *testing.T) {
 		return len(live) == 0, err
 	})
 }
+
+// TestRejoin: a node whose keep-alive ended while its lease still lives
+// (etcd was unreachable for a while) resumes on the same lease, its key
+// never leaving; one whose lease is gone joins anew.
+func TestRejoin(t *testing.T) {
+	client, clusterID, ctx := testClient(t), testCluster(t), testContext(t)
+	node := Node{ID: 4, Host: "127.0.0.1", Port: 9004}
+	r, err := Join(ctx, client, clusterID, node, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := nodeKey(clusterID, node.ID)
+	before, err := client.Get(ctx, key)
+	if err != nil || len(before.Kvs) != 1 {
+		t.Fatalf("get %s: %v %v", key, before, err)
+	}
+	r.cancel() // the keep-alive gives up, the lease lives on
+	<-r.Lost()
+	resumed, err := Rejoin(ctx, r, clusterID, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resumed.lease != r.lease {
+		t.Fatalf("rejoined on lease %x, want the living lease %x", resumed.lease, r.lease)
+	}
+	// Past two TTLs the key is the same key: renewed, never re-created.
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		after, err := client.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after.Kvs) != 1 || after.Kvs[0].CreateRevision != before.Kvs[0].CreateRevision {
+			t.Fatalf("the node's key left the registry after a rejoin on its living lease: %v", after.Kvs)
+		}
+		select {
+		case <-resumed.Lost():
+			t.Fatal("the resumed keep-alive ended")
+		case <-time.After(250 * time.Millisecond): // the key is checked at each tick for 5 s: two TTLs and more
+		}
+	}
+
+	if _, err := client.Revoke(ctx, resumed.lease); err != nil {
+		t.Fatal(err)
+	}
+	<-resumed.Lost()
+	anew, err := Rejoin(ctx, resumed, clusterID, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer anew.Close(ctx)
+	if anew.lease == resumed.lease {
+		t.Fatal("rejoined on a revoked lease")
+	}
+	if live, err := LiveNodes(ctx, client, clusterID); err != nil || len(live) != 1 || live[0].ID != 4 {
+		t.Fatalf("live after joining anew: %+v, %v", live, err)
+	}
+}

@@ -122,7 +122,7 @@ func (n *Node) mirrorMetricsBuilt() *mirrorMetrics {
 			Buckets: fetchLatencyBuckets,
 		}, []string{"mirror", "source_broker"})
 		mm.registry.MustRegister(mm.fetchLatency, newMirrorCollector(n), newLogDirCollector(n), newLogRecoveryCollector(n), newLogFilesCollector(n),
-			newOfflineCollector(n))
+			newOfflineCollector(n), newClusterCollector(n))
 	})
 	return mm
 }

@@ -32,6 +32,8 @@ type Node struct {
 	// followers fetch the partitions this node follows in a cluster
 	// (replica_fetcher.go).
 	followers replicaFetchers
+	// member is the node's link to its cluster (cluster.go); nil alone.
+	member *clusterNode
 }
 
 // OpenNode opens the Kafka node of the data directory, replays
@@ -71,8 +73,10 @@ func OpenNode(cfg NodeConfig) (*Node, error) {
 	return n, nil
 }
 
-// Close stops every mirror, then closes the Kafka node.
+// Close leaves the cluster (if any), stops every mirror, then closes the
+// Kafka node.
 func (n *Node) Close() error {
+	n.closeCluster()
 	n.stopFollowing()
 	n.mirrorsMu.Lock()
 	for name, m := range n.mirrors {

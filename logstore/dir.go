@@ -125,33 +125,77 @@ func OpenDir(fs vfs.FS, dirPath string, cfg Config) (*Dir, error) {
 
 // loadMeta reads meta.properties, writing a new cluster ID at first start.
 func (d *Dir) loadMeta() error {
-	name := path.Join(d.path, metaPropertiesName)
-	data, ok, err := ReadFile(d.fs, name)
+	meta, ok, err := ReadMeta(d.fs, d.path)
 	if err != nil {
 		return err
 	}
 	if !ok {
-		d.clusterID, d.nodeID = rb.NewTopicID().String(), defaultNodeID
-		meta := fmt.Appendf(nil, "version=1\ncluster.id=%s\nnode.id=%d\n", d.clusterID, d.nodeID)
-		return WriteFileAtomic(d.fs, d.path, metaPropertiesName, meta)
+		meta = Meta{ClusterID: rb.NewTopicID().String(), NodeID: defaultNodeID}
+		if err := FormatDir(d.fs, d.path, meta); err != nil {
+			return err
+		}
 	}
+	d.clusterID, d.nodeID = meta.ClusterID, meta.NodeID
+	return nil
+}
+
+// Meta is a data directory's identity, as meta.properties holds it.
+type Meta struct {
+	ClusterID string // Kafka's base64 UUID form
+	NodeID    int32
+}
+
+// ReadMeta reads the meta.properties of the data directory at dirPath;
+// ok is false when there is none (the directory was never opened).
+func ReadMeta(fs vfs.FS, dirPath string) (meta Meta, ok bool, err error) {
+	name := path.Join(dirPath, metaPropertiesName)
+	data, ok, err := ReadFile(fs, name)
+	if err != nil || !ok {
+		return Meta{}, false, err
+	}
+	meta.NodeID = defaultNodeID
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		key, value, _ := strings.Cut(string(line), "=")
 		switch key {
 		case "cluster.id":
-			d.clusterID = value
+			meta.ClusterID = value
 		case "node.id":
 			n, err := strconv.ParseInt(value, 10, 32)
 			if err != nil {
-				return fmt.Errorf("%w: %s line %d: node.id %q", ErrCorrupt, name, i+1, value)
+				return Meta{}, false, fmt.Errorf("%w: %s line %d: node.id %q", ErrCorrupt, name, i+1, value)
 			}
-			d.nodeID = int32(n)
+			meta.NodeID = int32(n)
 		}
 	}
-	if _, err := rb.ParseTopicID(d.clusterID); err != nil {
-		return fmt.Errorf("%w: %s: cluster.id %q", ErrCorrupt, name, d.clusterID)
+	if _, err := rb.ParseTopicID(meta.ClusterID); err != nil {
+		return Meta{}, false, fmt.Errorf("%w: %s: cluster.id %q", ErrCorrupt, name, meta.ClusterID)
 	}
-	return nil
+	return meta, true, nil
+}
+
+// FormatDir gives the data directory at dirPath its identity (Kafka's
+// kafka-storage format): it writes meta.properties when there is none,
+// and refuses a directory that already has another identity, as a Kafka
+// broker refuses a log dir of another cluster or node.
+func FormatDir(fs vfs.FS, dirPath string, meta Meta) error {
+	if _, err := rb.ParseTopicID(meta.ClusterID); err != nil {
+		return fmt.Errorf("logstore: cluster ID %q: %w", meta.ClusterID, err)
+	}
+	have, ok, err := ReadMeta(fs, dirPath)
+	if err != nil {
+		return err
+	}
+	if ok {
+		if have != meta {
+			return fmt.Errorf("logstore: %s belongs to cluster %s as node %d, not to cluster %s as node %d", dirPath, have.ClusterID, have.NodeID, meta.ClusterID, meta.NodeID)
+		}
+		return nil
+	}
+	if err := fs.MkdirAll(dirPath); err != nil {
+		return err
+	}
+	data := fmt.Appendf(nil, "version=1\ncluster.id=%s\nnode.id=%d\n", meta.ClusterID, meta.NodeID)
+	return WriteFileAtomic(fs, dirPath, metaPropertiesName, data)
 }
 
 func (d *Dir) loadPartitions() error {

@@ -13,9 +13,15 @@
 // LogTail returns its end for a failing test to print, and RaceReported
 // says whether the race detector wrote a report into it.
 //
-// Tool finds an external tool a test runs (kcat, chromium, promtool):
+// Tool finds an external tool a test runs (kcat, chromium, promtool, etcd):
 // $MIRRORD_<TOOL>, the module's .cache/bin (scripts/install-*.sh) or PATH;
 // missing, the test fails under CI=true and skips otherwise.
+//
+// StartEtcd runs a single-member etcd (the control plane of a mirrord
+// cluster) for a test: the etcd Tool finds, its data directory in
+// t.TempDir(), client and peer ports on 127.0.0.1 that every start
+// reuses, so Stop then Start is "etcd unavailable for a while" to its
+// clients; it is ready when /health says true, and t.Cleanup kills it.
 //
 // Every wait has a deadline and polls the exact condition; nothing sleeps,
 // and a server dies with the process that started it (PR_SET_PDEATHSIG).

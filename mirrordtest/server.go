@@ -313,8 +313,12 @@ func (s *Server) RaceReported() (bool, error) {
 
 // LogTail is the end of the log of every run, at most maxBytes from a
 // line start.
-func (s *Server) LogTail(maxBytes int) (string, error) {
-	data, err := os.ReadFile(s.LogPath)
+func (s *Server) LogTail(maxBytes int) (string, error) { return logTail(s.LogPath, maxBytes) }
+
+// logTail is the end of the file at path, at most maxBytes from a line
+// start.
+func logTail(path string, maxBytes int) (string, error) {
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", err
 	}

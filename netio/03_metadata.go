@@ -1,7 +1,8 @@
 package netio
 
-// Metadata, versions 0-13. This node is the only broker and leads every
-// partition (replicas and ISR are just this node). Topic IDs from v10;
+// Metadata, versions 0-13. A node alone is the only broker and leads every
+// partition (replicas and ISR are just this node); a cluster node answers
+// for the whole cluster (cluster.go). Topic IDs from v10;
 // topics may be asked for by ID from v12 (answered by name). A null topic
 // list (v1+; an empty list in v0) asks for every topic. Unknown topics are
 // created when the request allows auto creation and the backend agrees,
@@ -28,9 +29,12 @@ func serveMetadata(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Requ
 	resp := req.ResponseKind().(*kmsg.MetadataResponse)
 	backend := c.server.backend
 	cluster := c.cluster()
-	resp.Brokers = []kmsg.MetadataResponseBroker{{NodeID: cluster.NodeID, Host: cluster.Host, Port: cluster.Port}}
+	brokers, controller := c.brokers()
+	for _, b := range brokers {
+		resp.Brokers = append(resp.Brokers, kmsg.MetadataResponseBroker{NodeID: b.NodeID, Host: b.Host, Port: b.Port, Rack: b.rack()})
+	}
 	resp.ClusterID = &cluster.ClusterID
-	resp.ControllerID = cluster.NodeID
+	resp.ControllerID = controller
 	if req.IncludeClusterAuthorizedOperations {
 		resp.AuthorizedOperations = c.describedOperations(resourceCluster, acl.ClusterName)
 	}
@@ -126,25 +130,56 @@ func lookupTopic(backend Backend, name *string, id [16]byte) (TopicInfo, error) 
 }
 
 func metadataTopic(c *conn, req *kmsg.MetadataRequest, t TopicInfo) kmsg.MetadataResponseTopic {
-	node := c.server.backend.Cluster().NodeID
 	name := t.Name
 	mt := kmsg.NewMetadataResponseTopic()
 	mt.Topic, mt.TopicID, mt.IsInternal = &name, t.ID, t.Internal
 	if req.IncludeTopicAuthorizedOperations {
 		mt.AuthorizedOperations = c.authorizedOperations(resourceTopic, t.Name)
 	}
+	clustered := c.clusterBackend() != nil
 	for i := range t.Partitions {
-		mp := kmsg.NewMetadataResponseTopicPartition()
-		mp.Partition, mp.Leader = i, node
-		mp.Replicas, mp.ISR = []int32{node}, []int32{node}
-		if p, err := c.server.backend.Partition(t.Name, i); err == nil {
-			mp.LeaderEpoch = int32(p.LeaderEpoch())
-		} else if mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError); mp.ErrorCode == kerr.KafkaStorageError.Code {
-			// An offline log: as Kafka's metadata for the only replica in
-			// a failed log dir (KRaftMetadataCache.getPartitionMetadata).
-			mp.ErrorCode, mp.Leader, mp.OfflineReplicas = kerr.LeaderNotAvailable.Code, -1, []int32{node}
-		}
-		mt.Partitions = append(mt.Partitions, mp)
+		mt.Partitions = append(mt.Partitions, metadataPartition(c, t.Name, i, clustered))
 	}
 	return mt
+}
+
+// metadataPartition answers one partition. A node alone reads its own
+// partition; a cluster node answers from the cluster's view, so that a
+// partition it does not hold is listed with its leader elsewhere.
+func metadataPartition(c *conn, topic string, i int32, clustered bool) kmsg.MetadataResponseTopicPartition {
+	mp := kmsg.NewMetadataResponseTopicPartition()
+	mp.Partition = i
+	var p Partition
+	if !clustered {
+		var err error
+		if p, err = c.server.backend.Partition(topic, i); err != nil {
+			node := c.cluster().NodeID
+			mp.Leader, mp.Replicas, mp.ISR = node, []int32{node}, []int32{node}
+			if mp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError); mp.ErrorCode == kerr.KafkaStorageError.Code {
+				// An offline log: as Kafka's metadata for the only replica in
+				// a failed log dir (KRaftMetadataCache.getPartitionMetadata).
+				mp.ErrorCode, mp.Leader, mp.OfflineReplicas = kerr.LeaderNotAvailable.Code, -1, []int32{node}
+			}
+			return mp
+		}
+	}
+	r, ok := c.replication(topic, i, p)
+	if !ok {
+		mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
+		return mp
+	}
+	mp.Leader, mp.LeaderEpoch, mp.Replicas, mp.ISR = r.Leader, int32(r.LeaderEpoch), r.Replicas, r.ISR
+	if clustered {
+		// As KRaftMetadataCache: a leader that is not live (or none) is
+		// LEADER_NOT_AVAILABLE, and replicas not live are offline.
+		for _, id := range r.Replicas {
+			if _, live := c.brokerByID(id); !live {
+				mp.OfflineReplicas = append(mp.OfflineReplicas, id)
+			}
+		}
+		if _, live := c.brokerByID(r.Leader); !live {
+			mp.ErrorCode, mp.Leader = kerr.LeaderNotAvailable.Code, -1
+		}
+	}
+	return mp
 }

@@ -1,8 +1,9 @@
 package netio
 
-// FindCoordinator, versions 0-6. This node is every coordinator: the group
-// coordinator (type 0) and the transaction coordinator (type 1) of every
-// key. v4+ asks for a batch of keys (KIP-699) and gets one answer per key,
+// FindCoordinator, versions 0-6. A node alone is every coordinator: the
+// group coordinator (type 0) and the transaction coordinator (type 1) of
+// every key; in a cluster the backend names the node (no live one:
+// COORDINATOR_NOT_AVAILABLE). v4+ asks for a batch of keys (KIP-699) and gets one answer per key,
 // each with the error message "" (Kafka sets none there); v0-3 ask for
 // one key and get one answer, with an error message ("NONE" on success,
 // Kafka's Errors.message()). Share coordinators (type 2,
@@ -53,6 +54,17 @@ func serveFindCoordinator(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 		}
 		none := "NONE" // Kafka's Errors.NONE.message()
 		sc.NodeID, sc.Host, sc.Port, sc.ErrorMessage = cluster.NodeID, cluster.Host, cluster.Port, &none
+		if cb := c.clusterBackend(); cb != nil {
+			b, ok := cb.Coordinator(req.CoordinatorType, key)
+			if !ok {
+				// As Kafka while the coordinator's partition has no leader.
+				message := kerr.CoordinatorNotAvailable.Description
+				sc.ErrorCode, sc.ErrorMessage = kerr.CoordinatorNotAvailable.Code, &message
+				sc.NodeID, sc.Host, sc.Port = -1, "", -1
+				return sc
+			}
+			sc.NodeID, sc.Host, sc.Port = b.NodeID, b.Host, b.Port
+		}
 		return sc
 	}
 	if req.Version >= findCoordinatorBatchVersion {

@@ -1,8 +1,9 @@
 package netio
 
 // DescribeCluster, versions 0-2 (KIP-700). Answers this node's cluster ID
-// and the one broker, which is also the controller ID clients see (a
-// KRaft broker answers a live broker there too). As Kafka's
+// and the brokers (cluster.go: this one alone, or every live node of a
+// cluster), and the controller ID clients see (alone, this node: a KRaft
+// broker answers a live broker there too). As Kafka's
 // AuthHelper.computeDescribeClusterResponse: EndpointType (v1+) 1 asks for
 // brokers; 2 (controllers) is MISMATCHED_ENDPOINT_TYPE, as a broker
 // answers; any other value is UNSUPPORTED_ENDPOINT_TYPE. With no
@@ -47,10 +48,13 @@ func serveDescribeCluster(_ context.Context, c *conn, _ RequestHeader, kreq kmsg
 		return resp, nil
 	}
 	cluster := c.cluster()
-	resp.ClusterID, resp.ControllerID = cluster.ClusterID, cluster.NodeID
-	broker := kmsg.NewDescribeClusterResponseBroker()
-	broker.NodeID, broker.Host, broker.Port = cluster.NodeID, cluster.Host, cluster.Port
-	resp.Brokers = []kmsg.DescribeClusterResponseBroker{broker}
+	brokers, controller := c.brokers()
+	resp.ClusterID, resp.ControllerID = cluster.ClusterID, controller
+	for _, b := range brokers {
+		broker := kmsg.NewDescribeClusterResponseBroker()
+		broker.NodeID, broker.Host, broker.Port, broker.Rack = b.NodeID, b.Host, b.Port, b.rack()
+		resp.Brokers = append(resp.Brokers, broker)
+	}
 	if req.IncludeClusterAuthorizedOperations {
 		resp.ClusterAuthorizedOperations = c.describedOperations(resourceCluster, clusterResourceName)
 	}

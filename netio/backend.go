@@ -59,6 +59,22 @@ type ClusterBackend interface {
 	Brokers(listener string) []Broker
 	// ControllerID is the node that is the controller now, -1 when none.
 	ControllerID() int32
+	// Replication is one partition as the cluster has it (its leader,
+	// leader epoch, replicas and ISR), whichever nodes hold it; ok is
+	// false when the cluster has not placed it.
+	Replication(topic string, partition int32) (r Replication, ok bool)
+	// Coordinator is the node coordinating a group or transactional ID
+	// (FindCoordinator); ok is false when there is none (no live node).
+	Coordinator(coordinatorType int8, key string) (b Broker, ok bool)
+}
+
+// Replication is one partition's leader (-1: none, the partition is
+// offline), leader epoch, replicas (the preferred leader first) and ISR.
+type Replication struct {
+	Leader      int32
+	LeaderEpoch rb.Epoch
+	Replicas    []int32
+	ISR         []int32
 }
 
 // ReplicatedPartition is a Partition with replicas on several nodes.

@@ -4,6 +4,7 @@
 //	mirrord demo [--seconds N] [--log-format text|json]   live mirroring demo ending in a failover
 //	mirrord serve --data-dir DIR --listen HOST:PORT [--http-listen HOST:PORT] [--log-format text|json]
 //	mirrord mirrors --bootstrap-server HOST:PORT ACTION [options]   mirror administration
+//	mirrord nodes --etcd-endpoints HOST:PORT,... [--drain N | --undrain N] [--json]   a cluster's nodes
 package main
 
 import (
@@ -22,6 +23,8 @@ commands:
             [--config server.properties] [--log-format text|json] (mirrord serve --help)
   mirrors   mirror administration: --bootstrap-server HOST:PORT and one of --create --start --stop
             --pause --resume --recover --delete --list --describe (mirrord mirrors --help)
+  nodes     a cluster's nodes, read from its etcd: --etcd-endpoints HOST:PORT,... [--json];
+            --drain N moves node N's leaderships away before maintenance, --undrain N clears the mark
 `
 
 func main() {
@@ -37,6 +40,8 @@ func main() {
 		err = runServe(args)
 	case "mirrors":
 		err = runMirrors(args)
+	case "nodes":
+		err = runNodes(args)
 	case "-h", "--help", "help":
 		fmt.Print(usage)
 		return

@@ -63,6 +63,12 @@ var propertyFlags = map[string]string{
 	"group.consumer.heartbeat.interval.ms":                        "consumer groups' (KIP-848) heartbeat interval, below the session timeout",
 	"authorizer.class.name":                                       "org.apache.kafka.metadata.authorizer.StandardAuthorizer turns the ACL authorizer on (empty: none, everything allowed)",
 	"super.users":                                                 "principals allowed everything, separated by semicolons (User:admin;User:ops)",
+	"etcd.endpoints":                                              "etcd's HOST:PORT,... : the node joins the cluster kept there (empty: it runs alone)",
+	"node.id":                                                     "the node's ID in its cluster (with --etcd-endpoints)",
+	"node.lease.ms":                                               "how long a cluster node stays registered without renewing its lease",
+	"default.replication.factor":                                  "replicas of a new topic in a cluster, capped by the live nodes",
+	"broker.rack":                                                 "the node's rack: a cluster spreads replicas over racks",
+	"replica.lag.time.max.ms":                                     "a cluster's follower not caught up for this long leaves the ISR",
 }
 
 // propertyFlagName is a property's flag: its name with dashes for dots.

@@ -1,7 +1,7 @@
 # scripts/lib/deb-tool.sh: the shared body of the scripts that make a test
 # tool available as .cache/bin/<tool> from a Debian package, without
 # installing it system-wide where that can be avoided (install-kcat.sh,
-# install-chromium.sh, install-promtool.sh). Sourced, not run.
+# install-chromium.sh, install-promtool.sh, install-etcd.sh). Sourced, not run.
 #
 # The caller sets `set -euo pipefail`, defines `works PATH` (true when the
 # binary at PATH runs), sets these variables and calls deb_tool_install:

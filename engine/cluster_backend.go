@@ -1,0 +1,194 @@
+package engine
+
+// clusterBackend is the netio.Backend of a cluster node: the node, with
+// the topics and their placement answered from the cluster (etcd through
+// the cache), and the topic admin calls made as etcd transactions.
+//
+// What a cluster does not do yet is refused with an error naming it:
+// mirrors (the mirror engine runs on one node: docs/cluster.md says how a
+// mirror's partitions will run on their leaders).
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/twmb/franz-go/pkg/kerr"
+
+	"github.com/mirrord/mirrord/cluster"
+	"github.com/mirrord/mirrord/netio"
+	rb "github.com/mirrord/mirrord/recordbatch"
+)
+
+type clusterBackend struct{ *Node }
+
+var _ netio.ClusterBackend = clusterBackend{}
+
+// errClusterMirrors refuses the mirror admin calls on a cluster node.
+var errClusterMirrors = fmt.Errorf("mirrors do not run on a mirrord cluster yet: run the mirror on a node alone: %w", kerr.InvalidRequest)
+
+func (b clusterBackend) cache() *cluster.Cache { return b.member.cache }
+
+// Topics are the cluster's topics, by name.
+func (b clusterBackend) Topics() []netio.TopicInfo {
+	specs := b.cache().Topics()
+	out := make([]netio.TopicInfo, 0, len(specs))
+	for name, spec := range specs {
+		if t, ok := topicInfo(name, spec); ok {
+			out = append(out, t)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+func topicInfo(name string, spec cluster.TopicSpec) (netio.TopicInfo, bool) {
+	id, err := rb.ParseTopicID(spec.TopicID)
+	if err != nil {
+		return netio.TopicInfo{}, false
+	}
+	return netio.TopicInfo{Name: name, ID: id, Partitions: spec.Partitions}, true
+}
+
+func (b clusterBackend) Topic(name string) (netio.TopicInfo, bool) {
+	spec, ok := b.cache().Topics()[name]
+	if !ok {
+		return netio.TopicInfo{}, false
+	}
+	return topicInfo(name, spec)
+}
+
+func (b clusterBackend) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
+	want := id.String()
+	for name, spec := range b.cache().Topics() {
+		if spec.TopicID == want {
+			return topicInfo(name, spec)
+		}
+	}
+	return netio.TopicInfo{}, false
+}
+
+// CreateTopic checks the topic as this node would create it, then puts its
+// spec in etcd (the one transaction that decides between two creates of a
+// name), and answers once the controller has placed every partition.
+func (b clusterBackend) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
+	if _, ok := b.Topic(name); ok {
+		return netio.TopicInfo{}, kerr.TopicAlreadyExists
+	}
+	info, err := b.Node.Node.CreateTopic(ctx, name, partitions, configs, true)
+	if err != nil || validateOnly {
+		return info, err
+	}
+	info.ID = rb.NewTopicID()
+	spec := cluster.TopicSpec{TopicID: info.ID.String(), Partitions: info.Partitions, Configs: configs}
+	st, err := cluster.CreateTopic(ctx, b.member.client, b.member.id, name, spec)
+	if err != nil {
+		if errors.Is(err, cluster.ErrTopicExists) {
+			return netio.TopicInfo{}, kerr.TopicAlreadyExists
+		}
+		return netio.TopicInfo{}, fmt.Errorf("engine: create topic %s: %w", name, err)
+	}
+	return info, b.waitPlaced(ctx, name, st.ModRevision)
+}
+
+// waitPlaced waits until the cache shows every partition of the topic
+// placed, as Kafka's CreateTopics answers once the controller committed.
+func (b clusterBackend) waitPlaced(ctx context.Context, name string, revision int64) error {
+	ctx, cancel := context.WithTimeout(ctx, clusterCreateTopicWait)
+	defer cancel()
+	if err := b.cache().WaitTopicPlaced(ctx, name, revision); err != nil {
+		return fmt.Errorf("engine: topic %s: the controller has not placed it: %w: %w", name, err, kerr.RequestTimedOut)
+	}
+	return nil
+}
+
+func (b clusterBackend) DeleteTopic(ctx context.Context, name string) error {
+	if _, err := cluster.DeleteTopic(ctx, b.member.client, b.member.id, name); err != nil {
+		if errors.Is(err, cluster.ErrUnknownTopic) {
+			return kerr.UnknownTopicOrPartition
+		}
+		return fmt.Errorf("engine: delete topic %s: %w", name, err)
+	}
+	return nil
+}
+
+func (b clusterBackend) CreatePartitions(ctx context.Context, name string, count int32, validateOnly bool) error {
+	t, ok := b.Topic(name)
+	switch {
+	case !ok:
+		return kerr.UnknownTopicOrPartition
+	case count < t.Partitions:
+		return fmt.Errorf("topic %s has %d partitions, which is more than the %d asked: %w", name, t.Partitions, count, kerr.InvalidPartitions)
+	case count == t.Partitions:
+		return fmt.Errorf("topic %s already has %d partitions: %w", name, count, kerr.InvalidPartitions)
+	case validateOnly:
+		return nil
+	}
+	st, err := cluster.GrowTopic(ctx, b.member.client, b.member.id, name, count)
+	if err != nil {
+		if errors.Is(err, cluster.ErrUnknownTopic) {
+			return kerr.UnknownTopicOrPartition
+		}
+		return fmt.Errorf("engine: create partitions of %s: %w", name, err)
+	}
+	return b.waitPlaced(ctx, name, st.ModRevision)
+}
+
+// Partition is the local replica, whose role answers for it (a follower
+// or a non-replica refuses what only a leader does); a partition the
+// cluster has elsewhere is NOT_LEADER_OR_FOLLOWER, as a Kafka broker
+// answers for a partition it does not host.
+func (b clusterBackend) Partition(topic string, partition int32) (netio.Partition, error) {
+	if p, err := b.Node.Node.Partition(topic, partition); err == nil {
+		return p, nil
+	}
+	if _, ok := b.cache().Partition(cluster.TopicPartition{Topic: topic, Partition: partition}); ok {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return nil, kerr.UnknownTopicOrPartition
+}
+
+// Brokers are the live nodes at their registered addresses. Every
+// listener answers the node's one registered address: a node of a
+// cluster advertises its first listener.
+func (b clusterBackend) Brokers(string) []netio.Broker {
+	live := b.cache().LiveNodes()
+	out := make([]netio.Broker, 0, len(live))
+	for _, n := range live {
+		out = append(out, netio.Broker{NodeID: n.ID, Host: n.Host, Port: n.Port, Rack: n.Rack})
+	}
+	return out
+}
+
+func (b clusterBackend) ControllerID() int32 { return b.cache().ControllerID() }
+
+func (b clusterBackend) Replication(topic string, partition int32) (netio.Replication, bool) {
+	st, ok := b.cache().Partition(cluster.TopicPartition{Topic: topic, Partition: partition})
+	if !ok {
+		return netio.Replication{}, false
+	}
+	return netio.Replication{Leader: st.Leader, LeaderEpoch: rb.Epoch(st.LeaderEpoch), Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR)}, true
+}
+
+// Coordinator is the live node with the lowest ID, for every group and
+// transactional ID: one node all members agree on. The coordinators'
+// state is that node's own (groups and transactions are not replicated
+// yet), so it moves with that node: docs/cluster.md.
+func (b clusterBackend) Coordinator(int8, string) (netio.Broker, bool) {
+	brokers := b.Brokers("")
+	if len(brokers) == 0 {
+		return netio.Broker{}, false
+	}
+	return brokers[0], true
+}
+
+// Mirrors refuses the mirror admin calls: mirrors run on a node alone.
+func (b clusterBackend) Mirrors() netio.MirrorAdmin { return clusterMirrors{b.Node.Mirrors()} }
+
+type clusterMirrors struct{ netio.MirrorAdmin }
+
+func (clusterMirrors) CreateMirror(context.Context, string, map[string]string) error {
+	return errClusterMirrors
+}
