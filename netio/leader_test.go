@@ -76,6 +76,19 @@ type clusterBackend struct {
 func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
 func (b clusterBackend) ControllerID() int32     { return 1 }
 
+// Replication is the cluster's view of a partition, as its partitions
+// answer it.
+func (b clusterBackend) Replication(topic string, partition int32) (Replication, bool) {
+	p, err := b.Partition(topic, partition)
+	if err != nil {
+		return Replication{}, false
+	}
+	leader, replicas, isr := p.(ReplicatedPartition).Replication()
+	return Replication{Leader: leader, LeaderEpoch: p.LeaderEpoch(), Replicas: replicas, ISR: isr}, true
+}
+
+func (b clusterBackend) Coordinator(int8, string) (Broker, bool) { return b.brokers[0], true }
+
 func startClusterServer(t *testing.T, leader *atomic.Int32, replicaRead *atomic.Int32) (*memBackend, string) {
 	t.Helper()
 	mem := newMemBackend()
