@@ -165,9 +165,9 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 func nameProduceLeader(c *conn, resp *kmsg.ProduceResponse, sp *kmsg.ProduceResponseTopicPartition, topic string) {
 	partition, err := c.server.backend.Partition(topic, sp.Partition)
 	if err != nil {
-		return
+		partition = nil // held by other nodes only: the cluster names its leader
 	}
-	leader, epoch, endpoint, found := c.server.partitionLeader(c.listener, partition)
+	leader, epoch, endpoint, found := c.server.partitionLeader(c.listener, topic, sp.Partition, partition)
 	sp.CurrentLeader.LeaderID, sp.CurrentLeader.LeaderEpoch = leader, int32(epoch)
 	if !found || slices.ContainsFunc(resp.Brokers, func(b kmsg.ProduceResponseBroker) bool { return b.NodeID == leader }) {
 		return

@@ -282,6 +282,9 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 	partition, err := backend.Partition(p.topic, p.partition)
 	if err != nil {
 		p.errorCode = errorCode(f.server.log, err, kerr.KafkaStorageError)
+		if f.version >= 16 && p.errorCode == kerr.NotLeaderForPartition.Code {
+			f.nameLeader(p, nil) // held by other nodes only
+		}
 		return
 	}
 	p.watchers = partition.Watchers()
@@ -374,10 +377,11 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 }
 
 // nameLeader fills the current_leader tag of p and the endpoint it names
-// (KIP-951), once per node; an unknown leader is {-1, -1}.
+// (KIP-951), once per node; an unknown leader is {-1, -1}. partition is
+// nil when this node does not hold it.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
-	leader, epoch, endpoint, found := f.server.partitionLeader(f.conn.listener, partition)
-	if leader >= 0 {
+	leader, epoch, endpoint, found := f.server.partitionLeader(f.conn.listener, p.topic, p.partition, partition)
+	if leader >= 0 && partition != nil {
 		epoch = fencingEpoch(partition, f.follower) // a follower is told the epoch it is fenced by
 	}
 	p.currentLeader = fetchLeader{leaderID: leader, leaderEpoch: epoch}

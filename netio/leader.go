@@ -29,24 +29,37 @@ func fencingEpoch(partition Partition, follower bool) rb.Epoch {
 	return partition.LeaderEpoch()
 }
 
-// partitionLeader is the leader of partition, its leader epoch, and its
-// endpoint on the listener (found false when the leader is unknown, or
-// not among the live brokers). A partition that is not a
-// ReplicatedPartition is led by this node.
-func (s *Server) partitionLeader(l *Listener, partition Partition) (leader int32, epoch rb.Epoch, endpoint Broker, found bool) {
+// partitionLeader is the leader of a partition, its leader epoch, and
+// its endpoint on the listener (found false when the leader is unknown,
+// or not among the live brokers): as the local partition says, or nil
+// (this node does not hold it) as the cluster says. A local partition
+// that is not a ReplicatedPartition is led by this node.
+func (s *Server) partitionLeader(l *Listener, topic string, index int32, partition Partition) (leader int32, epoch rb.Epoch, endpoint Broker, found bool) {
 	cluster := advertisedCluster(s.backend.Cluster(), l)
-	leader = cluster.NodeID
-	if replicated, ok := partition.(ReplicatedPartition); ok {
+	replicated, isReplicated := partition.(ReplicatedPartition)
+	nodes, isCluster := s.backend.(ClusterBackend)
+	switch {
+	case partition == nil && isCluster:
+		r, ok := nodes.Replication(topic, index)
+		if !ok {
+			return -1, -1, Broker{}, false
+		}
+		leader, epoch = r.Leader, r.LeaderEpoch
+	case partition == nil:
+		return -1, -1, Broker{}, false
+	case isReplicated:
 		leader, _, _ = replicated.Replication()
+		epoch = partition.LeaderEpoch()
+	default:
+		leader, epoch = cluster.NodeID, partition.LeaderEpoch()
 	}
 	if leader < 0 {
 		return -1, -1, Broker{}, false
 	}
-	epoch = partition.LeaderEpoch()
 	if leader == cluster.NodeID {
 		return leader, epoch, Broker{NodeID: leader, Host: cluster.Host, Port: cluster.Port}, true
 	}
-	if nodes, ok := s.backend.(ClusterBackend); ok {
+	if isCluster {
 		name := ""
 		if l != nil {
 			name = l.Name

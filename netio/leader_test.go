@@ -76,9 +76,23 @@ type clusterBackend struct {
 func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
 func (b clusterBackend) ControllerID() int32     { return 1 }
 
+// elsewhere is a topic the cluster has on node 2 alone, at leader epoch 9.
+const elsewhere = "elsewhere"
+
+// Partition refuses elsewhere's partitions, as a node not holding them.
+func (b clusterBackend) Partition(topic string, partition int32) (Partition, error) {
+	if topic == elsewhere {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return b.wrapBackend.Partition(topic, partition)
+}
+
 // Replication is the cluster's view of a partition, as its partitions
 // answer it.
 func (b clusterBackend) Replication(topic string, partition int32) (Replication, bool) {
+	if topic == elsewhere {
+		return Replication{Leader: 2, LeaderEpoch: 9, Replicas: []int32{2}, ISR: []int32{2}}, true
+	}
 	p, err := b.Partition(topic, partition)
 	if err != nil {
 		return Replication{}, false
@@ -182,6 +196,17 @@ func TestNotLeaderNamesLeader(t *testing.T) {
 		if test.version >= 16 && test.leader < 0 && (rp.CurrentLeader.LeaderID != -1 || rp.CurrentLeader.LeaderEpoch != -1 || len(resp.Brokers) != 0) {
 			t.Fatalf("fetch v%d without a leader: current leader %+v, brokers %+v", test.version, rp.CurrentLeader, resp.Brokers)
 		}
+	}
+
+	// A partition this node does not hold: the cluster names its leader.
+	other := fetchTestTopic(t, mem, elsewhere, 1)
+	resp := client.fetch(fetchTestRequest(17, other, at(0, 0)))
+	if rp := fetchTestOnly(t, resp); rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID != 2 || rp.CurrentLeader.LeaderEpoch != 9 ||
+		len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 {
+		t.Fatalf("fetch of a partition held elsewhere: error %d, current leader %+v, brokers %+v", rp.ErrorCode, rp.CurrentLeader, resp.Brokers)
+	}
+	if resp := produceOneRecord(t, client, other, 13, 1, 1000); resp.Topics[0].Partitions[0].CurrentLeader.LeaderEpoch != 9 || len(resp.Brokers) != 1 {
+		t.Fatalf("produce to a partition held elsewhere: %+v, brokers %+v", resp.Topics[0].Partitions[0], resp.Brokers)
 	}
 
 	leader.Store(2)
