@@ -186,13 +186,19 @@ func (p *Partition) SetRole(role Role) {
 }
 
 // setRoleLocked is SetRole with replication.mu held; it reports whether
-// the leader or its epoch changed.
+// the leader or its epoch changed. The role the partition has already
+// changes nothing (a cluster cache sets every role at each change of any):
+// a proposed ISR change stays in flight.
 func (p *Partition) setRoleLocked(role Role) bool {
+	r := &p.replication
+	old := r.view.Load()
+	if old != nil && old.Leader == role.Leader && old.LeaderEpoch == role.LeaderEpoch && old.PartitionEpoch == role.PartitionEpoch &&
+		slices.Equal(old.Replicas, role.Replicas) && slices.Equal(old.ISR, role.ISR) {
+		return false
+	}
 	role = role.clone()
 	self := p.selfID()
 	view := &roleView{Role: role, self: self, leads: self >= 0 && role.Leader == self}
-	r := &p.replication
-	old := r.view.Load()
 	previous := r.followers
 	r.followers = nil
 	if view.leads && p.Offline() == nil {
@@ -259,6 +265,16 @@ func (p *Partition) Replication() (leader int32, replicas, isr []int32) {
 		}
 	}
 	return v.Leader, v.Replicas, v.ISR
+}
+
+// ReplicaLeaderEpoch is the cluster's leader epoch of the partition,
+// which followers' fetches are fenced by (netio.ReplicaEpochPartition):
+// the role's; LeaderEpoch without a role.
+func (p *Partition) ReplicaLeaderEpoch() rb.Epoch {
+	if v := p.replication.view.Load(); v != nil {
+		return v.LeaderEpoch
+	}
+	return p.LeaderEpoch()
 }
 
 // refuseUnlessLeader answers NOT_LEADER_OR_FOLLOWER while the partition

@@ -127,6 +127,10 @@ func TestReplicaHighWatermark(t *testing.T) {
 	if _, err := p.ReadReplica(4, 0, 100, true); !errors.Is(err, kerr.UnknownLeaderEpoch) {
 		t.Fatalf("fetch of a node not a replica: %v, want UNKNOWN_LEADER_EPOCH", err)
 	}
+	p.RaiseLeaderEpoch(9) // a mirror's, ahead of its source's
+	if e, replica := p.LeaderEpoch(), p.ReplicaLeaderEpoch(); e != 9 || replica != 3 {
+		t.Fatalf("leader epoch %d, followers fenced at %d; want 9 and the role's 3", e, replica)
+	}
 }
 
 // TestReplicaMaximalISR: a follower outside the ISR that is not caught
@@ -150,6 +154,7 @@ func TestReplicaMaximalISR(t *testing.T) {
 	if !ok || !slices.Equal(proposal.isr, []int32{1, 2, 3}) {
 		t.Fatalf("proposal %v %v, want ISR 1,2,3", proposal.isr, ok)
 	}
+	p.SetRole(Role{Leader: 1, LeaderEpoch: 1, Replicas: []int32{1, 2, 3}, ISR: []int32{1, 2}, PartitionEpoch: 5}) // the same role again
 	if _, ok := p.proposeISR(clock.Now()); ok {
 		t.Fatal("a second proposal while one is in flight")
 	}

@@ -118,11 +118,15 @@ func (c *replicaCluster) logBytes(t testing.TB, id int32) []byte {
 }
 
 // waitIdentical waits until every node's log is the leader's, byte for
-// byte, with the leader's log end and high watermark.
+// byte, and every high watermark the leader's log end (the followers'
+// next fetch moves the leader's, the answer to it theirs).
 func (c *replicaCluster) waitIdentical(t *testing.T, leader int32) {
 	t.Helper()
 	waitUntil(t, "the followers to hold the leader's log", func() bool {
 		want := c.partition(t, leader)
+		if want.HighWatermark() != want.LogEndOffset() {
+			return false
+		}
 		for _, b := range c.brokers {
 			p := c.partition(t, b.NodeID)
 			if p.LogEndOffset() != want.LogEndOffset() || p.HighWatermark() != want.HighWatermark() ||
@@ -321,5 +325,63 @@ func TestReplicaFetcherISR(t *testing.T) {
 	c.waitIdentical(t, 1)
 	if n := writes.Load(); n < 2 {
 		t.Fatalf("%d ISR writes, want the shrink and the expansion", n)
+	}
+}
+
+// TestReplicaFetcherMirrorTopic: a mirror topic's leader serves its
+// clients a leader epoch above the cluster's (the source's epochs in its
+// batches, and the mirror's own kept ahead of them); its followers are
+// fenced by the cluster's epoch and copy it.
+func TestReplicaFetcherMirrorTopic(t *testing.T) {
+	c := startReplicaCluster(t, 2)
+	c.lead(t, 1, 1, 1, 2)
+	leader := c.partition(t, 1)
+	leader.SetReadOnly(func(action string) error { return fmt.Errorf("%s refused: a mirror writes this topic", action) })
+	var batches []byte
+	for i := range 3 {
+		batches = rb.Append(batches, rb.Spec{BaseOffset: rb.Offset(i), LeaderEpoch: 30, BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			Records: []rb.Record{{Value: []byte("m" + strconv.Itoa(i))}}})
+	}
+	if _, err := leader.AppendMirrored(batches); err != nil {
+		t.Fatal(err)
+	}
+	leader.RaiseLeaderEpoch(40)
+	if e := leader.LeaderEpoch(); e != 40 {
+		t.Fatalf("leader epoch %d, want the mirror's 40", e)
+	}
+	c.waitIdentical(t, 1)
+	if hw := leader.HighWatermark(); hw != 3 {
+		t.Fatalf("high watermark %d, want 3", hw)
+	}
+}
+
+// TestReplicaFetcherOutOfRange: a follower whose log ends below the
+// leader's log start (DeleteRecords while it was away) restarts its log
+// there (OFFSET_OUT_OF_RANGE, then ListOffsets earliest).
+func TestReplicaFetcherOutOfRange(t *testing.T) {
+	c := startReplicaCluster(t, 2)
+	c.lead(t, 1, 1, 1, 2)
+	for i := range 2 {
+		if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "a"+strconv.Itoa(i)); got.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", got.ErrorCode)
+		}
+	}
+	c.waitIdentical(t, 1)
+	c.nodes[1].SetFollowing(nil)
+	c.lead(t, 1, 2, 1) // the follower left the ISR
+	c.nodes[1].SetFollowing(nil)
+	for i := range 3 {
+		if got := c.produceRaw(t, c.addrs[0], -1, 10*time.Second, "b"+strconv.Itoa(i)); got.ErrorCode != 0 {
+			t.Fatalf("produce: error %d", got.ErrorCode)
+		}
+	}
+	leader := c.partition(t, 1)
+	if start, err := leader.DeleteRecords(context.Background(), -1); err != nil || start != 5 {
+		t.Fatalf("delete records: start %d, %v; want 5", start, err)
+	}
+	c.follow(t, 2, 1, 2)
+	c.waitIdentical(t, 1)
+	if start := c.partition(t, 2).LogStartOffset(); start != 5 {
+		t.Fatalf("follower log start %d, want 5", start)
 	}
 }

@@ -40,6 +40,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"sync"
 	"time"
 
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -89,6 +90,29 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 	if req.TransactionID != nil && !c.authorize(opWrite, resourceTransactional, *req.TransactionID) {
 		transactionDenied = kerr.TransactionalIDAuthorizationFailed
 	}
+	answer := func(sp *kmsg.ProduceResponseTopicPartition, requested, topic string, result ProduceResult, err error) {
+		sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = int64(result.BaseOffset), result.LogAppendTime, int64(result.LogStartOffset)
+		if err != nil {
+			answerProduceError(c, sp, err)
+			if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
+				nameProduceLeader(c, resp, sp, topic)
+			}
+			failed = errors.Join(failed, fmt.Errorf("%s-%d: %w", requested, sp.Partition, err))
+		}
+	}
+	// On a cluster's leader an acks=-1 partition waits for its ISR: the
+	// partitions are appended and waited on at once, as Kafka appends
+	// them all before one delayed produce waits (bounded by the request's
+	// partitions). Alone, one after the other as always.
+	_, cluster := c.server.backend.(ClusterBackend)
+	var waits sync.WaitGroup
+	type waiting struct {
+		topicIndex, partitionIndex int
+		requested, topic           string
+		result                     ProduceResult
+		err                        error
+	}
+	var pending []*waiting
 	for _, rt := range req.Topics {
 		topicName := rt.Topic
 		t, topicErr := lookupTopic(c.server.backend, &topicName, rt.TopicID)
@@ -106,22 +130,26 @@ func serveProduce(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.Reque
 		for _, rp := range distinctPartitions(rt.Partitions) {
 			sp := kmsg.NewProduceResponseTopicPartition()
 			sp.Partition = rp.Partition
-			err := topicErr
-			if err == nil {
-				var result ProduceResult
-				result, err = produceOne(ctx, c.server.backend, t.Name, rp.Partition, rp.Records, req.Version, produce)
-				sp.BaseOffset, sp.LogAppendTime, sp.LogStartOffset = int64(result.BaseOffset), result.LogAppendTime, int64(result.LogStartOffset)
-			}
-			if err != nil {
-				answerProduceError(c, &sp, err)
-				if req.Version >= 10 && sp.ErrorCode == kerr.NotLeaderForPartition.Code {
-					nameProduceLeader(c, resp, &sp, t.Name)
-				}
-				failed = errors.Join(failed, fmt.Errorf("%s-%d: %w", rt.Topic, rp.Partition, err))
+			switch {
+			case topicErr != nil:
+				answer(&sp, rt.Topic, t.Name, ProduceResult{}, topicErr)
+			case cluster && req.Acks == -1:
+				w := &waiting{topicIndex: len(resp.Topics), partitionIndex: len(st.Partitions), requested: rt.Topic, topic: t.Name}
+				pending = append(pending, w)
+				waits.Go(func() {
+					w.result, w.err = produceOne(ctx, c.server.backend, w.topic, rp.Partition, rp.Records, req.Version, produce)
+				})
+			default:
+				result, err := produceOne(ctx, c.server.backend, t.Name, rp.Partition, rp.Records, req.Version, produce)
+				answer(&sp, rt.Topic, t.Name, result, err)
 			}
 			st.Partitions = append(st.Partitions, sp)
 		}
 		resp.Topics = append(resp.Topics, st)
+	}
+	waits.Wait()
+	for _, w := range pending {
+		answer(&resp.Topics[w.topicIndex].Partitions[w.partitionIndex], w.requested, w.topic, w.result, w.err)
 	}
 	if req.Acks == 0 {
 		if failed != nil {

@@ -300,7 +300,7 @@ func (f *fetchReply) readPartition(p *fetchPartition, isolation Isolation, maxBy
 
 // readRecords checks the epochs of p and reads its records.
 func (f *fetchReply) readRecords(p *fetchPartition, partition Partition, isolation Isolation, maxBytes int32, minOneBatch bool) error {
-	if err := checkLeaderEpoch(p.currentLeaderEpoch, partition.LeaderEpoch()); err != nil {
+	if err := checkLeaderEpoch(p.currentLeaderEpoch, fencingEpoch(partition, f.follower)); err != nil {
 		return err
 	}
 	if err := checkLeader(partition, f.nodeID); err != nil {
@@ -377,9 +377,13 @@ func checkDivergence(p *fetchPartition, partition Partition) (bool, error) {
 }
 
 // nameLeader fills the current_leader tag of p and the endpoint it names
-// (KIP-951), once per node; an unknown leader is {-1, -1}.
+// (KIP-951), once per node; an unknown leader is {-1, -1}. partition is
+// nil when this node does not hold it.
 func (f *fetchReply) nameLeader(p *fetchPartition, partition Partition) {
 	leader, epoch, endpoint, found := f.conn.partitionLeader(p.topic, p.partition, partition)
+	if leader >= 0 && partition != nil {
+		epoch = fencingEpoch(partition, f.follower) // a follower is told the epoch it is fenced by
+	}
 	p.currentLeader = fetchLeader{leaderID: leader, leaderEpoch: epoch}
 	if !found || slices.ContainsFunc(f.nodeEndpoints, func(e fetchNodeEndpoint) bool { return e.nodeID == leader }) {
 		return

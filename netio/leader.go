@@ -10,6 +10,25 @@ import (
 // v10+ carry the current leader and its endpoint, so that the client goes
 // there without a Metadata round trip).
 
+// ReplicaEpochPartition is a ReplicaPartition whose followers are fenced
+// by the cluster's leader epoch for it, which may be below LeaderEpoch
+// (the epoch its clients see: a mirror's keeps ahead of its source's
+// epochs, which its batches carry). A follower's Fetch checks its
+// CurrentLeaderEpoch against ReplicaLeaderEpoch; without it, against
+// LeaderEpoch.
+type ReplicaEpochPartition interface {
+	ReplicaLeaderEpoch() rb.Epoch
+}
+
+// fencingEpoch is the leader epoch a fetch's CurrentLeaderEpoch is
+// checked against.
+func fencingEpoch(partition Partition, follower bool) rb.Epoch {
+	if replica, ok := partition.(ReplicaEpochPartition); ok && follower {
+		return replica.ReplicaLeaderEpoch()
+	}
+	return partition.LeaderEpoch()
+}
+
 // partitionLeader is the leader of a partition, its leader epoch, and its
 // endpoint on the connection's listener (found false when the leader is
 // unknown, or not among the live brokers). A cluster node answers from

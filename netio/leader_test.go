@@ -3,6 +3,7 @@ package netio
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,16 +17,27 @@ import (
 // clusterPartition is a partition of a two-node cluster that leader
 // leads: it serves followers through ReadReplica (noting who read), and
 // refuses produces unless this node (1) leads; an acks=-1 produce waits
-// for its ctx's deadline.
+// until two are waiting at once, or for its ctx's deadline.
 type clusterPartition struct {
 	Partition
 	leader      int32
 	replicaRead *atomic.Int32
+	barrier     *produceBarrier
+}
+
+// produceBarrier lets acks=-1 produces through once two wait together.
+type produceBarrier struct {
+	mu      sync.Mutex
+	entered int
+	both    chan struct{}
 }
 
 func (p clusterPartition) Replication() (int32, []int32, []int32) {
 	return p.leader, []int32{1, 2}, []int32{1, 2}
 }
+
+// ReplicaLeaderEpoch is 3, below the leader epoch clients see.
+func (clusterPartition) ReplicaLeaderEpoch() recordbatch.Epoch { return 3 }
 
 func (p clusterPartition) ReadReplica(replicaID int32, offset recordbatch.Offset, maxBytes int32, minOneBatch bool) (ReadResult, error) {
 	p.replicaRead.Store(replicaID)
@@ -42,8 +54,17 @@ func (p clusterPartition) Produce(ctx context.Context, batches []byte, request P
 	if _, ok := ctx.Deadline(); !ok {
 		return ProduceResult{}, errors.New("acks=-1 without a deadline")
 	}
-	<-ctx.Done()
-	return ProduceResult{}, kerr.RequestTimedOut
+	p.barrier.mu.Lock()
+	if p.barrier.entered++; p.barrier.entered == 2 {
+		close(p.barrier.both)
+	}
+	p.barrier.mu.Unlock()
+	select {
+	case <-p.barrier.both:
+		return ProduceResult{BaseOffset: 0, LogAppendTime: -1}, nil
+	case <-ctx.Done():
+		return ProduceResult{}, kerr.RequestTimedOut
+	}
 }
 
 // clusterBackend is a backend of a cluster of nodes 1 and 2.
@@ -55,9 +76,24 @@ type clusterBackend struct {
 func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
 func (b clusterBackend) ControllerID() int32     { return 1 }
 
-// Replication is the partition's own (clusterPartition), at its epoch.
-func (b clusterBackend) Replication(topic string, index int32) (Replication, bool) {
-	p, err := b.Partition(topic, index)
+// elsewhere is a topic the cluster has on node 2 alone, at leader epoch 9.
+const elsewhere = "elsewhere"
+
+// Partition refuses elsewhere's partitions, as a node not holding them.
+func (b clusterBackend) Partition(topic string, partition int32) (Partition, error) {
+	if topic == elsewhere {
+		return nil, kerr.NotLeaderForPartition
+	}
+	return b.wrapBackend.Partition(topic, partition)
+}
+
+// Replication is the cluster's view of a partition, as its partitions
+// answer it.
+func (b clusterBackend) Replication(topic string, partition int32) (Replication, bool) {
+	if topic == elsewhere {
+		return Replication{Leader: 2, LeaderEpoch: 9, Replicas: []int32{2}, ISR: []int32{2}}, true
+	}
+	p, err := b.Partition(topic, partition)
 	if err != nil {
 		return Replication{}, false
 	}
@@ -70,8 +106,9 @@ func (b clusterBackend) Coordinator(int8, string) (Broker, bool) { return b.brok
 func startClusterServer(t *testing.T, leader *atomic.Int32, replicaRead *atomic.Int32) (*memBackend, string) {
 	t.Helper()
 	mem := newMemBackend()
+	barrier := &produceBarrier{both: make(chan struct{})}
 	backend := clusterBackend{wrapBackend: &wrapBackend{mem, func(_ string, _ int32, p Partition) Partition {
-		return clusterPartition{Partition: p, leader: leader.Load(), replicaRead: replicaRead}
+		return clusterPartition{Partition: p, leader: leader.Load(), replicaRead: replicaRead, barrier: barrier}
 	}}, brokers: []Broker{{NodeID: 1, Host: "node-1.example", Port: 9092}, {NodeID: 2, Host: "node-2.example", Port: 9093, Rack: "r2"}}}
 	addr, _ := startFetchServer(t, mem, backend, nil)
 	return mem, addr
@@ -99,6 +136,33 @@ func TestFetchFollowerReadsReplica(t *testing.T) {
 		}
 		if want := max(test.replica, 0); replicaRead.Load() != want {
 			t.Fatalf("v%d replica %d: ReadReplica by %d, want %d", test.version, test.replica, replicaRead.Load(), want)
+		}
+	}
+}
+
+// TestFetchFollowerFencedByReplicaEpoch: a follower's CurrentLeaderEpoch
+// is checked against ReplicaLeaderEpoch, a consumer's against LeaderEpoch.
+func TestFetchFollowerFencedByReplicaEpoch(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 1, []string{"a"})
+	setLeaderEpoch(t, mem, "t", 0, 7)
+	client := dialFetchTest(t, addr)
+	for _, test := range []struct {
+		replica, epoch int32
+		code           int16
+	}{{2, 3, 0}, {2, 7, kerr.UnknownLeaderEpoch.Code}, {2, 2, kerr.FencedLeaderEpoch.Code}, {-1, 7, 0}, {-1, 3, kerr.FencedLeaderEpoch.Code}} {
+		part := at(0, 0)
+		part.currentLeaderEpoch = test.epoch
+		req := fetchTestRequest(17, info, part)
+		req.ReplicaState.ID = test.replica
+		rp := fetchTestOnly(t, client.fetch(req))
+		if rp.ErrorCode != test.code {
+			t.Fatalf("replica %d at epoch %d: error %d, want %d", test.replica, test.epoch, rp.ErrorCode, test.code)
+		}
+		if test.replica >= 0 && test.code == kerr.FencedLeaderEpoch.Code && rp.CurrentLeader.LeaderEpoch != 3 {
+			t.Fatalf("a fenced follower is told epoch %d, want 3", rp.CurrentLeader.LeaderEpoch)
 		}
 	}
 }
@@ -134,6 +198,17 @@ func TestNotLeaderNamesLeader(t *testing.T) {
 		}
 	}
 
+	// A partition this node does not hold: the cluster names its leader.
+	other := fetchTestTopic(t, mem, elsewhere, 1)
+	resp := client.fetch(fetchTestRequest(17, other, at(0, 0)))
+	if rp := fetchTestOnly(t, resp); rp.ErrorCode != kerr.NotLeaderForPartition.Code || rp.CurrentLeader.LeaderID != 2 || rp.CurrentLeader.LeaderEpoch != 9 ||
+		len(resp.Brokers) != 1 || resp.Brokers[0].NodeID != 2 {
+		t.Fatalf("fetch of a partition held elsewhere: error %d, current leader %+v, brokers %+v", rp.ErrorCode, rp.CurrentLeader, resp.Brokers)
+	}
+	if resp := produceOneRecord(t, client, other, 13, 1, 1000); resp.Topics[0].Partitions[0].CurrentLeader.LeaderEpoch != 9 || len(resp.Brokers) != 1 {
+		t.Fatalf("produce to a partition held elsewhere: %+v, brokers %+v", resp.Topics[0].Partitions[0], resp.Brokers)
+	}
+
 	leader.Store(2)
 	for _, version := range []int16{9, 10, 13} {
 		resp := produceOneRecord(t, client, info, version, 1, 1000)
@@ -167,17 +242,41 @@ func TestProduceAcksAllDeadline(t *testing.T) {
 	}
 }
 
-// produceOneRecord sends one Produce of one record to partition 0.
-func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, version, acks int16, timeoutMillis int32) *kmsg.ProduceResponse {
+// TestProduceAcksAllPartitionsWaitTogether: on a cluster's leader the
+// partitions of an acks=-1 produce wait for their ISR at once, not one
+// after the other (each here waits until both wait).
+func TestProduceAcksAllPartitionsWaitTogether(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	leader.Store(1)
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	info := fetchTestTopic(t, mem, "t", 2)
+	client := dialFetchTest(t, addr)
+	resp := produceOneRecord(t, client, info, 9, -1, 10_000, 0, 1)
+	for _, sp := range resp.Topics[0].Partitions {
+		if sp.ErrorCode != 0 {
+			t.Fatalf("partition %d: error %d, want both answered together", sp.Partition, sp.ErrorCode)
+		}
+	}
+}
+
+// produceOneRecord sends one Produce of one record to each partition
+// named (none: partition 0).
+func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, version, acks int16, timeoutMillis int32, partitions ...int32) *kmsg.ProduceResponse {
 	t.Helper()
 	req := kmsg.NewPtrProduceRequest()
 	req.Version, req.Acks, req.TimeoutMillis = version, acks, timeoutMillis
 	rt := kmsg.NewProduceRequestTopic()
 	rt.Topic, rt.TopicID = info.Name, info.ID
-	rp := kmsg.NewProduceRequestTopicPartition()
-	rp.Records = recordbatch.Append(nil, recordbatch.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
-		Records: []recordbatch.Record{{Value: []byte("v")}}})
-	rt.Partitions = append(rt.Partitions, rp)
+	if len(partitions) == 0 {
+		partitions = []int32{0}
+	}
+	for _, partition := range partitions {
+		rp := kmsg.NewProduceRequestTopicPartition()
+		rp.Partition = partition
+		rp.Records = recordbatch.Append(nil, recordbatch.Spec{BaseTimestamp: time.Now().UnixMilli(), ProducerID: -1, ProducerEpoch: -1, BaseSequence: -1,
+			Records: []recordbatch.Record{{Value: []byte("v")}}})
+		rt.Partitions = append(rt.Partitions, rp)
+	}
 	req.Topics = append(req.Topics, rt)
 	resp, err := client.roundTrip(req)
 	if err != nil {
