@@ -24,6 +24,11 @@ import (
 // the topic's CreatePartitions and DeleteTopics answer refuse(action),
 // the error of whoever writes it. nil makes it writable again.
 func (p *Partition) SetReadOnly(refuse func(action string) error) {
+	// Under mu: a retention pass checks the mark under it, so one that saw
+	// the partition writable has finished before the mark is set (and
+	// before the configs a mirror then sets take effect).
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	if refuse == nil {
 		p.readOnly.Store(nil)
 		return

@@ -69,9 +69,6 @@ func (n *Node) applyRetention() int {
 	n.mu.RUnlock()
 	deleted := 0
 	for _, p := range partitions {
-		if p.isReadOnly() {
-			continue
-		}
 		count, err := p.applyRetention()
 		if err != nil && !errors.Is(err, logstore.ErrClosed) { // deleted meanwhile
 			n.log.Error("retention failed", "topic", p.tp.Topic, "partition", p.tp.Partition, "error", err)
@@ -81,10 +78,14 @@ func (n *Node) applyRetention() int {
 	return deleted
 }
 
-// applyRetention deletes the partition's segments past its retention.
+// applyRetention deletes the partition's segments past its retention; a
+// read-only (mirror) partition follows its source's log start instead.
 func (p *Partition) applyRetention() (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.isReadOnly() {
+		return 0, nil
+	}
 	deleted, err := p.log.ApplyRetention()
 	if deleted > 0 {
 		p.logStartAdvanced()
