@@ -34,7 +34,7 @@ func serveOffsetForLeaderEpoch(_ context.Context, c *conn, _ RequestHeader, kreq
 			sp.Partition = rp.Partition
 			endEpoch, endOffset, err := rb.Epoch(0), rb.Offset(0), error(kerr.TopicAuthorizationFailed)
 			if c.authorize(opDescribe, resourceTopic, rt.Topic) {
-				endEpoch, endOffset, err = endOffsetForEpoch(c.server.backend, rt.Topic, rp)
+				endEpoch, endOffset, err = endOffsetForEpoch(c.server.backend, c.server.backend.Cluster().NodeID, rt.Topic, rp)
 			}
 			if err != nil {
 				sp.ErrorCode = errorCode(c.server.log, err, kerr.KafkaStorageError)
@@ -48,13 +48,16 @@ func serveOffsetForLeaderEpoch(_ context.Context, c *conn, _ RequestHeader, kreq
 	return resp, nil
 }
 
-func endOffsetForEpoch(backend Backend, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (rb.Epoch, rb.Offset, error) {
+func endOffsetForEpoch(backend Backend, self int32, topic string, rp kmsg.OffsetForLeaderEpochRequestTopicPartition) (rb.Epoch, rb.Offset, error) {
 	p, err := backend.Partition(topic, rp.Partition)
 	if err != nil {
 		return -1, -1, err
 	}
 	if err := leaderEpochFence(rb.Epoch(rp.CurrentLeaderEpoch), p.LeaderEpoch()); err != nil {
 		return -1, -1, err
+	}
+	if err := checkLeader(p, self); err != nil {
+		return -1, -1, err // a follower's log may still diverge: the leader answers (Kafka's getLocalLog)
 	}
 	endEpoch, endOffset := p.EndOffsetForEpoch(rb.Epoch(rp.LeaderEpoch))
 	if endOffset < 0 {

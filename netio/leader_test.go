@@ -284,3 +284,35 @@ func produceOneRecord(t *testing.T, client *fetchTestClient, info TopicInfo, ver
 	}
 	return resp.(*kmsg.ProduceResponse)
 }
+
+// TestOffsetForLeaderEpochOnLeaderOnly: a follower's log may still
+// diverge, so OffsetForLeaderEpoch is the leader's to answer, as Kafka's
+// (fetchOnlyFromLeader); the leader answers.
+func TestOffsetForLeaderEpochOnLeaderOnly(t *testing.T) {
+	var leader, replicaRead atomic.Int32
+	mem, addr := startClusterServer(t, &leader, &replicaRead)
+	fetchTestTopic(t, mem, "t", 1, []string{"a", "b"})
+	client := dialFetchTest(t, addr)
+	for _, test := range []struct {
+		leader int32
+		code   int16
+	}{{2, kerr.NotLeaderForPartition.Code}, {1, 0}} {
+		leader.Store(test.leader)
+		req := kmsg.NewPtrOffsetForLeaderEpochRequest()
+		req.Version, req.ReplicaID = 4, -1
+		rt := kmsg.NewOffsetForLeaderEpochRequestTopic()
+		rt.Topic = "t"
+		rp := kmsg.NewOffsetForLeaderEpochRequestTopicPartition()
+		rp.CurrentLeaderEpoch, rp.LeaderEpoch = -1, 0
+		rt.Partitions = append(rt.Partitions, rp)
+		req.Topics = append(req.Topics, rt)
+		resp, err := client.roundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := resp.(*kmsg.OffsetForLeaderEpochResponse).Topics[0].Partitions[0]
+		if sp.ErrorCode != test.code || test.code == 0 && sp.EndOffset != 2 {
+			t.Fatalf("leader %d: %+v, want error %d", test.leader, sp, test.code)
+		}
+	}
+}
