@@ -299,11 +299,55 @@ func TestClusterReplicates(t *testing.T) {
 	}
 
 	phase("consumed 400")
+	waitUntil(t, 30*time.Second, "under-replicated partitions counted while a node is away", func() (bool, string) {
+		under, offline := tc.gauge("mirrord_partitions_under_replicated"), tc.gauge("mirrord_partitions_offline")
+		return under == 3 && offline == 0, fmt.Sprintf("under-replicated %v, offline %v", under, offline)
+	})
 	// It comes back, and catches up byte for byte.
 	tc.start(int(p0.Leader) - 1)
 	phase("restarted")
 	tc.waitReplicas("orders", 3, 400)
 	phase("caught up")
+	waitUntil(t, 30*time.Second, "no under-replicated partition once the node is back in every ISR", func() (bool, string) {
+		under := tc.gauge("mirrord_partitions_under_replicated")
+		return under == 0, fmt.Sprint(under)
+	})
+
+	// A deleted topic goes from every node.
+	if resps, err := admin.DeleteTopics(ctx, "orders"); err != nil || resps["orders"].Err != nil {
+		t.Fatalf("delete topic: %v %v", err, resps["orders"].Err)
+	}
+	waitUntil(t, 30*time.Second, "orders gone from every node", func() (bool, string) {
+		var left []int
+		for i, n := range tc.nodes {
+			if _, err := n.engine.LocalPartition("orders", 0); err == nil {
+				left = append(left, i+1)
+			}
+		}
+		return len(left) == 0, fmt.Sprint("still on nodes ", left)
+	})
+}
+
+// gauge sums a gauge over the running nodes' /metrics.
+func (tc *testCluster) gauge(name string) float64 {
+	sum := 0.0
+	for _, n := range tc.nodes {
+		if n == nil {
+			continue
+		}
+		families, err := n.Metrics().Gather()
+		if err != nil {
+			tc.t.Fatal(err)
+		}
+		for _, f := range families {
+			if f.GetName() == name {
+				for _, m := range f.GetMetric() {
+					sum += m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return sum
 }
 
 // waitUntil polls cond, the exact condition the test goes on with, every
