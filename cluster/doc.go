@@ -6,10 +6,11 @@
 // and a watch-based cache of all of it that nodes read from, so that
 // nothing on the data path waits on etcd.
 //
-// It is used by nothing else yet (issue 22). The design it follows, with
-// the keys still to come (mirrors, partition mirror states, group
-// coordinators) and the failure cases of the whole cluster, is
-// docs/cluster.md.
+// A node of a cluster (engine/cluster.go) uses it to join, to run for
+// controller and to keep its cache; `mirrord nodes` reads it (Read) and
+// drains nodes. The design it follows, with the keys still to come
+// (mirrors, partition mirror states, group coordinators) and the failure
+// cases of the whole cluster, is docs/cluster.md.
 //
 // # Keys in etcd
 //
