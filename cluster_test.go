@@ -377,3 +377,39 @@ func sameValues(got, want []string) bool {
 	slices.Sort(b)
 	return slices.Equal(a, b)
 }
+
+// TestClusterRefusesNamingWithTopics: a node alone, with topics, pointed
+// at an etcd holding no cluster (a wiped etcd, or a first try at a
+// cluster) refuses to start: it would name a cluster without its topics
+// and delete them at its first reconcile.
+func TestClusterRefusesNamingWithTopics(t *testing.T) {
+	dir := t.TempDir()
+	alone, err := Open(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.CreateTopic(context.Background(), "kept", 2, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := alone.Close(); err != nil {
+		t.Fatal(err)
+	}
+	etcd, err := etcdtest.Start(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer etcd.Close()
+	_, err = Open(Config{DataDir: dir, Properties: map[string]string{"etcd.endpoints": strings.Join(etcd.Endpoints(), ","), "node.id": "1"}})
+	if err == nil || !strings.Contains(err.Error(), "holds topics [kept] and etcd") {
+		t.Fatalf("open with topics on an empty etcd: %v", err)
+	}
+	// Nothing was deleted, and the node still opens alone.
+	again, err := Open(Config{DataDir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	if _, err := again.engine.LocalPartition("kept", 1); err != nil {
+		t.Fatalf("kept-1 after the refused start: %v", err)
+	}
+}

@@ -17,14 +17,18 @@ func TestClaimClusterID(t *testing.T) {
 	}
 	proposals := []string{"AAAAAAAAAAAAAAAAAAAAAA", "BBBBBBBBBBBBBBBBBBBBBB", "CCCCCCCCCCCCCCCCCCCCCC"}
 	got := make([]string, len(proposals))
+	var namers sync.Map
 	var wg sync.WaitGroup
 	for i, p := range proposals {
 		wg.Go(func() {
-			id, err := ClaimClusterID(ctx, client, p)
+			id, named, err := ClaimClusterID(ctx, client, p)
 			if err != nil {
 				t.Error(err)
 			}
 			got[i] = id
+			if named {
+				namers.Store(p, true)
+			}
 		})
 	}
 	wg.Wait()
@@ -33,8 +37,19 @@ func TestClaimClusterID(t *testing.T) {
 			t.Fatalf("claims answered different IDs: %q", got)
 		}
 	}
-	later, err := ClaimClusterID(ctx, client, "DDDDDDDDDDDDDDDDDDDDDD")
-	if err != nil || later != got[0] {
+	count := 0
+	namers.Range(func(key, _ any) bool {
+		count++
+		if key != got[0] {
+			t.Errorf("%v says it named the cluster, which is %q", key, got[0])
+		}
+		return true
+	})
+	if count != 1 {
+		t.Fatalf("%d claims named the cluster, want 1", count)
+	}
+	later, named, err := ClaimClusterID(ctx, client, "DDDDDDDDDDDDDDDDDDDDDD")
+	if err != nil || later != got[0] || named {
 		t.Fatalf("a later claim got %q, %v; want %q", later, err, got[0])
 	}
 	if id, ok, err := ClusterID(ctx, client); !ok || err != nil || id != got[0] {

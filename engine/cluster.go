@@ -140,19 +140,38 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 }
 
 // claimClusterID is the cluster's ID: etcd's, or the one this node names
-// it with (its data directory's, or a new one).
+// it with (its data directory's, or a new one). A node with topics does
+// not name a cluster: etcd's empty topic list would have its first
+// reconcile delete them all (etcd wiped, or a node alone pointed at a new
+// etcd), and a node alone cannot be turned into a member yet.
 func claimClusterID(client *clientv3.Client, cfg NodeConfig, cc ClusterConfig) (string, error) {
 	proposed := rb.NewTopicID().String()
-	if meta, ok, err := logstore.ReadMeta(cfg.FS, cfg.DataDir); err != nil {
+	meta, haveDir, err := logstore.ReadMeta(cfg.FS, cfg.DataDir)
+	if err != nil {
 		return "", err
-	} else if ok {
+	}
+	if haveDir {
 		proposed = meta.ClusterID
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), cc.DialTimeout)
 	defer cancel()
-	id, err := cluster.ClaimClusterID(ctx, client, proposed)
+	if _, exists, err := cluster.ClusterID(ctx, client); err != nil {
+		return "", fmt.Errorf("engine: etcd at %v: %w", cc.Endpoints, err)
+	} else if !exists && haveDir {
+		if topics, err := logstore.TopicNames(cfg.FS, cfg.DataDir); err != nil {
+			return "", err
+		} else if len(topics) > 0 {
+			return "", fmt.Errorf("engine: %s holds topics %v and etcd at %v holds no cluster: this node would name "+
+				"a new cluster and find none of them there (etcd's data lost, or a node alone pointed at a new etcd); "+
+				"a node alone cannot join a cluster with its topics yet: start it alone, or restore etcd", cfg.DataDir, topics, cc.Endpoints)
+		}
+	}
+	id, named, err := cluster.ClaimClusterID(ctx, client, proposed)
 	if err != nil {
 		return "", fmt.Errorf("engine: etcd at %v: %w", cc.Endpoints, err)
+	}
+	if named {
+		cfg.Logger.Info("named the cluster", "cluster", id, "etcd", cc.Endpoints)
 	}
 	return id, nil
 }

@@ -262,6 +262,25 @@ func (d *Dir) openPartition(tp TopicPartition, full string, data []byte, readErr
 	return p
 }
 
+// TopicNames lists the topics with a partition directory in the data
+// directory at dirPath, sorted, but the internal ones (named "__...").
+func TopicNames(fs vfs.FS, dirPath string) ([]string, error) {
+	names, err := fs.List(dirPath)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var topics []string
+	for _, name := range names {
+		if tp, ok := parsePartitionDirName(name); ok && !strings.HasPrefix(tp.Topic, "__") && !seen[tp.Topic] {
+			seen[tp.Topic] = true
+			topics = append(topics, tp.Topic)
+		}
+	}
+	sort.Strings(topics)
+	return topics, nil
+}
+
 func parsePartitionDirName(name string) (TopicPartition, bool) {
 	i := strings.LastIndexByte(name, '-')
 	if i <= 0 {

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	rb "github.com/mirrord/mirrord/recordbatch"
 	"github.com/mirrord/mirrord/vfs"
 )
 
@@ -31,5 +32,19 @@ func TestFormatDir(t *testing.T) {
 	}
 	if err := FormatDir(fsys, "/other", Meta{ClusterID: "not-a-uuid", NodeID: 1}); err == nil {
 		t.Error("a cluster ID that is not a UUID was taken")
+	}
+}
+
+func TestTopicNames(t *testing.T) {
+	fsys := vfs.NewMem()
+	d := openDir(t, fsys, "/data", testConfig())
+	for _, tp := range []TopicPartition{{"b", 0}, {"a", 1}, {"a", 0}, {"__mirror_state", 0}} {
+		if _, err := d.Create(tp, rb.NewTopicID(), testConfig()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	names, err := TopicNames(fsys, "/data")
+	if err != nil || strings.Join(names, ",") != "a,b" {
+		t.Fatalf("TopicNames: %v %v, want a,b", names, err)
 	}
 }
