@@ -254,6 +254,21 @@ func TestClusterReplicates(t *testing.T) {
 		}
 	}
 
+	// Every node names the controller as the group coordinator.
+	var coordinators []int32
+	for i := range tc.nodes {
+		req := kmsg.NewPtrFindCoordinatorRequest()
+		req.CoordinatorKey = "g"
+		resp, err := req.RequestWith(ctx, tc.client(i))
+		if err != nil || resp.ErrorCode != 0 {
+			t.Fatalf("FindCoordinator through node %d: %+v %v", i+1, resp, err)
+		}
+		coordinators = append(coordinators, resp.NodeID)
+	}
+	if controller := meta.Controller; slices.Min(coordinators) != controller || slices.Max(coordinators) != controller {
+		t.Fatalf("coordinators %v, want the controller %d everywhere", coordinators, controller)
+	}
+
 	// Transactional producers are refused, naming why (not built yet).
 	txn := kmsg.NewPtrInitProducerIDRequest()
 	txn.TransactionalID, txn.TransactionTimeoutMillis = kmsg.StringPtr("tx"), 60000

@@ -174,16 +174,21 @@ func (b clusterBackend) Replication(topic string, partition int32) (netio.Replic
 	return netio.Replication{Leader: st.Leader, LeaderEpoch: rb.Epoch(st.LeaderEpoch), Replicas: slices.Clone(st.Replicas), ISR: slices.Clone(st.ISR)}, true
 }
 
-// Coordinator is the live node with the lowest ID, for every group and
-// transactional ID: one node all members agree on. The coordinators'
-// state is that node's own (groups and transactions are not replicated
-// yet), so it moves with that node: docs/cluster.md.
+// Coordinator is the controller, for every group (and transactional ID):
+// one node every member agrees on, which moves only when the controller
+// goes (a node coming back does not take the role back, as it would if
+// the lowest ID coordinated, splitting a group between the node its
+// members still talk to and the one new members are sent to). The
+// groups' state is that node's own: groups are not replicated yet, so
+// committed offsets stay behind when the role moves (docs/cluster.md).
 func (b clusterBackend) Coordinator(int8, string) (netio.Broker, bool) {
-	brokers := b.Brokers("")
-	if len(brokers) == 0 {
-		return netio.Broker{}, false
+	id := b.ControllerID()
+	for _, n := range b.Brokers("") {
+		if n.NodeID == id {
+			return n, true
+		}
 	}
-	return brokers[0], true
+	return netio.Broker{}, false
 }
 
 // errClusterTransactions refuses transactional producers on a cluster
