@@ -160,8 +160,16 @@ func (p *Partition) selfID() int32 {
 
 // lagTimeMax is replica.lag.time.max.ms.
 func (p *Partition) lagTimeMax() time.Duration {
-	if p.node != nil && p.node.cfg.ReplicaLagTimeMax > 0 {
-		return p.node.cfg.ReplicaLagTimeMax
+	if p.node == nil {
+		return DefaultReplicaLagTimeMax
+	}
+	return p.node.replicaLagTimeMax()
+}
+
+// replicaLagTimeMax is the node's replica.lag.time.max.ms.
+func (n *Node) replicaLagTimeMax() time.Duration {
+	if n.cfg.ReplicaLagTimeMax > 0 {
+		return n.cfg.ReplicaLagTimeMax
 	}
 	return DefaultReplicaLagTimeMax
 }
@@ -608,11 +616,7 @@ func (k *isrKeeper) close() {
 }
 
 func (n *Node) runISR(ctx context.Context, kicks <-chan struct{}) {
-	lagMax := n.cfg.ReplicaLagTimeMax
-	if lagMax <= 0 {
-		lagMax = DefaultReplicaLagTimeMax
-	}
-	ticker := time.NewTicker(max(lagMax/2, time.Millisecond))
+	ticker := time.NewTicker(max(n.replicaLagTimeMax()/2, time.Millisecond))
 	defer ticker.Stop()
 	for {
 		select {

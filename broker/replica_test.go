@@ -16,27 +16,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 )
 
-// fakeClock is a partition's clock that moves only when told.
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
 // replicaNode is a node (ID 1, lag time 10 s) with topic "t" of one
 // partition made with configs; the partition runs on a fake clock.
-func replicaNode(t *testing.T, configs map[string]string) (*Node, *Partition, *fakeClock) {
+func replicaNode(t *testing.T, configs map[string]string) (*Node, *Partition, *testClock) {
 	t.Helper()
 	node, err := Open(Config{FS: vfs.OS, DataDir: filepath.Join(t.TempDir(), "data"), Log: logstore.DefaultConfig(), ReplicaLagTimeMax: 10 * time.Second}, nil)
 	if err != nil {
@@ -50,7 +32,7 @@ func replicaNode(t *testing.T, configs map[string]string) (*Node, *Partition, *f
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := &testClock{now: time.Unix(1_700_000_000, 0)}
 	p.now = clock.Now
 	return node, p, clock
 }
