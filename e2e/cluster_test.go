@@ -115,6 +115,22 @@ func (c *testClusterNodes) waitPartitions(ctx context.Context, via int, topic, w
 	}
 }
 
+// createTopic creates a topic of the nodes' replication factor with
+// min.insync.replicas=2 and returns its partitions once every one is led
+// with a full ISR.
+func (c *testClusterNodes) createTopic(ctx context.Context, topic string, partitions int32) kadm.PartitionDetails {
+	c.t.Helper()
+	admin := kadm.NewClient(newClient(c.t, c.seeds()))
+	created, err := admin.CreateTopic(ctx, partitions, -1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
+	if err == nil {
+		err = created.Err
+	}
+	if err != nil {
+		c.t.Fatalf("create topic: %v", err)
+	}
+	return c.waitPartitions(ctx, 0, topic, "every partition led with a full ISR", 30*time.Second, fullISR)
+}
+
 func fullISR(ps kadm.PartitionDetails) bool {
 	for _, p := range ps {
 		if p.Err != nil || p.Leader < 0 || len(p.ISR) != len(p.Replicas) {
@@ -187,15 +203,7 @@ func TestClusterLeaderKills(t *testing.T) {
 		records    = 12000
 		rounds     = 3
 	)
-	admin := kadm.NewClient(newClient(t, c.seeds()))
-	created, err := admin.CreateTopic(ctx, partitions, -1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	if err == nil {
-		err = created.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	c.waitPartitions(ctx, 0, topic, "every partition led with a full ISR", 30*time.Second, fullISR)
+	c.createTopic(ctx, topic, partitions)
 
 	producer := newClient(t, c.seeds(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(500),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(2*time.Minute))
@@ -316,15 +324,7 @@ func TestClusterEtcdOutage(t *testing.T) {
 	defer cancel()
 	c := startClusterNodes(t, 3, outageLease)
 	const topic, partitions = "outage", 3
-	admin := kadm.NewClient(newClient(t, c.seeds()))
-	created, err := admin.CreateTopic(ctx, partitions, -1, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}, topic)
-	if err == nil {
-		err = created.Err
-	}
-	if err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
-	before := c.waitPartitions(ctx, 0, topic, "every partition led with a full ISR", 30*time.Second, fullISR)
+	before := c.createTopic(ctx, topic, partitions)
 
 	producer := newClient(t, c.seeds(), kgo.RequiredAcks(kgo.AllISRAcks()))
 	maker := newRecordMaker(seed)
