@@ -6,17 +6,21 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/mirrord/mirrord/mirrordtest"
 )
 
 const (
@@ -81,7 +85,7 @@ func TestDeploySamples(t *testing.T) {
 	waitMirrorCaughtUp(ctx, t, source.addr, target.addr, tps)
 	t.Logf("the mirror caught up in %v", time.Since(started).Round(time.Millisecond))
 
-	var exported map[string]bool
+	var exported map[string]float64
 	last := ""
 	reason := pollUntil(ctx, deployMetricsWait, func(ctx context.Context) string {
 		var err error
@@ -90,7 +94,7 @@ func TestDeploySamples(t *testing.T) {
 		}
 		var missing []string
 		for _, name := range wanted {
-			if !exported[name] {
+			if _, ok := exported[name]; !ok {
 				missing = append(missing, name)
 			}
 		}
@@ -107,6 +111,79 @@ func TestDeploySamples(t *testing.T) {
 		failWithDescribe(ctx, t, target.addr, "after %v, /metrics lacks metrics the dashboard or the alert rules use: %s", deployMetricsWait, reason)
 	}
 	t.Logf("all %d exported (of %d mirrord_* names and label values in /metrics)", len(wanted), len(exported))
+}
+
+// TestDeploySamplesCluster: the cluster block of deploy/server.properties,
+// uncommented with its values as shipped but etcd's address, each node's
+// ID and rack, joins two nodes to one etcd; a topic made with the sample's
+// default.replication.factor (3, capped by the two live nodes) gets both
+// nodes in every ISR; and the nodes' /metrics are what the cluster alert
+// rules take for a healthy cluster: each node sees both, one controller
+// between them, no partition offline or under-replicated.
+func TestDeploySamplesCluster(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), deploySamplesDeadline)
+	defer cancel()
+	etcd := mirrordtest.StartEtcd(t)
+	c := &testClusterNodes{t: t, etcd: etcd}
+	var urls []string
+	for id := 1; id <= 2; id++ {
+		config := sampleCopy(t, "server.properties", map[string]string{
+			"log.dirs=/var/lib/mirrord":        "log.dirs=" + filepath.Join(t.TempDir(), "unused"), // --data-dir wins
+			"log.dir.reserve.bytes=1073741824": "log.dir.reserve.bytes=1048576",                    // a test machine's disk
+			"#etcd.endpoints=etcd-1.example.com:2379,etcd-2.example.com:2379,etcd-3.example.com:2379": "etcd.endpoints=" + strings.Join(etcd.Endpoints(), ","),
+			"#node.id=1":                   fmt.Sprintf("node.id=%d", id),
+			"#node.lease.ms=":              "node.lease.ms=",
+			"#default.replication.factor=": "default.replication.factor=",
+			"#min.insync.replicas=":        "min.insync.replicas=",
+			"#broker.rack=rack-a":          fmt.Sprintf("broker.rack=rack-%d", id),
+			"#replica.lag.time.max.ms=":    "replica.lag.time.max.ms=",
+		})
+		httpAddr := freeAddress(t)
+		c.nodes = append(c.nodes, startServer(t, "--config", config, "--http-listen", httpAddr))
+		urls = append(urls, "http://"+httpAddr+"/metrics")
+	}
+	client := newClient(t, c.seeds())
+	created, err := kadm.NewClient(client).CreateTopic(ctx, 2, -1, nil, "orders")
+	if err == nil {
+		err = created.Err
+	}
+	if err != nil {
+		t.Fatalf("create topic orders with the default replication factor: %v", err)
+	}
+	c.waitPartitions(ctx, 0, "orders", "two replicas in the ISR of each partition", deployMetricsWait, func(ps kadm.PartitionDetails) bool {
+		for _, p := range ps {
+			if len(p.Replicas) != 2 {
+				return false
+			}
+		}
+		return fullISR(ps)
+	})
+	reason := pollUntil(ctx, deployMetricsWait, func(ctx context.Context) string {
+		controllers := 0.0
+		for i, url := range urls {
+			m, err := scrapeMetrics(ctx, url)
+			if err != nil {
+				return err.Error()
+			}
+			if live := m["mirrord_cluster_live_nodes"]; live != 2 {
+				return fmt.Sprintf("node %d: mirrord_cluster_live_nodes %v, want 2", i+1, live)
+			}
+			for _, name := range []string{"mirrord_partitions_offline", "mirrord_partitions_under_replicated"} {
+				if v, ok := m[name]; !ok || v != 0 {
+					return fmt.Sprintf("node %d: %s %v (exported: %v), want 0", i+1, name, v, ok)
+				}
+			}
+			controllers += m["mirrord_cluster_controller"]
+		}
+		if controllers != 1 {
+			return fmt.Sprintf("mirrord_cluster_controller adds up to %v over the nodes, want 1", controllers)
+		}
+		return ""
+	})
+	if reason != "" {
+		t.Fatalf("after %v, the cluster is not healthy by its /metrics: %s", deployMetricsWait, reason)
+	}
 }
 
 // sampleCopy writes a copy of deploy/NAME with each replacement made; a
@@ -228,8 +305,9 @@ func deployLabelMatchers(exprs []string) []string {
 }
 
 // scrapeMetrics reads /metrics and returns the names of its samples and,
-// for each label of each sample, `name{label="value"}`.
-func scrapeMetrics(ctx context.Context, url string) (map[string]bool, error) {
+// for each label of each sample, `name{label="value"}`, each with the
+// value of its last sample (NaN where it does not parse).
+func scrapeMetrics(ctx context.Context, url string) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -244,7 +322,7 @@ func scrapeMetrics(ctx context.Context, url string) (map[string]bool, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("GET %s: %s", url, resp.Status)
 	}
-	names := map[string]bool{}
+	names := map[string]float64{}
 	scanner := bufio.NewScanner(io.LimitReader(resp.Body, 64<<20))
 	scanner.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	for scanner.Scan() {
@@ -257,13 +335,17 @@ func scrapeMetrics(ctx context.Context, url string) (map[string]bool, error) {
 			continue
 		}
 		name := line[:end]
-		names[name] = true
-		if line[end] != '{' {
-			continue
+		labels, sample := "", line[end+1:]
+		if line[end] == '{' {
+			labels, sample, _ = strings.Cut(sample, "} ")
 		}
-		labels, _, _ := strings.Cut(line[end+1:], "} ")
+		value, err := strconv.ParseFloat(strings.Fields(sample + " NaN")[0], 64)
+		if err != nil {
+			value = math.NaN()
+		}
+		names[name] = value
 		for _, m := range labelValue.FindAllStringSubmatch(labels, -1) {
-			names[fmt.Sprintf("%s{%s=%q}", name, m[1], m[2])] = true
+			names[fmt.Sprintf("%s{%s=%q}", name, m[1], m[2])] = value
 		}
 	}
 	return names, scanner.Err()
