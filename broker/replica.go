@@ -410,7 +410,11 @@ func (p *Partition) followerFetched(v *roleView, replicaID int32, offset, leader
 // mayJoinISR is Kafka's isFollowerInSync for a replica outside the ISR;
 // replication.mu is held.
 func (p *Partition) mayJoinISR(v *roleView, id int32, f *followerState) bool {
-	return !slices.Contains(v.ISR, id) && f.logEndOffset >= p.log.HighWatermark() && f.logEndOffset >= p.replication.epochStart
+	// A node the cluster no longer has live never joins (Kafka's
+	// isReplicaIsrEligible): on an idle partition its last fetch stays
+	// at the high watermark, and taking it back into the ISR the
+	// controller dropped it from could later elect it, out of sync.
+	return !slices.Contains(v.ISR, id) && p.nodeLive(id) && f.logEndOffset >= p.log.HighWatermark() && f.logEndOffset >= p.replication.epochStart
 }
 
 // AppendReplica appends a follower's fetched batches exactly as the
