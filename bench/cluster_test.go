@@ -154,6 +154,20 @@ func (c *benchCluster) createTopic(ctx context.Context, topic string, configs ma
 	return c.waitPartitions(ctx, topic, "every partition led with a full ISR", fullISR)
 }
 
+// deleteTopic deletes topic (DeleteTopics answered without error).
+func (c *benchCluster) deleteTopic(ctx context.Context, topic string) error {
+	client := c.client()
+	defer client.Close()
+	deleted, err := kadm.NewClient(client).DeleteTopic(ctx, topic)
+	if err == nil {
+		err = deleted.Err
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: delete topic %s: %w", topic, err)
+	}
+	return nil
+}
+
 // partitions asks the running nodes for the topic's partitions.
 func (c *benchCluster) partitions(ctx context.Context, topic string) (kadm.PartitionDetails, error) {
 	client, err := kgo.NewClient(kgo.SeedBrokers(c.seeds()...))
@@ -365,6 +379,9 @@ func clusterProduceSample(tb testing.TB, c *benchCluster, topic string, configs 
 	}
 	tb.Logf("cluster: %d node(s), %s: %d records, %d bytes stored per replica, in %v, %v CPU of the nodes",
 		len(c.nodes), topic, records, stored, wall.Round(time.Millisecond), used)
+	if err := c.deleteTopic(ctx, topic); err != nil { // its disk space, before the next sample
+		return Sample{}, err
+	}
 	return Sample{Wall: wall, Bytes: stored, Records: records, CPU: used}, nil
 }
 
