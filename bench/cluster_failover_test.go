@@ -468,9 +468,11 @@ func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table)
 		}
 	}
 	for i, round := range r.Rounds {
-		// The lease ends between 2/3 of its TTL (its last keep-alive)
-		// and the TTL after the kill: no new leader before that.
-		if round.Elected < r.Lease*2/3 || round.FirstRecord < r.Lease*2/3 || round.Rejoined < round.Elected || round.Acked < clusterWarmRecords {
+		// The lease ends between 2/3 of its TTL (keep-alives go every
+		// third) and the TTL after the kill; a third leaves room for a
+		// keep-alive a loaded machine sent late. A new leader sooner
+		// would not have waited for the lease.
+		if round.Elected < r.Lease/3 || round.FirstRecord < r.Lease/3 || round.Rejoined < round.Elected || round.Acked < clusterWarmRecords {
 			t.Errorf("round %d: %+v (lease %v)", i, round, r.Lease)
 		}
 	}
