@@ -13,6 +13,14 @@
 //     records, uncompressed and lz4 (and zstd in full);
 //   - kgo-copier: the franz-go consumer -> producer copier a user would
 //     write, into a writable topic on a second node;
+//   - cluster-produce: an idempotent acks=all producer into one mirrord
+//     node on etcd (replication factor 1) and into three (replication
+//     factor 3, min.insync.replicas 2), CPU-s/GB of every mirrord process,
+//     RF 3 over RF 1 and each over the limit rows; and seeded rounds of
+//     kill -9 of a partition's leader, timed to the new leader in Metadata
+//     and to the first record produced after the kill read by a consumer
+//     (cluster_test.go, cluster_failover_test.go). Produce replication:
+//     a cluster refuses mirrors yet;
 //   - mirrord-from-kafka, mm2, kafka-replication, serve-kafka,
 //     serve-mirrord: with real Kafka 4.4 brokers and MirrorMaker 2 from the
 //     Maven jars (kafka_test.go, kafkatest);

@@ -105,6 +105,18 @@ func runReport(t *testing.T, mode benchMode, withKafka, check bool) Report {
 	step("mirrord", func(t *testing.T) { mirrord = mirrordScenarios(t, mode) })
 	report.Measurements = append(report.Measurements, mirrord...)
 	step("kgo copier", func(t *testing.T) { report.Measurements = append(report.Measurements, copierScenarios(t, mode)...) })
+	step("cluster", func(t *testing.T) {
+		r, err := clusterScenario(t, mode, check)
+		if err != nil {
+			t.Fatalf("cluster: %v", err)
+		}
+		report.Measurements = append(report.Measurements, r.Produce...)
+		tables := clusterTables(r, aggregateAll(report.Measurements)) // the limit rows are measured by now
+		if check {
+			checkCluster(t, mode, r, tables)
+		}
+		report.Tables = append(report.Tables, tables...)
+	})
 	step("kafka", func(t *testing.T) {
 		if !withKafka {
 			return
