@@ -155,11 +155,24 @@ func describeTopic(c *conn, name string, start, limit int32) (kmsg.DescribeTopic
 	if int64(start)+int64(limit) < int64(end) {
 		end = start + limit
 	}
+	clustered := c.clusterBackend() != nil
 	for i := start; i < end; i++ {
 		sp := kmsg.NewDescribeTopicPartitionsResponseTopicPartition()
+		sp.EligibleLeaderReplicas, sp.LastKnownELR = []int32{}, []int32{}
+		if clustered {
+			// The cluster's view, as Metadata answers it (KRaftMetadataCache
+			// describes both from one image).
+			mp := metadataPartition(c, name, i, true)
+			sp.Partition, sp.ErrorCode, sp.LeaderID, sp.LeaderEpoch = i, mp.ErrorCode, mp.Leader, mp.LeaderEpoch
+			sp.Replicas, sp.ISR, sp.OfflineReplicas = mp.Replicas, mp.ISR, mp.OfflineReplicas
+			if sp.OfflineReplicas == nil {
+				sp.OfflineReplicas = []int32{}
+			}
+			st.Partitions = append(st.Partitions, sp)
+			continue
+		}
 		sp.Partition, sp.LeaderID = i, node
-		sp.Replicas, sp.ISR = []int32{node}, []int32{node}
-		sp.EligibleLeaderReplicas, sp.LastKnownELR, sp.OfflineReplicas = []int32{}, []int32{}, []int32{}
+		sp.Replicas, sp.ISR, sp.OfflineReplicas = []int32{node}, []int32{node}, []int32{}
 		if p, err := backend.Partition(name, i); err == nil {
 			sp.LeaderEpoch = int32(p.LeaderEpoch())
 		} else if sp.ErrorCode = errorCode(c.server.log, err, kerr.UnknownServerError); sp.ErrorCode == kerr.KafkaStorageError.Code {

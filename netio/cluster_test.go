@@ -113,6 +113,19 @@ func TestClusterMetadata(t *testing.T) {
 		t.Errorf("produce to a partition held elsewhere: %+v, brokers %+v", sp, presp.Brokers)
 	}
 
+	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()
+	dtpTopic := kmsg.NewDescribeTopicPartitionsRequestTopic()
+	dtpTopic.Topic = "t"
+	dtp.Topics = append(dtp.Topics, dtpTopic)
+	dresp0, err := dtp.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if dps := dresp0.Topics[0].Partitions; len(dps) != 3 || dps[0].LeaderID != 2 || dps[0].LeaderEpoch != 7 || !slices.Equal(dps[0].ISR, []int32{2, 1}) ||
+		dps[1].LeaderID != -1 || !slices.Equal(dps[1].OfflineReplicas, []int32{4}) || dps[2].LeaderID != 3 {
+		t.Errorf("DescribeTopicPartitions: %+v", dps)
+	}
+
 	dc := kmsg.NewPtrDescribeClusterRequest()
 	dresp, err := dc.RequestWith(ctx, cl)
 	if err != nil {
