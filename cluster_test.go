@@ -254,6 +254,18 @@ func TestClusterReplicates(t *testing.T) {
 		}
 	}
 
+	// An explicit replication factor is the topic's.
+	pairs, err := admin.CreateTopic(ctx, 2, 2, nil, "pairs")
+	if err != nil || pairs.Err != nil || pairs.ReplicationFactor != 2 {
+		t.Fatalf("create topic with replication factor 2: %+v %v", pairs, err)
+	}
+	if m, err := admin.Metadata(ctx, "pairs"); err != nil || len(m.Topics["pairs"].Partitions[1].Replicas) != 2 {
+		t.Fatalf("pairs: %+v %v", m.Topics["pairs"], err)
+	}
+	if resps, err := admin.DeleteTopics(ctx, "pairs"); err != nil || resps["pairs"].Err != nil {
+		t.Fatalf("delete pairs: %v %v", err, resps["pairs"].Err)
+	}
+
 	// Every node names the controller as the group coordinator.
 	var coordinators []int32
 	for i := range tc.nodes {

@@ -76,6 +76,13 @@ func (b clusterBackend) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
 // spec in etcd (the one transaction that decides between two creates of a
 // name), and answers once the controller has placed every partition.
 func (b clusterBackend) CreateTopic(ctx context.Context, name string, partitions int32, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
+	return b.CreateReplicatedTopic(ctx, name, partitions, -1, configs, validateOnly)
+}
+
+// CreateReplicatedTopic is CreateTopic with a replication factor (-1:
+// default.replication.factor; the controller caps either by the live
+// nodes).
+func (b clusterBackend) CreateReplicatedTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string, validateOnly bool) (netio.TopicInfo, error) {
 	if _, ok := b.Topic(name); ok {
 		return netio.TopicInfo{}, kerr.TopicAlreadyExists
 	}
@@ -84,7 +91,7 @@ func (b clusterBackend) CreateTopic(ctx context.Context, name string, partitions
 		return info, err
 	}
 	info.ID = rb.NewTopicID()
-	spec := cluster.TopicSpec{TopicID: info.ID.String(), Partitions: info.Partitions, Configs: configs}
+	spec := cluster.TopicSpec{TopicID: info.ID.String(), Partitions: info.Partitions, ReplicationFactor: int(max(replicationFactor, 0)), Configs: configs}
 	st, err := cluster.CreateTopic(ctx, b.member.client, b.member.id, name, spec)
 	if err != nil {
 		if errors.Is(err, cluster.ErrTopicExists) {
@@ -92,7 +99,13 @@ func (b clusterBackend) CreateTopic(ctx context.Context, name string, partitions
 		}
 		return netio.TopicInfo{}, fmt.Errorf("engine: create topic %s: %w", name, err)
 	}
-	return info, b.waitPlaced(ctx, name, st.ModRevision)
+	if err := b.waitPlaced(ctx, name, st.ModRevision); err != nil {
+		return info, err
+	}
+	if p, ok := b.cache().Partition(cluster.TopicPartition{Topic: name}); ok {
+		info.ReplicationFactor = int16(len(p.Replicas))
+	}
+	return info, nil
 }
 
 // waitPlaced waits until the cache shows every partition of the topic

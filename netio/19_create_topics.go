@@ -65,7 +65,7 @@ func serveCreateTopics(ctx context.Context, c *conn, _ RequestHeader, kreq kmsg.
 			st.ErrorMessage = &message
 			st.Configs = []kmsg.CreateTopicsResponseTopicConfig{}
 		} else {
-			st.TopicID, st.NumPartitions, st.ReplicationFactor = t.ID, t.Partitions, 1
+			st.TopicID, st.NumPartitions, st.ReplicationFactor = t.ID, t.Partitions, max(t.ReplicationFactor, 1)
 			st.Configs = make([]kmsg.CreateTopicsResponseTopicConfig, 0, len(t.Configs))
 			if !c.authorizeQuietly(opDescribeConfigs, resourceTopic, rt.Topic) {
 				st.ConfigErrorCode = kerr.TopicAuthorizationFailed.Code
@@ -93,6 +93,10 @@ func createTopic(ctx context.Context, c *conn, rt kmsg.CreateTopicsRequestTopic,
 		}
 		configs[cfg.Name] = *cfg.Value
 	}
+	cb := c.clusterBackend()
+	if len(rt.ReplicaAssignment) > 0 && cb != nil {
+		return TopicInfo{}, fmt.Errorf("%w: a replica assignment: the controller of a mirrord cluster places replicas itself", kerr.InvalidRequest)
+	}
 	if len(rt.ReplicaAssignment) > 0 {
 		if rt.NumPartitions != -1 || rt.ReplicationFactor != -1 {
 			return TopicInfo{}, fmt.Errorf("%w: both a replica assignment and a partition count or replication factor", kerr.InvalidRequest)
@@ -102,14 +106,25 @@ func createTopic(ctx context.Context, c *conn, rt kmsg.CreateTopicsRequestTopic,
 		}
 		partitions = int32(len(rt.ReplicaAssignment))
 	}
+	live := 1
+	if cb != nil {
+		live = len(cb.Brokers(c.listenerName()))
+	}
 	switch {
 	case rt.ReplicationFactor == 0 || rt.ReplicationFactor < -1:
 		return TopicInfo{}, fmt.Errorf("%w: replication factor must be larger than 0, or -1 to use the default", kerr.InvalidReplicationFactor)
-	case rt.ReplicationFactor > 1:
+	case cb != nil && int(rt.ReplicationFactor) > live:
+		// Kafka's message (ReplicationControlManager).
+		return TopicInfo{}, fmt.Errorf("%w: Unable to replicate the partition %d time(s): The target replication factor of %d cannot be reached because only %d broker(s) are registered.",
+			kerr.InvalidReplicationFactor, rt.ReplicationFactor, rt.ReplicationFactor, live)
+	case cb == nil && rt.ReplicationFactor > 1:
 		return TopicInfo{}, fmt.Errorf("%w: replication factor %d cannot be reached by one node", kerr.InvalidReplicationFactor, rt.ReplicationFactor)
 	case partitions == -1: // the backend's num.partitions
 	case partitions <= 0 || partitions > maxPartitionsPerRequest:
 		return TopicInfo{}, fmt.Errorf("%w: %d partitions, at most %d at a time", kerr.InvalidPartitions, partitions, maxPartitionsPerRequest)
+	}
+	if cb != nil {
+		return cb.CreateReplicatedTopic(ctx, rt.Topic, partitions, rt.ReplicationFactor, configs, validateOnly)
 	}
 	return c.server.backend.CreateTopic(ctx, rt.Topic, partitions, configs, validateOnly)
 }

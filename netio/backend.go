@@ -63,6 +63,10 @@ type ClusterBackend interface {
 	// leader epoch, replicas and ISR), whichever nodes hold it; ok is
 	// false when the cluster has not placed it.
 	Replication(topic string, partition int32) (r Replication, ok bool)
+	// CreateReplicatedTopic is CreateTopic with a replication factor (-1:
+	// default.replication.factor), which the caller checked against the
+	// live brokers; the TopicInfo answered carries the one placed.
+	CreateReplicatedTopic(ctx context.Context, name string, partitions int32, replicationFactor int16, configs map[string]string, validateOnly bool) (TopicInfo, error)
 	// Coordinator is the node coordinating a group or transactional ID
 	// (FindCoordinator); ok is false when there is none (no live node).
 	Coordinator(coordinatorType int8, key string) (b Broker, ok bool)
@@ -113,6 +117,9 @@ type TopicInfo struct {
 	ID         TopicID
 	Partitions int32
 	Internal   bool
+	// ReplicationFactor is the replicas of each partition; 0 is a node
+	// alone's one.
+	ReplicationFactor int16
 	// Configs are the topic's effective configs, sorted by name; only
 	// CreateTopic fills them (CreateTopics v5+ answers them).
 	Configs []TopicConfig

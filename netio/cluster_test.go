@@ -2,7 +2,9 @@ package netio
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -18,6 +20,14 @@ type clusterMem struct {
 	*memBackend
 	brokers     []Broker
 	replication map[int32]Replication // partitions of topic "t"
+}
+
+var _ ClusterBackend = (*clusterMem)(nil)
+
+func (b *clusterMem) CreateReplicatedTopic(ctx context.Context, name string, partitions int32, rf int16, configs map[string]string, validateOnly bool) (TopicInfo, error) {
+	t, err := b.memBackend.CreateTopic(ctx, name, partitions, configs, validateOnly)
+	t.ReplicationFactor = max(rf, 3)
+	return t, err
 }
 
 func (b *clusterMem) Brokers(listener string) []Broker { return slices.Clone(b.brokers) }
@@ -111,6 +121,36 @@ func TestClusterMetadata(t *testing.T) {
 	sp := presp.Topics[0].Partitions[0]
 	if sp.ErrorCode != kerr.NotLeaderForPartition.Code || sp.CurrentLeader.LeaderID != 3 || sp.CurrentLeader.LeaderEpoch != 5 || len(presp.Brokers) != 1 || presp.Brokers[0].Port != 9094 {
 		t.Errorf("produce to a partition held elsewhere: %+v, brokers %+v", sp, presp.Brokers)
+	}
+
+	// CreateTopics: a replication factor up to the live nodes goes to the
+	// cluster; above is Kafka's refusal; a manual assignment is refused.
+	for _, test := range []struct {
+		rf         int16
+		assignment bool
+		code       int16
+	}{{2, false, 0}, {4, false, kerr.InvalidReplicationFactor.Code}, {-1, true, kerr.InvalidRequest.Code}} {
+		ct := kmsg.NewPtrCreateTopicsRequest()
+		rt := kmsg.NewCreateTopicsRequestTopic()
+		rt.Topic, rt.NumPartitions, rt.ReplicationFactor = fmt.Sprintf("rf%d", test.rf), 1, test.rf
+		if test.assignment {
+			ra := kmsg.NewCreateTopicsRequestTopicReplicaAssignment()
+			ra.Replicas = []int32{1}
+			rt.NumPartitions, rt.ReplicaAssignment = -1, append(rt.ReplicaAssignment, ra)
+		}
+		ct.Topics = append(ct.Topics, rt)
+		ct.Version = 7
+		raw, err := dialFetchTest(t, addr).roundTrip(ct) // kgo would send it to the controller, node 2
+		if err != nil {
+			t.Fatal(err)
+		}
+		st := raw.(*kmsg.CreateTopicsResponse).Topics[0]
+		if st.ErrorCode != test.code || test.code == 0 && st.ReplicationFactor != 3 {
+			t.Errorf("CreateTopics rf %d assignment %v: %+v, want error %d", test.rf, test.assignment, st, test.code)
+		}
+		if test.rf == 4 && (st.ErrorMessage == nil || !strings.Contains(*st.ErrorMessage, "only 3 broker(s) are registered")) {
+			t.Errorf("rf 4: message %v", st.ErrorMessage)
+		}
 	}
 
 	dtp := kmsg.NewPtrDescribeTopicPartitionsRequest()

@@ -73,8 +73,14 @@ type clusterBackend struct {
 	brokers []Broker
 }
 
+var _ ClusterBackend = clusterBackend{}
+
 func (b clusterBackend) Brokers(string) []Broker { return b.brokers }
-func (b clusterBackend) ControllerID() int32     { return 1 }
+
+func (b clusterBackend) CreateReplicatedTopic(ctx context.Context, name string, partitions int32, _ int16, configs map[string]string, validateOnly bool) (TopicInfo, error) {
+	return b.CreateTopic(ctx, name, partitions, configs, validateOnly)
+}
+func (b clusterBackend) ControllerID() int32 { return 1 }
 
 // elsewhere is a topic the cluster has on node 2 alone, at leader epoch 9.
 const elsewhere = "elsewhere"
