@@ -72,6 +72,7 @@ type clusterNode struct {
 	cfg    ClusterConfig
 	id     string // the cluster ID
 	client *clientv3.Client
+	base   *slog.Logger // the node's; log is it with the cluster and node ID
 	log    *slog.Logger
 
 	cache  *cluster.Cache
@@ -130,7 +131,7 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 			p.SetRole(broker.Role{Leader: cluster.NoLeader})
 		}
 	}
-	c := &clusterNode{cfg: cc, id: id, client: client, log: log.With("cluster", id, "node", cc.NodeID)}
+	c := &clusterNode{cfg: cc, id: id, client: client, base: log, log: log.With("cluster", id, "node", cc.NodeID)}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	c.cache = cluster.StartCache(c.ctx, client, id)
 	n.member = c
@@ -259,7 +260,7 @@ func (c *clusterNode) keepRegistered(ctx context.Context) {
 // runController campaigns for the controller and runs it while elected,
 // for as long as the node runs.
 func (c *clusterNode) runController(ctx context.Context) {
-	cfg := cluster.ControllerConfig{ReplicationFactor: c.cfg.ReplicationFactor, TTL: c.cfg.LeaseTTL, Logger: c.log}
+	cfg := cluster.ControllerConfig{ReplicationFactor: c.cfg.ReplicationFactor, TTL: c.cfg.LeaseTTL, Logger: c.base} // it adds the cluster and node itself
 	for ctx.Err() == nil {
 		if err := cluster.RunController(ctx, c.client, c.id, c.cfg.NodeID, cfg); err != nil && ctx.Err() == nil {
 			c.log.Warn("controller stopped; campaigning again", "error", err)
