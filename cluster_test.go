@@ -219,18 +219,24 @@ func TestClusterReplicates(t *testing.T) {
 	if err != nil || resp.Err != nil {
 		t.Fatalf("create topic: %v %v", err, resp.Err)
 	}
-	meta, err := admin.Metadata(ctx, "orders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(meta.Brokers) != 3 {
-		t.Fatalf("metadata lists %d brokers, want 3", len(meta.Brokers))
-	}
+	// CreateTopics answers once the controller placed the topic, as the
+	// node that took it saw; another node's view may lag a watch event,
+	// as a Kafka broker's metadata cache lags its controller.
+	var meta kadm.Metadata
+	waitUntil(t, 30*time.Second, "orders placed in the metadata", func() (bool, string) {
+		meta, err = admin.Metadata(ctx, "orders")
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, p := range meta.Topics["orders"].Partitions {
+			if len(p.Replicas) != 3 || p.Leader < 1 {
+				return false, fmt.Sprintf("partition %d: replicas %v leader %d", p.Partition, p.Replicas, p.Leader)
+			}
+		}
+		return len(meta.Brokers) == 3, fmt.Sprint(len(meta.Brokers), " brokers")
+	})
 	leaders := map[int32]int{}
 	for _, p := range meta.Topics["orders"].Partitions {
-		if len(p.Replicas) != 3 || p.Leader < 1 {
-			t.Fatalf("partition %d: replicas %v leader %d", p.Partition, p.Replicas, p.Leader)
-		}
 		leaders[p.Leader]++
 	}
 	if len(leaders) != 3 {
@@ -259,9 +265,14 @@ func TestClusterReplicates(t *testing.T) {
 	if err != nil || pairs.Err != nil || pairs.ReplicationFactor != 2 {
 		t.Fatalf("create topic with replication factor 2: %+v %v", pairs, err)
 	}
-	if m, err := admin.Metadata(ctx, "pairs"); err != nil || len(m.Topics["pairs"].Partitions[1].Replicas) != 2 {
-		t.Fatalf("pairs: %+v %v", m.Topics["pairs"], err)
-	}
+	waitUntil(t, 30*time.Second, "pairs placed with two replicas in the metadata", func() (bool, string) {
+		m, err := admin.Metadata(ctx, "pairs")
+		if err != nil {
+			return false, err.Error()
+		}
+		ps := m.Topics["pairs"].Partitions
+		return len(ps) == 2 && len(ps[0].Replicas) == 2 && len(ps[1].Replicas) == 2, fmt.Sprint(ps)
+	})
 	if resps, err := admin.DeleteTopics(ctx, "pairs"); err != nil || resps["pairs"].Err != nil {
 		t.Fatalf("delete pairs: %v %v", err, resps["pairs"].Err)
 	}
