@@ -42,10 +42,12 @@ type MirrorChange struct {
 	Exclude []string `json:"exclude,omitempty"`
 }
 
-// MirrorState is a mirror's spec with the ModRevision it was read at.
+// MirrorState is a mirror's spec with the revisions it was read at: the
+// CreateRevision tells a mirror from one deleted and created again under
+// its name.
 type MirrorState struct {
 	MirrorSpec
-	ModRevision int64
+	CreateRevision, ModRevision int64
 }
 
 func (s MirrorSpec) clone() MirrorSpec {
@@ -109,7 +111,7 @@ func CreateMirror(ctx context.Context, client *clientv3.Client, clusterID, name 
 	if !resp.Succeeded {
 		return MirrorState{}, fmt.Errorf("cluster: create mirror %s: %w", name, ErrMirrorExists)
 	}
-	return MirrorState{MirrorSpec: spec, ModRevision: resp.Header.Revision}, nil
+	return MirrorState{MirrorSpec: spec, CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision}, nil
 }
 
 // DeleteMirror deletes a mirror's key and every key below it, or returns
@@ -166,7 +168,7 @@ func AppendMirrorChange(ctx context.Context, client *clientv3.Client, clusterID,
 			return MirrorState{}, fmt.Errorf("cluster: change mirror %s: %w", name, err)
 		}
 		if txn.Succeeded {
-			return MirrorState{MirrorSpec: spec, ModRevision: txn.Header.Revision}, nil
+			return MirrorState{MirrorSpec: spec, CreateRevision: kv.CreateRevision, ModRevision: txn.Header.Revision}, nil
 		}
 	}
 	return MirrorState{}, fmt.Errorf("cluster: change mirror %s: changed under %d attempts: %w", name, appendAttempts, ErrStaleMetadata)
@@ -182,4 +184,42 @@ func (c *Cache) Mirrors() map[string]MirrorState {
 		out[name] = m
 	}
 	return out
+}
+
+// RaiseLeaderEpoch is a mirror partition's EPOCH_FENCING through etcd:
+// its leader raises the stored leader epoch to epoch (its local one, kept
+// above the source's), so that the epoch every node answers and fences
+// with is the leader's. Fenced as AlterISR: the key's ModRevision, the
+// stored epoch, and the stored leader must be what the leader saw.
+func RaiseLeaderEpoch(ctx context.Context, client *clientv3.Client, clusterID string, tp TopicPartition, leader, leaderEpoch int32, modRevision int64, epoch int32) (PartitionState, error) {
+	key := partitionKey(clusterID, tp)
+	resp, err := client.Get(ctx, key)
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("cluster: raise the leader epoch of %s: %w", tp, err)
+	}
+	if len(resp.Kvs) == 0 {
+		return PartitionState{}, fmt.Errorf("cluster: raise the leader epoch of %s: %w", tp, ErrUnknownPartition)
+	}
+	kv := resp.Kvs[0]
+	current, err := decodeAssignment(tp, kv.Value)
+	if err != nil {
+		return PartitionState{}, err
+	}
+	if kv.ModRevision != modRevision || current.LeaderEpoch != leaderEpoch || current.Leader != leader || epoch <= leaderEpoch {
+		return PartitionState{}, fmt.Errorf("cluster: raise the leader epoch of %s to %d by leader %d at epoch %d revision %d, the partition is led by %d at epoch %d revision %d: %w",
+			tp, epoch, leader, leaderEpoch, modRevision, current.Leader, current.LeaderEpoch, kv.ModRevision, ErrStaleMetadata)
+	}
+	next := current
+	next.LeaderEpoch = epoch
+	txn, err := client.Txn(ctx).
+		If(clientv3.Compare(clientv3.ModRevision(key), "=", modRevision)).
+		Then(clientv3.OpPut(key, encodeJSON(next))).
+		Commit()
+	if err != nil {
+		return PartitionState{}, fmt.Errorf("cluster: raise the leader epoch of %s: %w", tp, err)
+	}
+	if !txn.Succeeded {
+		return PartitionState{}, fmt.Errorf("cluster: raise the leader epoch of %s at revision %d: %w", tp, modRevision, ErrStaleMetadata)
+	}
+	return PartitionState{Assignment: next, ModRevision: txn.Header.Revision}, nil
 }

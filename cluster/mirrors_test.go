@@ -44,7 +44,7 @@ func TestMirrorKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, ok := cache.Mirrors()["m"]
-	if !ok || !reflect.DeepEqual(got.MirrorSpec, last.MirrorSpec) || got.ModRevision != last.ModRevision {
+	if !ok || !reflect.DeepEqual(got, last) || got.CreateRevision != created.CreateRevision {
 		t.Fatalf("cache has %+v (%v), want %+v", got, ok, last)
 	}
 	revision, err := DeleteMirror(ctx, client, clusterID, "m")

@@ -154,7 +154,7 @@ func (s *clusterState) put(clusterID, key string, value []byte, createRevision, 
 		if err != nil {
 			return err
 		}
-		s.mirrors[name] = MirrorState{MirrorSpec: spec, ModRevision: modRevision}
+		s.mirrors[name] = MirrorState{MirrorSpec: spec, CreateRevision: createRevision, ModRevision: modRevision}
 	}
 	return nil
 }
