@@ -175,6 +175,15 @@ func TestClusterMirrors(t *testing.T) {
 			t.Errorf("node %d truncated a mirror log (%v)", i+1, err)
 		}
 	}
+	// It comes back (its mirror loaded from its data directory is rebuilt
+	// from etcd's), follows, and catches up byte for byte.
+	tc.start(int(p0.Leader) - 1)
+	produceSource(30)
+	check(630)
+	phase(fmt.Sprintf("node %d back, 630 records on every replica", p0.Leader))
+	if listed, err := tc.nodes[p0.Leader-1].Admin().ListMirrors(ctx); err != nil || len(listed) != 1 {
+		t.Fatalf("node %d back lists %+v (%v)", p0.Leader, listed, err)
+	}
 	survivor := 0
 	if p0.Leader == 1 {
 		survivor = 1

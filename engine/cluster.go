@@ -119,8 +119,14 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 		return nil, err
 	}
 	cfg.Identity = &logstore.Meta{ClusterID: id, NodeID: cc.NodeID}
-	n, err := OpenNode(cfg)
+	c := &clusterNode{cfg: cc, id: id, client: client, log: log.With("cluster", id, "node", cc.NodeID)}
+	c.mirrors.epochKicks = make(chan struct{}, 1)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.cache = cluster.StartCache(c.ctx, client, id)
+	n, err := openNode(cfg, c) // the mirrors it loads run on the cluster from the start
 	if err != nil {
+		c.cancel()
+		c.cache.Close()
 		client.Close()
 		return nil, err
 	}
@@ -132,11 +138,6 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 			p.SetRole(broker.Role{Leader: cluster.NoLeader})
 		}
 	}
-	c := &clusterNode{cfg: cc, id: id, client: client, log: log.With("cluster", id, "node", cc.NodeID)}
-	c.mirrors.epochKicks = make(chan struct{}, 1)
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.cache = cluster.StartCache(c.ctx, client, id)
-	n.member = c
 	n.SetISRWriter(c.writeISR)
 	n.SetProducerIDAllocator(c.allocateProducerIDs)
 	return n, nil
