@@ -117,7 +117,9 @@ func (n *Node) Close() error {
 
 // Admin is the node's mirror administration: what `mirrord mirrors`
 // does over the network, in this process.
-func (n *Node) Admin() Admin { return localAdmin{MirrorAdmin: n.engine.Mirrors(), node: n} }
+func (n *Node) Admin() Admin {
+	return localAdmin{MirrorAdmin: n.engine.Backend().(netio.MirrorBackend).Mirrors(), node: n} // a cluster node's: etcd's mirrors
+}
 
 // Mirrors reports every mirror of the node, by name: its partitions'
 // states, lag in records and in time, bytes mirrored, and its syncs.

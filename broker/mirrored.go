@@ -117,8 +117,13 @@ func (p *Partition) ReadBatches(dst []byte, offset rb.Offset, maxBytes int64, to
 // high watermark follows the log end: the source served only what was
 // below its own high watermark; on a cluster's leader it follows the ISR
 // (replica.go). (The local leader epoch is kept ahead of the source's
-// epochs by the partition's mirror state machine: EPOCH_FENCING.)
+// epochs by the partition's mirror state machine: EPOCH_FENCING.) On a
+// cluster only the leader appends the source's batches (a follower
+// copies its leader's: AppendReplica): NOT_LEADER_OR_FOLLOWER otherwise.
 func (p *Partition) AppendMirrored(batches []byte) (logstore.AppendInfo, error) {
+	if err := p.refuseUnlessLeader(); err != nil {
+		return logstore.AppendInfo{}, fmt.Errorf("broker: %s: mirror append: %w", p.tp, err)
+	}
 	return p.appendAsSent(batches, "mirror append", p.advanceHighWatermark)
 }
 

@@ -21,6 +21,7 @@ type clusterState struct {
 	candidates map[string]candidate              // the election's keys, by key
 	topics     map[string]TopicState             // topics/<topic>
 	partitions map[TopicPartition]PartitionState // topics/<topic>/partitions/<n>
+	mirrors    map[string]MirrorState            // mirrors/<name>
 	revision   int64
 }
 
@@ -38,6 +39,7 @@ func newClusterState() clusterState {
 		candidates: make(map[string]candidate),
 		topics:     make(map[string]TopicState),
 		partitions: make(map[TopicPartition]PartitionState),
+		mirrors:    make(map[string]MirrorState),
 	}
 }
 
@@ -50,6 +52,7 @@ func (s clusterState) clone() clusterState {
 		candidates: maps.Clone(s.candidates),
 		topics:     maps.Clone(s.topics),
 		partitions: maps.Clone(s.partitions),
+		mirrors:    maps.Clone(s.mirrors),
 		revision:   s.revision,
 	}
 }
@@ -142,6 +145,16 @@ func (s *clusterState) put(clusterID, key string, value []byte, createRevision, 
 			return err
 		}
 		s.partitions[tp] = PartitionState{Assignment: a, ModRevision: modRevision}
+	case strings.HasPrefix(key, mirrorsPrefix(clusterID)):
+		name, ok := parseMirrorKey(clusterID, key)
+		if !ok {
+			return nil // a key below a mirror's: not the cache's
+		}
+		spec, err := decodeMirrorSpec(name, value)
+		if err != nil {
+			return err
+		}
+		s.mirrors[name] = MirrorState{MirrorSpec: spec, CreateRevision: createRevision, ModRevision: modRevision}
 	}
 	return nil
 }
@@ -172,6 +185,10 @@ func (s *clusterState) remove(clusterID, key string) error {
 			delete(s.partitions, tp)
 		} else {
 			delete(s.topics, topic)
+		}
+	case strings.HasPrefix(key, mirrorsPrefix(clusterID)):
+		if name, ok := parseMirrorKey(clusterID, key); ok {
+			delete(s.mirrors, name)
 		}
 	}
 	return nil

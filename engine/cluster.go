@@ -82,6 +82,8 @@ type clusterNode struct {
 
 	mu  sync.Mutex
 	reg *cluster.Registration // guarded by mu; nil while not registered
+
+	mirrors clusterMirrorSync // cluster_mirrors.go
 }
 
 // OpenClusterNode opens a node of the cluster whose etcd is at
@@ -118,8 +120,14 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 		return nil, err
 	}
 	cfg.Identity = &logstore.Meta{ClusterID: id, NodeID: cc.NodeID}
-	n, err := OpenNode(cfg)
+	c := &clusterNode{cfg: cc, id: id, client: client, base: log, log: log.With("cluster", id, "node", cc.NodeID)}
+	c.mirrors.epochKicks = make(chan struct{}, 1)
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	c.cache = cluster.StartCache(c.ctx, client, id)
+	n, err := openNode(cfg, c) // the mirrors it loads run on the cluster from the start
 	if err != nil {
+		c.cancel()
+		c.cache.Close()
 		client.Close()
 		return nil, err
 	}
@@ -131,10 +139,6 @@ func OpenClusterNode(cfg NodeConfig, cc ClusterConfig) (*Node, error) {
 			p.SetRole(broker.Role{Leader: cluster.NoLeader})
 		}
 	}
-	c := &clusterNode{cfg: cc, id: id, client: client, base: log, log: log.With("cluster", id, "node", cc.NodeID)}
-	c.ctx, c.cancel = context.WithCancel(context.Background())
-	c.cache = cluster.StartCache(c.ctx, client, id)
-	n.member = c
 	n.SetISRWriter(c.writeISR)
 	n.SetProducerIDAllocator(c.allocateProducerIDs)
 	return n, nil
@@ -198,6 +202,8 @@ func (n *Node) JoinCluster(ctx context.Context) error {
 	c.wg.Go(func() { c.keepRegistered(c.ctx) })
 	c.wg.Go(func() { c.runController(c.ctx) })
 	c.wg.Go(func() { n.reconcileLoop(c.ctx) })
+	c.wg.Go(func() { n.mirrorLoop(c.ctx) })
+	c.wg.Go(func() { n.epochLoop(c.ctx) })
 	return nil
 }
 
@@ -384,6 +390,15 @@ func (n *Node) reconcile(ctx context.Context) {
 			c.log.Error("creating a topic placed on this node failed", "topic", e.Name, "error", e.Err)
 			continue
 		}
+		if mirror := specs[e.Name].Mirror; mirror != "" {
+			// A mirror topic's partitions are read-only on every replica
+			// (its leader's mirror sets it again), and its configs are the
+			// mirror's config sync's, not etcd's.
+			for _, p := range e.Local {
+				p.SetReadOnly(mirrorTopicRefusal(e.Name, mirror))
+			}
+			continue
+		}
 		// The topic's configs are etcd's: set at creation, and put back
 		// when they differ (a local AlterConfigs is not the cluster's).
 		want := specs[e.Name].Configs
@@ -395,6 +410,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	}
 
 	targets := map[logstore.TopicPartition]FollowTarget{}
+	ledMirrored := map[logstore.TopicPartition]bool{}
 	for _, t := range n.TopicsSnapshot() {
 		for i, p := range t.Partitions {
 			st, ok := parts[cluster.TopicPartition{Topic: t.Name, Partition: int32(i)}]
@@ -403,6 +419,9 @@ func (n *Node) reconcile(ctx context.Context) {
 				continue
 			}
 			p.SetRole(roleOf(st))
+			if st.Leader == self && specs[t.Name].Mirror != "" {
+				ledMirrored[p.Topic()] = true
+			}
 			if st.Leader == self || st.Leader == cluster.NoLeader || !slices.Contains(st.Replicas, self) {
 				continue
 			}
@@ -412,6 +431,7 @@ func (n *Node) reconcile(ctx context.Context) {
 		}
 	}
 	n.SetFollowing(targets)
+	n.noteMirrorLeaderships(ledMirrored)
 }
 
 // Backend is the netio.Backend the node's listeners serve: the node

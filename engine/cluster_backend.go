@@ -5,10 +5,8 @@ package engine
 // the cache), and the topic admin calls made as etcd transactions.
 //
 // What a cluster does not do yet is refused with an error naming it:
-// mirrors (the mirror engine runs on one node: docs/cluster.md says how a
-// mirror's partitions will run on their leaders) and transactional
-// producers (the coordinator writes markers only into partitions it
-// holds).
+// a mirror's --stop (cluster_mirrors.go) and transactional producers (the
+// coordinator writes markers only into partitions it holds).
 
 import (
 	"context"
@@ -27,9 +25,6 @@ import (
 type clusterBackend struct{ *Node }
 
 var _ netio.ClusterBackend = clusterBackend{}
-
-// errClusterMirrors refuses the mirror admin calls on a cluster node.
-var errClusterMirrors = fmt.Errorf("mirrors do not run on a mirrord cluster yet: run the mirror on a node alone: %w", kerr.InvalidRequest)
 
 func (b clusterBackend) cache() *cluster.Cache { return b.member.cache }
 
@@ -224,11 +219,5 @@ func (t clusterTransactions) InitProducerID(ctx context.Context, transactionalID
 	return t.Transactions.InitProducerID(ctx, transactionalID, timeoutMillis, producerID, producerEpoch)
 }
 
-// Mirrors refuses the mirror admin calls: mirrors run on a node alone.
-func (b clusterBackend) Mirrors() netio.MirrorAdmin { return clusterMirrors{b.Node.Mirrors()} }
-
-type clusterMirrors struct{ netio.MirrorAdmin }
-
-func (clusterMirrors) CreateMirror(context.Context, string, map[string]string) error {
-	return errClusterMirrors
-}
+// Mirrors are the cluster's mirrors, in etcd (cluster_mirrors.go).
+func (b clusterBackend) Mirrors() netio.MirrorAdmin { return clusterMirrors{b.Node} }

@@ -147,6 +147,9 @@ type mirrorPartition struct {
 	// next good answer (the machine counts retries).
 	reported      atomic.Int32
 	reportSuccess atomic.Bool
+	// dropped: the mirror let the partition go (its node no longer leads
+	// it on the cluster); events still queued for it are ignored.
+	dropped atomic.Bool
 
 	mu     sync.Mutex
 	view   mirrorstate.Record // the machine's record, as last published
@@ -336,6 +339,9 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 				metadata.Reset(m.config.MetadataRefreshInterval)
 			}
 		}
+		if refresh && m.node.member != nil {
+			m.dropLostLeaderships() // cluster_mirrors.go
+		}
 		if refresh && m.halted == nil && !asking {
 			asking = true
 			go func() {
@@ -507,6 +513,9 @@ type ensuredTopic struct {
 // syncs overlap), and registers their partitions, returning per topic
 // those new to the mirror (m.mu held).
 func (m *mirror) ensureTopics(ctx context.Context, topics []kmsg.MetadataResponseTopic) []ensuredTopic {
+	if m.node.member != nil {
+		return m.ensureClusterTopics(ctx, topics) // cluster_mirrors.go
+	}
 	asked := make([]broker.EnsuredTopic, len(topics))
 	for i, t := range topics {
 		asked[i] = broker.EnsuredTopic{Name: *t.Topic, ID: netio.TopicID(t.TopicID), Partitions: int32(len(t.Partitions))}
@@ -556,6 +565,11 @@ func (m *mirror) newPartition(name string, id [16]byte, index int32, p *broker.P
 // for recover, say) shows before the first metadata refresh, and a stop
 // a crash interrupted resumes at its step.
 func (m *mirror) restorePartitions() []partitionEvent {
+	if m.node.member != nil {
+		// On a cluster the mirror takes the partitions its node leads,
+		// once the node's roles are etcd's (ensureClusterTopics).
+		return nil
+	}
 	var events []partitionEvent
 	m.mu.Lock()
 	for _, l := range m.node.TopicsSnapshot() {

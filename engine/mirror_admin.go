@@ -49,6 +49,13 @@ func (a *mirrorAdmin) CreateMirror(ctx context.Context, name string, config map[
 	}
 	n.mirrorsMu.Lock()
 	defer n.mirrorsMu.Unlock()
+	return n.createMirror(ctx, name, config, true)
+}
+
+// createMirror creates, persists and starts a mirror (mirrorsMu held);
+// probe: ask its source first (a cluster's node makes the mirror etcd
+// has, whose source the receiving node asked).
+func (n *Node) createMirror(ctx context.Context, name string, config map[string]string, probe bool) error {
 	if _, ok := n.mirrors[name]; ok {
 		return fmt.Errorf("%w: mirror %q exists", kerr.DuplicateResource, name)
 	}
@@ -56,9 +63,11 @@ func (a *mirrorAdmin) CreateMirror(ctx context.Context, name string, config map[
 	if err != nil {
 		return err
 	}
-	if err := m.probeSource(ctx); err != nil {
-		m.stop()
-		return err
+	if probe {
+		if err := m.probeSource(ctx); err != nil {
+			m.stop()
+			return err
+		}
 	}
 	if err := n.saveMirror(m); err != nil {
 		m.stop()

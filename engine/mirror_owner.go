@@ -119,6 +119,9 @@ func (m *mirror) step(ctx context.Context, events []partitionEvent) {
 		records := map[*mirrorPartition]mirrorstate.Record{}
 		actions := map[*mirrorPartition][]mirrorstate.Action{}
 		for _, e := range events {
+			if e.mp.dropped.Load() {
+				continue
+			}
 			stepped := e.mp.machine.Step(e.event)
 			if len(stepped) == 0 {
 				continue
@@ -241,6 +244,7 @@ func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Act
 			r.align = true
 		case mirrorstate.BumpLeaderEpoch:
 			mp.local.RaiseLeaderEpoch(a.To)
+			m.node.kickLeaderEpochs() // a cluster's leader writes it to etcd (cluster_mirrors.go)
 			if mp.machine.State() == mirrorstate.Stopping {
 				emit(mirrorstate.StopStepDone{Step: mirrorstate.StopBumpLeaderEpoch})
 			} else {
@@ -366,6 +370,9 @@ func (m *mirror) reload(ctx context.Context) {
 // writes its markers at it).
 func (m *mirror) newMachine(mp *mirrorPartition) {
 	record, ok := m.node.states.get(mp.stateKey())
+	if m.node.member != nil && mp.local.LogEndOffset() > 0 && (!ok || record.State == mirrorstate.LogAlignment) {
+		record, ok = continuingRecord(mp), true // cluster_mirrors.go
+	}
 	if !ok {
 		mp.machine = mirrorstate.New(max(mp.local.LeaderEpoch(), 0), m.config.Retry, processJitter{})
 		return

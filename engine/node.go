@@ -41,12 +41,16 @@ type Node struct {
 // mirrors write are made read-only before the node's transaction recovery
 // runs: their open transactions are the source's, whose markers the
 // mirror will copy, and recovery must not abort them as orphans.
-func OpenNode(cfg NodeConfig) (*Node, error) {
+func OpenNode(cfg NodeConfig) (*Node, error) { return openNode(cfg, nil) }
+
+// openNode is OpenNode for a node alone (member nil) or of a cluster: the
+// mirrors it starts know it from the start.
+func openNode(cfg NodeConfig, member *clusterNode) (*Node, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
 	cfg.InternalTopics = append(slices.Clone(cfg.InternalTopics), mirrorStateTopic)
-	n := &Node{cfg: cfg, log: cfg.Logger, metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}}
+	n := &Node{cfg: cfg, log: cfg.Logger, metrics: &mirrorMetrics{}, mirrors: map[string]*mirror{}, member: member}
 	b, err := broker.Open(cfg, func(b *broker.Node) error {
 		n.Node = b
 		states, skipped, err := openStateLog(cfg.FS, cfg.DataDir, b, cfg.Log)

@@ -1,0 +1,198 @@
+package mirrord
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kfake"
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// sourceRecord is one record of a partition as a consumer reads it.
+type sourceRecord struct {
+	partition int32
+	offset    int64
+	value     string
+}
+
+// readAll consumes topic from the start through seed until it has want
+// records, and returns them sorted by partition and offset.
+func readAll(t *testing.T, seed, topic string, want int) []sourceRecord {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(seed), kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	var got []sourceRecord
+	for len(got) < want {
+		fs := cl.PollFetches(ctx)
+		if err := ctx.Err(); err != nil {
+			t.Fatalf("read %d of %d records of %s through %s: %v", len(got), want, topic, seed, err)
+		}
+		fs.EachRecord(func(r *kgo.Record) { got = append(got, sourceRecord{r.Partition, r.Offset, string(r.Value)}) })
+	}
+	slices.SortFunc(got, func(a, b sourceRecord) int {
+		if a.partition != b.partition {
+			return int(a.partition - b.partition)
+		}
+		return int(a.offset - b.offset)
+	})
+	return got
+}
+
+// TestClusterMirrors: a mirror created through one node of three runs on
+// the cluster: each partition of the mirror topic (replication factor 3)
+// is mirrored by its leader and copied by its followers, every replica
+// byte-identical and the records the source's at the source's offsets;
+// every node lists the mirror; when a partition's leader leaves, another
+// replica leads and mirrors what the source gets afterwards, with no gap
+// and no duplicate. --stop is refused on a cluster, naming why.
+func TestClusterMirrors(t *testing.T) {
+	source, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer source.Close()
+	sourceAddr := source.ListenAddrs()[0]
+	producer, err := kgo.NewClient(kgo.SeedBrokers(sourceAddr), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer producer.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	produced := 0
+	produceSource := func(count int) {
+		t.Helper()
+		var records []*kgo.Record
+		for range count {
+			records = append(records, &kgo.Record{Topic: "events", Partition: int32(produced % 3), Value: fmt.Appendf(nil, "e%05d", produced)})
+			produced++
+		}
+		if err := producer.ProduceSync(ctx, records...).FirstErr(); err != nil {
+			t.Fatalf("produce to the source: %v", err)
+		}
+	}
+	produceSource(300)
+
+	tc := startTestCluster(t, 3)
+	waitUntil(t, 30*time.Second, "three live nodes", func() (bool, string) {
+		m, err := kadm.NewClient(tc.client(0)).Metadata(ctx)
+		return err == nil && len(m.Brokers) == 3, fmt.Sprint(m.Brokers, err)
+	})
+	began := time.Now()
+	phase := func(what string) { t.Logf("%v: %s", time.Since(began).Round(time.Millisecond), what) }
+	admin := tc.nodes[1].Admin()
+	config := map[string]string{"bootstrap.servers": sourceAddr, "mirror.metadata.refresh.interval.ms": "200"}
+	if err := admin.CreateMirror(ctx, "m", config); err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.CreateMirror(ctx, "m", config); err == nil {
+		t.Fatal("a second mirror m was created")
+	}
+	events := TopicSelection{Names: []string{"events"}}
+	if _, err := admin.SetTopicsDesiredState(ctx, "m", StartMirroring, events); err != nil {
+		t.Fatal(err)
+	}
+	phase("mirror created and started through node 2")
+
+	// Every replica is the source's partition, byte for byte.
+	check := func(want int) {
+		t.Helper()
+		tc.waitReplicas("events", 3, int64(want))
+		phase(fmt.Sprintf("replicas equal, %d records", want))
+		sourceRecords := readAll(t, sourceAddr, "events", want)
+		for i, n := range tc.nodes {
+			if n == nil {
+				continue
+			}
+			if got := readAll(t, tc.addrs[i], "events", want); !slices.Equal(got, sourceRecords) {
+				t.Fatalf("read through node %d: %d records, not the source's %d at their offsets", i+1, len(got), len(sourceRecords))
+			}
+		}
+	}
+	check(300)
+	phase("300 records mirrored, replicas byte-identical")
+
+	meta, err := kadm.NewClient(tc.client(0)).Metadata(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaders := map[int32]bool{}
+	for _, p := range meta.Topics["events"].Partitions {
+		if len(p.Replicas) != 3 {
+			t.Fatalf("events-%d: replicas %v, want 3", p.Partition, p.Replicas)
+		}
+		leaders[p.Leader] = true
+	}
+	described := map[int32]int{} // partition: the nodes describing it
+	for i, n := range tc.nodes {
+		listed, err := n.Admin().ListMirrors(ctx)
+		if err != nil || len(listed) != 1 || listed[0].Name != "m" {
+			t.Fatalf("node %d lists %+v (%v), want mirror m", i+1, listed, err)
+		}
+		descriptions, err := n.Admin().DescribeMirrors(ctx, []string{"m"}, false)
+		if err != nil || len(descriptions) != 1 {
+			t.Fatalf("node %d describes %+v (%v)", i+1, descriptions, err)
+		}
+		for _, p := range descriptions[0].Partitions {
+			described[p.Partition]++
+			if leader := meta.Topics["events"].Partitions[p.Partition].Leader; leader != int32(i+1) {
+				t.Errorf("node %d describes events-%d, which node %d leads", i+1, p.Partition, leader)
+			}
+		}
+	}
+	if len(described) != 3 || described[0] != 1 || described[1] != 1 || described[2] != 1 {
+		t.Fatalf("partitions described by how many nodes: %v, want each by its leader alone", described)
+	}
+	if _, err := admin.SetTopicsDesiredState(ctx, "m", StopMirroring, events); err == nil {
+		t.Fatal("--stop on a cluster: no error")
+	}
+
+	// The leader of events-0 leaves: another replica leads it and mirrors
+	// what the source gets from then on.
+	p0 := meta.Topics["events"].Partitions[0]
+	tc.stop(int(p0.Leader) - 1)
+	phase(fmt.Sprintf("node %d (leader of events-0) stopped", p0.Leader))
+	produceSource(300)
+	check(600)
+	phase("600 records mirrored after the leader left")
+	// The new leader continued from its log end: no failback alignment
+	// truncated it (a truncation keeps what it removed in truncated/).
+	for i, dir := range tc.dirs {
+		if _, err := os.Stat(filepath.Join(dir, "truncated")); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("node %d truncated a mirror log (%v)", i+1, err)
+		}
+	}
+	// It comes back (its mirror loaded from its data directory is rebuilt
+	// from etcd's), follows, and catches up byte for byte.
+	tc.start(int(p0.Leader) - 1)
+	produceSource(30)
+	check(630)
+	phase(fmt.Sprintf("node %d back, 630 records on every replica", p0.Leader))
+	if listed, err := tc.nodes[p0.Leader-1].Admin().ListMirrors(ctx); err != nil || len(listed) != 1 {
+		t.Fatalf("node %d back lists %+v (%v)", p0.Leader, listed, err)
+	}
+	survivor := 0
+	if p0.Leader == 1 {
+		survivor = 1
+	}
+	after, err := kadm.NewClient(tc.client(survivor)).Metadata(ctx, "events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := after.Topics["events"].Partitions[0]; p.Leader == p0.Leader || p.LeaderEpoch <= p0.LeaderEpoch {
+		t.Fatalf("events-0 after its leader left: leader %d epoch %d, before %d epoch %d", p.Leader, p.LeaderEpoch, p0.Leader, p0.LeaderEpoch)
+	}
+}
