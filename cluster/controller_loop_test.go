@@ -424,7 +424,10 @@ func TestRunControllerFailover(t *testing.T) {
 	}
 	placed := waitPlaced(t, cache, "wide", partitions, 2)
 	waitFor(t, 15*time.Second, "node 2 controller", func() (bool, error) { return cache.ControllerID() == 2, nil })
-	// Node 1 wrote one transaction; node 2 the 136 partitions left, in three.
+	// Node 1 wrote one transaction; node 2 the 136 partitions left, in
+	// three. The hook counts after a commit returns, which the cache may
+	// see first: wait for node 2's third count, then require exactly these.
+	waitFor(t, 15*time.Second, "node 2's third transaction counted", func() (bool, error) { return batches[2].Load() >= 3, nil })
 	if got := [2]int64{batches[1].Load(), batches[2].Load()}; got != [2]int64{1, 3} {
 		t.Fatalf("transactions by node 1 and node 2: %v, want [1 3]", got)
 	}

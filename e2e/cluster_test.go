@@ -76,7 +76,7 @@ func (c *testClusterNodes) seeds() string {
 	return strings.Join(addrs, ",")
 }
 
-// partitionLeaders asks node via (0-based) for the topic's partitions.
+// partitions asks node via (0-based) for the topic's partitions.
 func (c *testClusterNodes) partitions(ctx context.Context, via int, topic string) (kadm.PartitionDetails, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.nodes[via].addr))
 	if err != nil {
