@@ -49,16 +49,27 @@ func topicInfo(name string, spec cluster.TopicSpec) (netio.TopicInfo, bool) {
 	return netio.TopicInfo{Name: name, ID: id, Partitions: spec.Partitions}, true
 }
 
+// Topic reads one topic's spec: every Produce, Fetch by name and
+// ListOffsets asks, so it copies no other.
 func (b clusterBackend) Topic(name string) (netio.TopicInfo, bool) {
-	spec, ok := b.cache().Topics()[name]
+	st, ok := b.cache().Topic(name)
 	if !ok {
 		return netio.TopicInfo{}, false
 	}
-	return topicInfo(name, spec)
+	return topicInfo(name, st.TopicSpec)
 }
 
+// TopicByID finds a topic by ID (Fetch v13+ names every partition so, a
+// follower's at every round): through the node's own index when it holds
+// the topic (its local copy has the cluster's ID, reconcile sees to it),
+// else by a scan of the cluster's specs.
 func (b clusterBackend) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
 	want := id.String()
+	if local, ok := b.Node.Node.TopicByID(id); ok && !local.Internal {
+		if t, ok := b.Topic(local.Name); ok && t.ID == id {
+			return t, true
+		}
+	}
 	for name, spec := range b.cache().Topics() {
 		if spec.TopicID == want {
 			return topicInfo(name, spec)
