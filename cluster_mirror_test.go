@@ -57,7 +57,11 @@ func readAll(t *testing.T, seed, topic string, want int) []sourceRecord {
 // byte-identical and the records the source's at the source's offsets;
 // every node lists the mirror; when a partition's leader leaves, another
 // replica leads and mirrors what the source gets afterwards, with no gap
-// and no duplicate. --stop is refused on a cluster, naming why.
+// and no duplicate. A --stop through any node answers when every
+// partition's leader stored STOPPED: the topic is then writable through
+// every node at the offsets after the mirrored ones (and the stop's
+// MIRROR_PID_RESET batch), replicated like any topic, and the mirror can
+// be deleted.
 func TestClusterMirrors(t *testing.T) {
 	source, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, "events"))
 	if err != nil {
@@ -156,8 +160,8 @@ func TestClusterMirrors(t *testing.T) {
 	if len(described) != 3 || described[0] != 1 || described[1] != 1 || described[2] != 1 {
 		t.Fatalf("partitions described by how many nodes: %v, want each by its leader alone", described)
 	}
-	if _, err := admin.SetTopicsDesiredState(ctx, "m", StopMirroring, events); err == nil {
-		t.Fatal("--stop on a cluster: no error")
+	if err := admin.DeleteMirror(ctx, "m"); err == nil {
+		t.Fatal("a mirror that mirrors was deleted")
 	}
 
 	// The leader of events-0 leaves: another replica leads it and mirrors
@@ -195,4 +199,48 @@ func TestClusterMirrors(t *testing.T) {
 	if p := after.Topics["events"].Partitions[0]; p.Leader == p0.Leader || p.LeaderEpoch <= p0.LeaderEpoch {
 		t.Fatalf("events-0 after its leader left: leader %d epoch %d, before %d epoch %d", p.Leader, p.LeaderEpoch, p0.Leader, p0.LeaderEpoch)
 	}
+
+	// Failover through the node that did not start the mirror.
+	results, err := tc.nodes[survivor].Admin().SetTopicsDesiredState(ctx, "m", StopMirroring, events)
+	if err != nil || len(results) != 1 || results[0].Err != nil {
+		t.Fatalf("--stop through node %d: %+v %v", survivor+1, results, err)
+	}
+	phase("stopped")
+	stopped := 0
+	for i := range tc.nodes {
+		descriptions, err := tc.nodes[i].Admin().DescribeMirrors(ctx, []string{"m"}, false)
+		if err != nil || len(descriptions) != 1 {
+			t.Fatalf("node %d describes %+v (%v)", i+1, descriptions, err)
+		}
+		for _, p := range descriptions[0].Partitions {
+			if p.State != "STOPPED" || p.LastMirrorOffset != 210 {
+				t.Errorf("node %d: events-%d is %s with last mirror offset %d, want STOPPED at 210 (the source's log end)", i+1, p.Partition, p.State, p.LastMirrorOffset)
+			}
+			stopped++
+		}
+	}
+	if stopped != 3 {
+		t.Fatalf("the nodes describe %d stopped partitions, want the 3 of events", stopped)
+	}
+	// Each partition holds 210 mirrored records and the MIRROR_PID_RESET
+	// at 210: a produce through node i to partition i lands at 211.
+	for i := range tc.nodes {
+		cl := tc.client(i, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RequiredAcks(kgo.AllISRAcks()))
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: int32(i), Value: []byte("after the stop")}).First()
+		cl.Close()
+		if err != nil || r.Offset != 211 {
+			t.Fatalf("produce through node %d to events-%d after the stop: offset %v, %v; want 211", i+1, i, r, err)
+		}
+	}
+	tc.waitReplicas("events", 3, 3*212)
+	phase("produced through every node after the stop, replicas byte-identical")
+	if err := admin.DeleteMirror(ctx, "m"); err != nil {
+		t.Fatalf("delete the stopped mirror: %v", err)
+	}
+	cl := tc.client(2, kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	defer cl.Close()
+	waitUntil(t, 30*time.Second, "a produce after the mirror's delete", func() (bool, string) {
+		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: 0, Value: []byte("after the delete")}).First()
+		return err == nil && r.Offset == 212, fmt.Sprint(r, err)
+	})
 }

@@ -460,28 +460,47 @@ func (p *Partition) checkAcksBeforeAppend(acks int16) error {
 // reaches required (Kafka's DelayedProduce over
 // checkEnoughReplicasReachOffset). No role: nothing to wait for.
 func (p *Partition) awaitReplicas(ctx context.Context, required rb.Offset) error {
+	maximal, err := p.awaitHighWatermark(ctx, required)
+	if err != nil {
+		return err
+	}
+	if v := p.replication.view.Load(); v != nil && maximal < p.effectiveMinISR(v) {
+		return fmt.Errorf("%w: %s", kerr.NotEnoughReplicasAfterAppend, p.tp)
+	}
+	return nil
+}
+
+// AwaitReplicated waits until the high watermark reaches offset: every
+// in-sync replica holds the log below it (a mirror's stop waits for it
+// before a step's record names what it wrote). No role (a node alone):
+// nothing to wait for; not the leader: NOT_LEADER_OR_FOLLOWER.
+func (p *Partition) AwaitReplicated(ctx context.Context, offset rb.Offset) error {
+	_, err := p.awaitHighWatermark(ctx, offset)
+	return err
+}
+
+// awaitHighWatermark waits until the high watermark reaches required and
+// returns the maximal ISR's size then.
+func (p *Partition) awaitHighWatermark(ctx context.Context, required rb.Offset) (int, error) {
 	r := &p.replication
 	for {
 		v := r.view.Load()
 		if v == nil {
-			return nil
+			return 0, nil
 		}
 		if !v.leads {
-			return p.refuseUnlessLeader()
+			return 0, p.refuseUnlessLeader()
 		}
 		r.mu.Lock()
 		hw, raised, maximal := p.log.HighWatermark(), r.raised, len(r.maximalISR)
 		r.mu.Unlock()
 		if hw >= required {
-			if maximal < p.effectiveMinISR(v) {
-				return fmt.Errorf("%w: %s", kerr.NotEnoughReplicasAfterAppend, p.tp)
-			}
-			return nil
+			return maximal, nil
 		}
 		select {
 		case <-raised:
 		case <-ctx.Done():
-			return fmt.Errorf("%w: %s: the high watermark %d did not reach %d", kerr.RequestTimedOut, p.tp, hw, required)
+			return 0, fmt.Errorf("%w: %s: the high watermark %d did not reach %d", kerr.RequestTimedOut, p.tp, hw, required)
 		}
 	}
 }

@@ -75,8 +75,7 @@ func validMirrorKey(name string) error {
 }
 
 // parseMirrorKey is the mirror a key of mirrors/ names; false for a key
-// below a mirror's (mirrors/<name>/...: stage B's states), which the cache
-// leaves alone.
+// below a mirror's (mirrors/<name>/state/...: mirror_states.go).
 func parseMirrorKey(clusterID, key string) (string, bool) {
 	name := strings.TrimPrefix(key, mirrorsPrefix(clusterID))
 	if name == "" || strings.Contains(name, "/") {
@@ -114,8 +113,10 @@ func CreateMirror(ctx context.Context, client *clientv3.Client, clusterID, name 
 	return MirrorState{MirrorSpec: spec, CreateRevision: resp.Header.Revision, ModRevision: resp.Header.Revision}, nil
 }
 
-// DeleteMirror deletes a mirror's key and every key below it, or returns
-// ErrUnknownMirror. It returns the revision of the delete.
+// DeleteMirror deletes a mirror's key, or returns ErrUnknownMirror. It
+// returns the revision of the delete. Its partitions' records stay, as
+// __mirror_state keeps them on a node alone: the last mirror epochs of
+// its stopped partitions answer failback's lookups.
 func DeleteMirror(ctx context.Context, client *clientv3.Client, clusterID, name string) (int64, error) {
 	if err := validMirrorKey(name); err != nil {
 		return 0, err
@@ -123,7 +124,7 @@ func DeleteMirror(ctx context.Context, client *clientv3.Client, clusterID, name 
 	key := mirrorKey(clusterID, name)
 	resp, err := client.Txn(ctx).
 		If(clientv3.Compare(clientv3.CreateRevision(key), ">", 0)).
-		Then(clientv3.OpDelete(key), clientv3.OpDelete(key+"/", clientv3.WithPrefix())).
+		Then(clientv3.OpDelete(key)).
 		Commit()
 	if err != nil {
 		return 0, fmt.Errorf("cluster: delete mirror %s: %w", name, err)

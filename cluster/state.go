@@ -22,7 +22,9 @@ type clusterState struct {
 	topics     map[string]TopicState             // topics/<topic>
 	partitions map[TopicPartition]PartitionState // topics/<topic>/partitions/<n>
 	mirrors    map[string]MirrorState            // mirrors/<name>
-	revision   int64
+	// mirrorStates: mirrors/<name>/state/<topicID>/<n> (mirror_states.go)
+	mirrorStates map[MirrorPartition]MirrorPartitionRecord
+	revision     int64
 }
 
 // candidate is one key of the controller election: the candidate with the
@@ -40,6 +42,8 @@ func newClusterState() clusterState {
 		topics:     make(map[string]TopicState),
 		partitions: make(map[TopicPartition]PartitionState),
 		mirrors:    make(map[string]MirrorState),
+
+		mirrorStates: make(map[MirrorPartition]MirrorPartitionRecord),
 	}
 }
 
@@ -53,7 +57,9 @@ func (s clusterState) clone() clusterState {
 		topics:     maps.Clone(s.topics),
 		partitions: maps.Clone(s.partitions),
 		mirrors:    maps.Clone(s.mirrors),
-		revision:   s.revision,
+
+		mirrorStates: maps.Clone(s.mirrorStates),
+		revision:     s.revision,
 	}
 }
 
@@ -146,9 +152,13 @@ func (s *clusterState) put(clusterID, key string, value []byte, createRevision, 
 		}
 		s.partitions[tp] = PartitionState{Assignment: a, ModRevision: modRevision}
 	case strings.HasPrefix(key, mirrorsPrefix(clusterID)):
+		if p, ok := parseMirrorStateKey(clusterID, key); ok {
+			s.mirrorStates[p] = MirrorPartitionRecord{Value: value, ModRevision: modRevision}
+			return nil
+		}
 		name, ok := parseMirrorKey(clusterID, key)
 		if !ok {
-			return nil // a key below a mirror's: not the cache's
+			return nil // another key below a mirror's: not the cache's
 		}
 		spec, err := decodeMirrorSpec(name, value)
 		if err != nil {
@@ -187,7 +197,9 @@ func (s *clusterState) remove(clusterID, key string) error {
 			delete(s.topics, topic)
 		}
 	case strings.HasPrefix(key, mirrorsPrefix(clusterID)):
-		if name, ok := parseMirrorKey(clusterID, key); ok {
+		if p, ok := parseMirrorStateKey(clusterID, key); ok {
+			delete(s.mirrorStates, p)
+		} else if name, ok := parseMirrorKey(clusterID, key); ok {
 			delete(s.mirrors, name)
 		}
 	}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/mirrord/mirrord/broker"
 	"github.com/mirrord/mirrord/cluster"
+	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	"github.com/mirrord/mirrord/netio"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -347,6 +348,7 @@ func (n *Node) reconcile(ctx context.Context) {
 	c := n.member
 	self := c.cfg.NodeID
 	specs := c.cache.Topics()
+	mirrors := c.cache.Mirrors()
 	parts, _ := c.cache.Partitions()
 	live := map[int32]cluster.Node{}
 	var liveIDs []int32
@@ -392,10 +394,17 @@ func (n *Node) reconcile(ctx context.Context) {
 		}
 		if mirror := specs[e.Name].Mirror; mirror != "" {
 			// A mirror topic's partitions are read-only on every replica
-			// (its leader's mirror sets it again), and its configs are the
+			// until their records say STOPPED or the mirror is deleted
+			// (its leader's mirror sets it too), and its configs are the
 			// mirror's config sync's, not etcd's.
-			for _, p := range e.Local {
-				p.SetReadOnly(mirrorTopicRefusal(e.Name, mirror))
+			_, live := mirrors[mirror]
+			for i, p := range e.Local {
+				record, ok := n.states.get(MirrorStateKey{Mirror: mirror, TopicID: e.ID, Partition: int32(i)})
+				if !live || ok && record.State == mirrorstate.Stopped {
+					p.SetReadOnly(nil)
+				} else {
+					p.SetReadOnly(mirrorTopicRefusal(e.Name, mirror))
+				}
 			}
 			continue
 		}

@@ -19,10 +19,22 @@ package engine
 //     (dropLostLeaderships) and take those they now lead. Followers copy
 //     the leader's bytes with follower Fetch; the broker refuses a mirror
 //     append to a partition the node does not lead.
-//   - The partition machine's record stays in the node's __mirror_state
-//     (stage B moves it to etcd): a node that never led a partition starts
-//     it as a partition without a record, from its log end.
-//   - --stop (failover) is refused on a cluster (errClusterMirrorStop).
+//   - The partition machine's record is etcd's (clusterStates,
+//     cluster_mirror_states.go): the leader writes it before it acts on
+//     it, and a new leader resumes the machine where the old one left it.
+//     A node that leads a partition whose record is missing (or in an
+//     alignment it never finished) continues it MIRRORING from its log end
+//     (continuingRecord).
+//   - --stop (failover) is a change of the mirror's key like the others:
+//     every node applies it, each stops the partitions it leads, taking
+//     those of stopped topics whose record is not STOPPED
+//     (takeStoppingPartitions: a stop the old leader began resumes on the
+//     new one, without the source). A stop step that wrote to the log
+//     waits until the ISR holds it (awaitReplicated) before its record
+//     moves on, so a new leader never lacks what a record names. The node
+//     that received the stop answers once every partition's record says
+//     STOPPED (waitStopped). A partition is writable on every replica
+//     once its record says STOPPED or its mirror is deleted (reconcile).
 
 import (
 	"context"
@@ -53,12 +65,15 @@ const (
 	// clusterMirrorRetry is when the mirror loop tries again after a
 	// failure to apply etcd's mirrors, if the cache did not change before.
 	clusterMirrorRetry = time.Second
+	// clusterStopReplicaWait bounds a stop step's wait for the ISR to hold
+	// what it wrote; past it the step fails and is retried (an ISR member
+	// that stopped fetching leaves the ISR after a lease or
+	// replica.lag.time.max.ms).
+	clusterStopReplicaWait = 10 * time.Second
+	// clusterStopWait bounds the wait of the node that received a stop for
+	// every partition's record to say STOPPED.
+	clusterStopWait = 30 * time.Second
 )
-
-// errClusterMirrorStop refuses --stop (failover) on a cluster: the stop
-// steps of a partition run on its leader, and the answer must wait for
-// every leader's STOPPED (stage B, docs/cluster.md).
-var errClusterMirrorStop = fmt.Errorf("stopping a mirror's topics (failover) does not run on a mirrord cluster yet: %w", kerr.InvalidRequest)
 
 // errMirrorTopicConflict: the cluster has a topic of the mirrored name
 // that is not this mirror's copy of the source topic.
@@ -406,16 +421,16 @@ func (n *Node) waitMirrorRevision(ctx context.Context, name string, revision int
 	return nil
 }
 
-// DeleteMirror deletes a mirror that has no topic on the cluster: its
-// topics would have to be stopped first, which a cluster does not do yet.
+// DeleteMirror deletes a mirror whose topics on the cluster are all
+// stopped (every partition's record STOPPED), as a node alone does.
 func (a clusterMirrors) DeleteMirror(ctx context.Context, name string) error {
 	n := a.n
 	if _, ok := n.member.cache.Mirrors()[name]; !ok {
 		return fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
 	}
-	for topic, spec := range n.member.cache.Topics() {
-		if spec.Mirror == name {
-			return fmt.Errorf("%w: mirror %q has topic %s on the cluster: its topics must be stopped first, which a mirrord cluster does not do yet", kerr.InvalidRequest, name, topic)
+	for topic, spec := range n.member.cache.MirrorTopics(name) {
+		if err := n.stopDone(name, topic, spec); err != nil {
+			return fmt.Errorf("%w: mirror %q still mirrors topic %s: stop its topics first (%w)", kerr.InvalidRequest, name, topic, err)
 		}
 	}
 	s := &n.member.mirrors
@@ -439,9 +454,6 @@ func (a clusterMirrors) DeleteMirror(ctx context.Context, name string) error {
 // answering this node's results; the other nodes apply it from etcd.
 func (a clusterMirrors) SetTopicsDesiredState(ctx context.Context, name string, change netio.TopicsChange, topics netio.TopicSelection) ([]netio.TopicResult, error) {
 	n := a.n
-	if change == netio.StopMirroring {
-		return nil, errClusterMirrorStop
-	}
 	for key, list := range map[string][]string{"include": topics.Include, "exclude": topics.Exclude} {
 		if _, err := patterns(key, strings.Join(list, ",")); err != nil {
 			return nil, fmt.Errorf("%w: %w", kerr.InvalidRegularExpression, err)
@@ -462,7 +474,147 @@ func (a clusterMirrors) SetTopicsDesiredState(ctx context.Context, name string, 
 	if err != nil {
 		return nil, err
 	}
-	return results, n.waitMirrorRevision(ctx, name, st.ModRevision)
+	if err := n.waitMirrorRevision(ctx, name, st.ModRevision); err != nil {
+		return nil, err
+	}
+	if change == netio.StopMirroring {
+		n.waitStopped(ctx, name, results)
+	}
+	return results, nil
+}
+
+// waitStopped waits, bounded, until every partition of each stopped topic
+// the results name without an error has a record saying STOPPED, on
+// whichever node leads it; a topic that does not get there in time has
+// the first such partition's state as its error (retriable: the leaders
+// go on, and a stop asked again waits again).
+func (n *Node) waitStopped(ctx context.Context, mirror string, results []netio.TopicResult) {
+	ctx, cancel := context.WithTimeout(ctx, clusterStopWait)
+	defer cancel()
+	c := n.member
+	for { // bounded by ctx
+		changed := c.cache.Changed()
+		specs := c.cache.MirrorTopics(mirror)
+		pending := 0
+		for i, r := range results {
+			if r.Err != nil && !errors.Is(r.Err, errStopNotDone) {
+				continue
+			}
+			results[i].Err = nil
+			spec, ok := specs[r.Topic]
+			if !ok {
+				continue
+			}
+			if err := n.stopDone(mirror, r.Topic, spec); err != nil {
+				results[i].Err = err
+				pending++
+			}
+		}
+		if pending == 0 {
+			return
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// errStopNotDone: a partition of a stopped topic has no STOPPED record
+// yet.
+var errStopNotDone = fmt.Errorf("the stop did not finish on every partition's leader: %w", kerr.RequestTimedOut)
+
+// stopDone is nil when every partition of a mirror's topic has a STOPPED
+// record, else errStopNotDone naming the first that has not.
+func (n *Node) stopDone(mirror, topic string, spec cluster.TopicState) error {
+	id, err := rb.ParseTopicID(spec.TopicID)
+	if err != nil {
+		return fmt.Errorf("engine: topic %s: %w", topic, err)
+	}
+	for i := range spec.Partitions {
+		record, ok := n.states.get(MirrorStateKey{Mirror: mirror, TopicID: id, Partition: i})
+		if ok && record.State == mirrorstate.Stopped {
+			continue
+		}
+		state := "no record"
+		if ok {
+			state = record.State.String()
+			if record.Error != "" {
+				state += ": " + record.Error
+			}
+		}
+		leader := cluster.NoLeader
+		if st, ok := n.member.cache.Partition(cluster.TopicPartition{Topic: topic, Partition: i}); ok {
+			leader = st.Leader
+		}
+		return fmt.Errorf("%w: %s-%d is %s (leader %d)", errStopNotDone, topic, i, state, leader)
+	}
+	return nil
+}
+
+// addClusterTopics adds the cluster's topics of the mirror to held
+// (heldTopics).
+func (m *mirror) addClusterTopics(held map[string]bool) {
+	for topic := range m.node.member.cache.MirrorTopics(m.name) {
+		held[topic] = true
+	}
+}
+
+// takeStoppingPartitions gives a machine to each partition of the
+// mirror's stopped topics that this node leads and whose record is not
+// STOPPED: a stop the old leader began, or never reached, resumes here,
+// without asking the source (the owner's, at each refresh and stop).
+func (m *mirror) takeStoppingPartitions() []partitionEvent {
+	specs := m.node.member.cache.MirrorTopics(m.name)
+	var events []partitionEvent
+	m.mu.Lock()
+	for topic := range m.stopped {
+		spec, ok := specs[topic]
+		if !ok {
+			continue
+		}
+		id, err := rb.ParseTopicID(spec.TopicID)
+		if err != nil {
+			continue
+		}
+		for index := range spec.Partitions {
+			tp := logstore.TopicPartition{Topic: topic, Partition: index}
+			if m.partitions[tp] != nil {
+				continue
+			}
+			p, err := m.node.LocalPartition(topic, index)
+			if err != nil || !m.node.leads(p) {
+				continue
+			}
+			if record, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: id, Partition: index}); ok && record.State == mirrorstate.Stopped {
+				continue
+			}
+			mp := m.newPartition(topic, id, index, p)
+			m.partitions[tp] = mp
+			events = append(events, partitionEvent{mp, nil})
+		}
+	}
+	m.mu.Unlock()
+	for i := range events {
+		events[i].event = m.firstEvent(events[i].mp) // takes m.mu
+	}
+	if len(events) > 0 {
+		m.log.Info("took the stop of partitions this node now leads", "partitions", len(events))
+	}
+	return events
+}
+
+// awaitReplicated waits, on a cluster, until the ISR holds mp's log: the
+// record of a stop's next step names what this one wrote, and a new
+// leader must have it. A node alone returns at once.
+func (m *mirror) awaitReplicated(ctx context.Context, mp *mirrorPartition) error {
+	if m.node.member == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, clusterStopReplicaWait)
+	defer cancel()
+	return mp.local.AwaitReplicated(ctx, mp.local.LogEndOffset())
 }
 
 // ListMirrors, DescribeMirrors and LastMirrorEpochs answer from the

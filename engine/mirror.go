@@ -341,6 +341,9 @@ func (m *mirror) run(ctx context.Context, restored []partitionEvent) {
 		}
 		if refresh && m.node.member != nil {
 			m.dropLostLeaderships() // cluster_mirrors.go
+			if m.halted == nil {
+				m.step(ctx, m.takeStoppingPartitions())
+			}
 		}
 		if refresh && m.halted == nil && !asking {
 			asking = true

@@ -194,10 +194,10 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 	for _, t := range names {
 		set[t] = true
 	}
-	for tp := range m.partitions {
+	for topic := range m.heldTopics() {
 		for _, re := range include {
-			if re.MatchString(tp.Topic) {
-				set[tp.Topic] = true
+			if re.MatchString(topic) {
+				set[topic] = true
 			}
 		}
 	}
@@ -220,10 +220,7 @@ func (m *mirror) matching(names []string, include, exclude []*regexp.Regexp) []s
 // the mirror holds nothing of would report it writable and stop nothing
 // (m.mu held).
 func (m *mirror) withPartitions(topics []string) ([]string, []netio.TopicResult) {
-	held := map[string]bool{}
-	for tp := range m.partitions {
-		held[tp.Topic] = true
-	}
+	held := m.heldTopics()
 	var known []string
 	var unknown []netio.TopicResult
 	for _, t := range topics {
@@ -235,6 +232,20 @@ func (m *mirror) withPartitions(topics []string) ([]string, []netio.TopicResult)
 			Err: netio.Errorf(kerr.UnknownTopicOrPartition, "mirror %s has no topic %s: nothing to stop", m.name, t)})
 	}
 	return known, unknown
+}
+
+// heldTopics is the topics the mirror has partitions of: on a cluster,
+// those of the cluster's mirror topics of this mirror, wherever led
+// (m.mu held).
+func (m *mirror) heldTopics() map[string]bool {
+	held := map[string]bool{}
+	for tp := range m.partitions {
+		held[tp.Topic] = true
+	}
+	if m.node.member != nil {
+		m.addClusterTopics(held) // cluster_mirrors.go
+	}
+	return held
 }
 
 func containsString(list []string, s string) bool {

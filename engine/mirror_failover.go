@@ -63,6 +63,9 @@ func (m *mirror) stopTopics(ctx context.Context, topics []string) []netio.TopicR
 	}
 	errs := map[string]error{}
 	err := m.do(ctx, func(ctx context.Context) {
+		if m.node.member != nil {
+			m.step(ctx, m.takeStoppingPartitions()) // cluster_mirrors.go
+		}
 		events := m.topicEvents(topics, mirrorstate.DesiredStateChanged{Desired: mirrorstate.DesiredStopped})
 		m.step(ctx, events)
 		for _, e := range events {

@@ -190,7 +190,7 @@ func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionE
 	for i := range indexes {
 		indexes[i] = i
 	}
-	runBounded(indexes, localStepParallelism, func(i int) { results[i] = m.performPartition(work[i].mp, work[i].actions) })
+	runBounded(indexes, localStepParallelism, func(i int) { results[i] = m.performPartition(ctx, work[i].mp, work[i].actions) })
 	var out []partitionEvent
 	var aligning []*mirrorPartition
 	for i, r := range results {
@@ -210,7 +210,7 @@ func (m *mirror) perform(ctx context.Context, work []partitionWork) []partitionE
 }
 
 // performPartition performs one partition's actions in order.
-func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Action) performed {
+func (m *mirror) performPartition(ctx context.Context, mp *mirrorPartition, actions []mirrorstate.Action) performed {
 	var r performed
 	emit := func(event mirrorstate.Event) { r.events = append(r.events, partitionEvent{mp, event}) }
 	if offline := offlineActions(mp, actions); offline != nil { // offline.go
@@ -232,8 +232,9 @@ func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Act
 			case mirrorstate.Stopping:
 				// The last mirror offset must be durable before a record
 				// names it: a power loss would otherwise leave a record
-				// past what survived on disk.
-				if err := mp.local.Flush(); err != nil {
+				// past what survived on disk (and, on a cluster, a new
+				// leader without it).
+				if err := errors.Join(mp.local.Flush(), m.awaitReplicated(ctx, mp)); err != nil {
 					emit(mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()})
 					break
 				}
@@ -251,7 +252,7 @@ func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Act
 				emit(mirrorstate.LeaderEpochBumped{Epoch: a.To})
 			}
 		case mirrorstate.Truncate, mirrorstate.WriteAbortMarkers, mirrorstate.WriteMirrorPIDReset:
-			emit(m.performLocal(mp, action))
+			emit(m.performLocal(ctx, mp, action))
 		case mirrorstate.ScheduleRetry:
 			if r.nextRetry.IsZero() || a.At.Before(r.nextRetry) {
 				r.nextRetry = a.At
@@ -265,7 +266,7 @@ func (m *mirror) performPartition(mp *mirrorPartition, actions []mirrorstate.Act
 
 // performLocal performs one action that writes the partition's log and
 // returns its completion or failure.
-func (m *mirror) performLocal(mp *mirrorPartition, action mirrorstate.Action) mirrorstate.Event {
+func (m *mirror) performLocal(ctx context.Context, mp *mirrorPartition, action mirrorstate.Action) mirrorstate.Event {
 	var err error
 	var done mirrorstate.Event
 	switch a := action.(type) {
@@ -275,6 +276,9 @@ func (m *mirror) performLocal(mp *mirrorPartition, action mirrorstate.Action) mi
 		err, done = mp.local.AbortOpenTransactions(m.name), mirrorstate.StopStepDone{Step: mirrorstate.StopAbortTransactions}
 	case mirrorstate.WriteMirrorPIDReset:
 		err, done = mp.local.WriteMirrorPIDReset(), mirrorstate.StopStepDone{Step: mirrorstate.StopResetProducers}
+	}
+	if _, stopStep := done.(mirrorstate.StopStepDone); stopStep && err == nil {
+		err = m.awaitReplicated(ctx, mp) // the next step's record says this one is done
 	}
 	if err != nil {
 		return mirrorstate.StepFailed{Err: err, Retryable: true, Now: time.Now()}
@@ -378,6 +382,7 @@ func (m *mirror) newMachine(mp *mirrorPartition) {
 		return
 	}
 	mp.local.RaiseLeaderEpoch(record.LeaderEpoch)
+	m.node.kickLeaderEpochs() // a cluster's new leader may hold a record of a higher epoch than etcd's
 	mp.machine = mirrorstate.Restore(record, m.config.Retry, processJitter{})
 	mp.restored = true
 	mp.mu.Lock()

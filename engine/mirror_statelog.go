@@ -268,15 +268,8 @@ type stateEntry struct {
 // error part of them may be in the log (replayed at open) but none is
 // live: the caller takes the write as failed and retries it.
 func (s *stateLog) putAll(entries []stateEntry) error {
-	seen := make(map[MirrorStateKey]bool, len(entries))
-	for _, e := range entries {
-		if err := errors.Join(e.key.validate(), validateMirrorStateValue(e.value)); err != nil {
-			return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
-		}
-		if seen[e.key] {
-			return fmt.Errorf("engine: %s: %s %s-%d twice in one write", mirrorStateTopic, e.key.Mirror, e.key.TopicID, e.key.Partition)
-		}
-		seen[e.key] = true
+	if err := checkStateEntries(entries); err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -326,6 +319,22 @@ func (s *stateLog) putAll(entries []stateEntry) error {
 	return nil
 }
 
+// checkStateEntries checks the records of one write: each valid, no key
+// twice.
+func checkStateEntries(entries []stateEntry) error {
+	seen := make(map[MirrorStateKey]bool, len(entries))
+	for _, e := range entries {
+		if err := errors.Join(e.key.validate(), validateMirrorStateValue(e.value)); err != nil {
+			return fmt.Errorf("engine: %s: refusing an invalid record: %w", mirrorStateTopic, err)
+		}
+		if seen[e.key] {
+			return fmt.Errorf("engine: %s: %s %s-%d twice in one write", mirrorStateTopic, e.key.Mirror, e.key.TopicID, e.key.Partition)
+		}
+		seen[e.key] = true
+	}
+	return nil
+}
+
 // stoppedLME is a last mirror epoch a stop stored.
 type stoppedLME struct {
 	epoch  rb.Epoch
@@ -340,14 +349,20 @@ func (s *stateLog) stoppedEpochs() map[MirrorStateKey]stoppedLME {
 	defer s.mu.Unlock()
 	out := map[MirrorStateKey]stoppedLME{}
 	for key, v := range s.live {
-		if v.State != mirrorstate.Stopped || v.LastMirrorOffset < 0 {
-			continue
-		}
-		k := MirrorStateKey{TopicID: key.TopicID, Partition: key.Partition}
-		lme, seen := out[k]
-		if !seen || v.LastMirrorEpoch > lme.epoch || v.LastMirrorEpoch == lme.epoch && v.LastMirrorOffset > lme.offset {
-			out[k] = stoppedLME{v.LastMirrorEpoch, v.LastMirrorOffset}
-		}
+		addStopped(out, key, v)
 	}
 	return out
+}
+
+// addStopped keeps in out, by topic ID and partition, the greater of its
+// last mirror epoch and v's if v is a STOPPED record.
+func addStopped(out map[MirrorStateKey]stoppedLME, key MirrorStateKey, v mirrorstate.Record) {
+	if v.State != mirrorstate.Stopped || v.LastMirrorOffset < 0 {
+		return
+	}
+	k := MirrorStateKey{TopicID: key.TopicID, Partition: key.Partition}
+	lme, seen := out[k]
+	if !seen || v.LastMirrorEpoch > lme.epoch || v.LastMirrorEpoch == lme.epoch && v.LastMirrorOffset > lme.offset {
+		out[k] = stoppedLME{v.LastMirrorEpoch, v.LastMirrorOffset}
+	}
 }

@@ -45,7 +45,7 @@ func failedValue(epoch mirrorstate.StateEpoch, text string) mirrorstate.Record {
 
 func mustPut(t *testing.T, n *Node, key MirrorStateKey, value mirrorstate.Record) {
 	t.Helper()
-	if err := n.states.put(key, value); err != nil {
+	if err := n.states.(*stateLog).put(key, value); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -128,7 +128,7 @@ func TestStateLogFencing(t *testing.T) {
 	key := testStateKey("m", 0)
 	mustPut(t, n, key, failedValue(2, "first"))
 	for _, stale := range []mirrorstate.StateEpoch{1, 2} {
-		if err := n.states.put(key, mirroringValue(stale)); err == nil || !strings.Contains(err.Error(), "fenced") {
+		if err := n.states.(*stateLog).put(key, mirroringValue(stale)); err == nil || !strings.Contains(err.Error(), "fenced") {
 			t.Fatalf("put at state epoch %d over 2: %v, want fenced", stale, err)
 		}
 	}
@@ -152,10 +152,10 @@ func TestStateLogCompactionByRewrite(t *testing.T) {
 	}
 	for range 2 { // the rewrite, then a plain replay of it
 		n = openStateTestNode(t, vfs.OS, dir)
-		if n.states.records != keys {
-			t.Fatalf("%d records after open, want %d", n.states.records, keys)
+		if n.states.(*stateLog).records != keys {
+			t.Fatalf("%d records after open, want %d", n.states.(*stateLog).records, keys)
 		}
-		if start, end := n.states.log.LogStartOffset(), n.states.log.LogEndOffset(); start != keys*epochs || end != keys*epochs+keys {
+		if start, end := n.states.(*stateLog).log.LogStartOffset(), n.states.(*stateLog).log.LogEndOffset(); start != keys*epochs || end != keys*epochs+keys {
 			t.Fatalf("log offsets [%d, %d), want [%d, %d)", start, end, keys*epochs, keys*epochs+keys)
 		}
 		for k := range int32(keys) {
@@ -168,7 +168,7 @@ func TestStateLogCompactionByRewrite(t *testing.T) {
 	n = openStateTestNode(t, vfs.OS, dir)
 	defer n.Close()
 	mustPut(t, n, testStateKey("m", 0), mirroringValue(epochs+1))
-	if err := n.states.put(testStateKey("m", 1), mirroringValue(epochs)); err == nil {
+	if err := n.states.(*stateLog).put(testStateKey("m", 1), mirroringValue(epochs)); err == nil {
 		t.Fatal("a stale epoch was accepted after compaction")
 	}
 }
@@ -179,7 +179,7 @@ func TestStateLogCorruptRecord(t *testing.T) {
 	mustPut(t, n, testStateKey("m", 0), mirroringValue(1))
 	key, _ := EncodeMirrorStateRecord(testStateKey("m", 1), mirroringValue(1))
 	bad := rb.Append(nil, rb.Spec{ProducerID: -1, Records: []rb.Record{{Key: key, Value: []byte{0, 99}}}})
-	if _, err := n.states.log.AppendAssign(bad, 0); err != nil {
+	if _, err := n.states.(*stateLog).log.AppendAssign(bad, 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.Close(); err != nil {
@@ -279,9 +279,10 @@ func failedPartitions(t *testing.T, n *Node) []netio.MirrorPartitionStatus {
 // stateHistory reads every __mirror_state record of key, oldest first.
 func stateHistory(t *testing.T, n *Node, key MirrorStateKey) []mirrorstate.Record {
 	t.Helper()
-	n.states.mu.Lock()
-	log := n.states.log
-	n.states.mu.Unlock()
+	states := n.states.(*stateLog)
+	states.mu.Lock()
+	log := states.log
+	states.mu.Unlock()
 	var out []mirrorstate.Record
 	buf, err := log.ReadBytes(nil, log.LogStartOffset(), 1<<30, log.LogEndOffset(), true)
 	if err != nil {
@@ -404,7 +405,7 @@ func TestStateLogPutAll(t *testing.T) {
 		"fenced":   {{testStateKey("m", 1), mirroringValue(1)}, {testStateKey("m", 0), mirroringValue(5)}},
 		"repeated": {{testStateKey("m", 1), mirroringValue(1)}, {testStateKey("m", 1), mirroringValue(2)}},
 	} {
-		if err := n.states.putAll(entries); err == nil {
+		if err := n.states.(*stateLog).putAll(entries); err == nil {
 			t.Fatalf("%s: putAll succeeded", name)
 		}
 		if _, ok := n.states.get(testStateKey("m", 1)); ok {
@@ -416,7 +417,7 @@ func TestStateLogPutAll(t *testing.T) {
 	for i := range int32(count) {
 		entries = append(entries, stateEntry{testStateKey("many", i), mirroringValue(mirrorstate.StateEpoch(i + 1))})
 	}
-	if err := n.states.putAll(entries); err != nil {
+	if err := n.states.(*stateLog).putAll(entries); err != nil {
 		t.Fatal(err)
 	}
 	mem.Crash(nil)

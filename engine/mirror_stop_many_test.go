@@ -141,7 +141,7 @@ func TestStateLogPutAllOneSync(t *testing.T) {
 	for _, crash := range []bool{false, true} {
 		mem := vfs.NewMem()
 		n := openStateTestNode(t, mem, "/data")
-		if err := n.states.putAll(entries(1)); err != nil {
+		if err := n.states.(*stateLog).putAll(entries(1)); err != nil {
 			t.Fatal(err)
 		}
 		var syncs atomic.Int32
@@ -153,7 +153,7 @@ func TestStateLogPutAllOneSync(t *testing.T) {
 			}
 			return nil
 		})
-		err := n.states.putAll(entries(2))
+		err := n.states.(*stateLog).putAll(entries(2))
 		if crash != (err != nil) {
 			t.Fatalf("crash %v: putAll: %v", crash, err)
 		}

@@ -21,7 +21,7 @@ type Node struct {
 	cfg     NodeConfig
 	log     *slog.Logger
 	metrics *mirrorMetrics
-	states  *stateLog // __mirror_state
+	states  mirrorStates // __mirror_state alone; etcd on a cluster (cluster_mirror_states.go)
 
 	// mirrorsMu guards mirrors; it is taken before a mirror's mu, never
 	// after.
@@ -61,6 +61,11 @@ func openNode(cfg NodeConfig, member *clusterNode) (*Node, error) {
 			return err
 		}
 		n.states = states
+		if member != nil {
+			// A cluster's records are etcd's: a partition's leader may
+			// change, and the new one resumes its machine.
+			n.states = newClusterStates(member)
+		}
 		return n.markPersistedMirrors()
 	})
 	if err != nil {
