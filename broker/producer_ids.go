@@ -32,6 +32,9 @@ type producerIDs struct {
 	// below minStart) and returns its first (SetProducerIDAllocator);
 	// nil alone, where the file keeps the blocks.
 	allocate func(minStart, size int64) (int64, error)
+	// cluster is allocate != nil, for reserveAbove's path without the
+	// lock; raising is set while a background reservation runs.
+	cluster, raising atomic.Bool
 }
 
 // SetProducerIDAllocator makes the node take its producer IDs from its
@@ -42,6 +45,7 @@ func (n *Node) SetProducerIDAllocator(allocate func(minStart, size int64) (int64
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.allocate, p.reserved = allocate, p.nextID
+	p.cluster.Store(allocate != nil)
 }
 
 const producerIDBlockName = "producer-id-block"
@@ -66,8 +70,10 @@ func openProducerIDs(fs vfs.FS, dir string) (*producerIDs, error) {
 func (p *producerIDs) next() (int64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.nextID >= p.reserved {
-		if err := p.reserveLocked(p.nextID + p.blockSize); err != nil {
+	// In a cluster an ID a mirror appended may be past the block in hand
+	// (reserveAbove does not wait for the cluster's blocks).
+	if !p.moveAbove() || p.nextID >= p.reserved {
+		if err := p.reserveLocked(max(p.nextID, p.above.Load()+1) + p.blockSize); err != nil {
 			return -1, err
 		}
 	}
@@ -79,8 +85,23 @@ func (p *producerIDs) next() (int64, error) {
 // reserveAbove makes every ID handed out from now on greater than id (a
 // producer ID of a mirror's source, which may write here after a
 // failover), reserving a new block if id is past the current one.
+//
+// In a cluster it never waits on etcd (it runs on the append path, under
+// the partition's lock): it raises the floor next() reserves above, and a
+// background reservation takes a block of the cluster's above it so that
+// the other nodes' blocks are too. Until that reservation is written
+// (milliseconds; while etcd is away, until it returns or this node next
+// hands out an ID) another node may hand out an ID of the source's.
 func (p *producerIDs) reserveAbove(id int64) error {
 	if id <= p.above.Load() {
+		return nil
+	}
+	if p.cluster.Load() {
+		for seen := p.above.Load(); id > seen && !p.above.CompareAndSwap(seen, id); seen = p.above.Load() {
+		}
+		if p.raising.CompareAndSwap(false, true) {
+			go p.raiseClusterBlock()
+		}
 		return nil
 	}
 	p.mu.Lock()
@@ -97,6 +118,32 @@ func (p *producerIDs) reserveAbove(id int64) error {
 	p.nextID = max(p.nextID, id+1) // a cluster's new block may start above id+1
 	p.above.Store(id)
 	return nil
+}
+
+// raiseClusterBlock takes a block of the cluster's above the floor
+// reserveAbove raised, if the block in hand is not above it (one attempt:
+// a later reserveAbove or next() tries again).
+func (p *producerIDs) raiseClusterBlock() {
+	defer p.raising.Store(false)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.moveAbove() {
+		_ = p.reserveLocked(p.above.Load() + 1 + p.blockSize) // its failure: next() reserves before it hands out an ID
+	}
+}
+
+// moveAbove moves the next ID past the floor reserveAbove raised, within
+// the block in hand; false if the floor is past the block (p.mu held).
+func (p *producerIDs) moveAbove() bool {
+	above := p.above.Load()
+	switch {
+	case p.nextID > above:
+		return true
+	case above+1 < p.reserved:
+		p.nextID = above + 1
+		return true
+	}
+	return false
 }
 
 // reserveLocked reserves the IDs below end (p.mu held): it persists end

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mirrord/mirrord/vfs"
 )
@@ -29,6 +30,7 @@ func TestProducerIDsFromCluster(t *testing.T) {
 		next = start + size
 		return start, nil
 	}
+	ids.cluster.Store(true)
 	var got []int64
 	for range 4 {
 		id, err := ids.next()
@@ -56,5 +58,31 @@ func TestProducerIDsFromCluster(t *testing.T) {
 	}
 	if id, _ := ids.next(); id != 5000 {
 		t.Fatalf("after reserveAbove(2000) with the cluster at 5000: %d, want 5000 (never an ID of another node's block)", id)
+	}
+
+	// reserveAbove runs on the append path: it never waits for the
+	// cluster. Its background reservation does, and next() after it.
+	gate := make(chan struct{})
+	ids.allocate = func(minStart, size int64) (int64, error) {
+		<-gate
+		mu.Lock()
+		defer mu.Unlock()
+		start := max(next, minStart)
+		next = start + size
+		return start, nil
+	}
+	returned := make(chan error, 1)
+	go func() { returned <- ids.reserveAbove(7000) }()
+	select {
+	case err := <-returned:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reserveAbove waited for the cluster's allocator")
+	}
+	close(gate)
+	if id, _ := ids.next(); id != 7001 {
+		t.Fatalf("after reserveAbove(7000) past the block: %d, want 7001", id)
 	}
 }
