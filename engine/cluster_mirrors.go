@@ -22,9 +22,8 @@ package engine
 //   - The partition machine's record is etcd's (clusterStates,
 //     cluster_mirror_states.go): the leader writes it before it acts on
 //     it, and a new leader resumes the machine where the old one left it.
-//     A node that leads a partition whose record is missing (or in an
-//     alignment it never finished) continues it MIRRORING from its log end
-//     (continuingRecord).
+//     A node that leads a partition with a log but no record continues it
+//     MIRRORING from its log end (continuingRecord).
 //   - --stop (failover) is a change of the mirror's key like the others:
 //     every node applies it, each stops the partitions it leads, taking
 //     those of stopped topics whose record is not STOPPED
@@ -268,8 +267,10 @@ func (n *Node) leads(p *broker.Partition) bool {
 }
 
 // continuingRecord is the record a new leader of a mirror partition
-// starts its machine from when its node holds no record of its own (or
-// one of an alignment it never finished): MIRRORING, from the log end.
+// starts its machine from when etcd holds none for it (a partition
+// mirrored before the records moved to etcd): MIRRORING, from the log
+// end. A record of an alignment is etcd's like any other: a failback's
+// alignment that a leader's loss interrupted runs again on the new one.
 // The log is the partition's replica, a prefix of the source's partition
 // byte for byte (the old leader's copy of it): failback's alignment, which
 // a machine without a record starts with, would find no last mirror epoch

@@ -374,7 +374,7 @@ func (m *mirror) reload(ctx context.Context) {
 // writes its markers at it).
 func (m *mirror) newMachine(mp *mirrorPartition) {
 	record, ok := m.node.states.get(mp.stateKey())
-	if m.node.member != nil && mp.local.LogEndOffset() > 0 && (!ok || record.State == mirrorstate.LogAlignment) {
+	if m.node.member != nil && mp.local.LogEndOffset() > 0 && !ok {
 		record, ok = continuingRecord(mp), true // cluster_mirrors.go
 	}
 	if !ok {
