@@ -336,16 +336,16 @@ func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, t
 	return r, nil
 }
 
-// clusterTables are the report's two cluster sections; rows are every
+// clusterTables are the report's three cluster sections; rows are every
 // aggregated throughput row of the run (the limit's among them).
 func clusterTables(r clusterResult, rows []row) []Table {
-	return []Table{clusterProduceTable(r, rows), clusterFailoverTable(r)}
+	return []Table{clusterProduceTable(rows), clusterFailoverTable(r), clusterMirrorTable(rows)}
 }
 
-func clusterProduceTable(r clusterResult, rows []row) Table {
+func clusterProduceTable(rows []row) Table {
 	t := Table{
 		Title: clusterProduceTitle,
-		Intro: "Produce replication, not mirroring: mirroring a source Kafka into a cluster is not supported yet (a cluster node refuses mirrors). " +
+		Intro: "Produce replication (mirroring into a cluster is the next section). " +
 			fmt.Sprintf("An idempotent franz-go producer (acks=all, %d partitions, 1 KiB uncompressed records) into one mirrord node on etcd (replication factor 1) ", clusterPartitions) +
 			"and into three on one etcd (replication factor 3, min.insync.replicas 2), a fresh topic per sample, timed to every record acknowledged. " +
 			"CPU-s/GB: every mirrord process (not etcd, not the producer), per GB that one replica stores. " +
@@ -353,30 +353,30 @@ func clusterProduceTable(r clusterResult, rows []row) Table {
 		Columns: []string{"Figure", variantClusterRF1, variantClusterRF3, "RF 3 / RF 1"},
 		Numbers: map[string]float64{},
 	}
-	one, hasOne := findRow(rows, scenarioClusterProduce, variantClusterRF1)
-	three, hasThree := findRow(rows, scenarioClusterProduce, variantClusterRF3)
+	addReplicationRows(&t, rows, scenarioClusterProduce, variantClusterRF1, variantClusterRF3)
+	return t
+}
+
+// addReplicationRows adds to t the MB/s and CPU-s/GB of the scenario's
+// RF 1 and RF 3 rows, their ratio, and each beside the run's limits
+// (loopback copy, file write); nothing when either row is missing.
+func addReplicationRows(t *Table, rows []row, scenario, rf1, rf3 string) {
+	one, hasOne := findRow(rows, scenario, rf1)
+	three, hasThree := findRow(rows, scenario, rf3)
 	if !hasOne || !hasThree {
-		return t
+		return
 	}
 	loopback, hasLoopback := findRow(rows, scenarioLimit, variantLimit)
 	write, hasWrite := findRow(rows, scenarioLimit, variantFileWrite)
-	mbps := func(x row) float64 { return x.MegabytesPerSecond.Median }
-	cost := func(x row) float64 { return x.CPUSecondsPerGigabyte.Median }
-	ratio := func(a, b float64) string {
-		if v := ratioOf(a, b); v != nil {
-			return formatPrecise(*v) + "x"
-		}
-		return "-"
-	}
 	t.Rows = append(t.Rows,
-		[]string{"MB/s (median)", formatNumber(mbps(one)), formatNumber(mbps(three)), ratio(mbps(three), mbps(one))},
-		[]string{"CPU-s/GB of the mirrord processes (median)", formatNumber(cost(one)), formatNumber(cost(three)), ratio(cost(three), cost(one))})
-	t.Numbers["rf1MegabytesPerSecond"], t.Numbers["rf3MegabytesPerSecond"] = mbps(one), mbps(three)
-	t.Numbers["rf1CPUSecondsPerGigabyte"], t.Numbers["rf3CPUSecondsPerGigabyte"] = cost(one), cost(three)
-	if v := ratioOf(mbps(three), mbps(one)); v != nil {
+		[]string{"MB/s (median)", formatNumber(rowMegabytesPerSecond(one)), formatNumber(rowMegabytesPerSecond(three)), ratioCell(rowMegabytesPerSecond(three), rowMegabytesPerSecond(one))},
+		[]string{"CPU-s/GB of the mirrord processes (median)", formatNumber(rowCPUSecondsPerGigabyte(one)), formatNumber(rowCPUSecondsPerGigabyte(three)), ratioCell(rowCPUSecondsPerGigabyte(three), rowCPUSecondsPerGigabyte(one))})
+	t.Numbers["rf1MegabytesPerSecond"], t.Numbers["rf3MegabytesPerSecond"] = rowMegabytesPerSecond(one), rowMegabytesPerSecond(three)
+	t.Numbers["rf1CPUSecondsPerGigabyte"], t.Numbers["rf3CPUSecondsPerGigabyte"] = rowCPUSecondsPerGigabyte(one), rowCPUSecondsPerGigabyte(three)
+	if v := ratioOf(rowMegabytesPerSecond(three), rowMegabytesPerSecond(one)); v != nil {
 		t.Numbers["rf3OverRF1Throughput"] = *v
 	}
-	if v := ratioOf(cost(three), cost(one)); v != nil {
+	if v := ratioOf(rowCPUSecondsPerGigabyte(three), rowCPUSecondsPerGigabyte(one)); v != nil {
 		t.Numbers["rf3OverRF1CPU"] = *v
 	}
 	for _, limit := range []struct {
@@ -388,19 +388,39 @@ func clusterProduceTable(r clusterResult, rows []row) Table {
 		if !limit.ok {
 			continue
 		}
-		t.Rows = append(t.Rows,
-			[]string{"MB/s over the " + limit.name + "'s (" + formatNumber(mbps(limit.r)) + " MB/s)",
-				ratio(mbps(one), mbps(limit.r)), ratio(mbps(three), mbps(limit.r)), "-"},
-			[]string{"CPU-s/GB over the " + limit.name + "'s (" + formatPrecise(cost(limit.r)) + ")",
-				ratio(cost(one), cost(limit.r)), ratio(cost(three), cost(limit.r)), "-"})
-		if v := ratioOf(mbps(one), mbps(limit.r)); v != nil {
-			t.Numbers["rf1Over"+limit.key] = *v
-		}
-		if v := ratioOf(mbps(three), mbps(limit.r)); v != nil {
-			t.Numbers["rf3Over"+limit.key] = *v
-		}
+		addRatioRows(t, "the "+limit.name+"'s", limit.key, one, three, limit.r, limit.r)
 	}
-	return t
+}
+
+// addRatioRows adds the rows of one and three over peers (one's peer,
+// three's peer: the same row for a limit) in MB/s and CPU-s/GB.
+func addRatioRows(t *Table, name, key string, one, three, peerOne, peerThree row) {
+	mbps, cost := rowMegabytesPerSecond, rowCPUSecondsPerGigabyte
+	peerMBps, peerCost := formatNumber(mbps(peerOne)), formatPrecise(cost(peerOne))
+	if peerOne.label() != peerThree.label() {
+		peerMBps += " and " + formatNumber(mbps(peerThree))
+		peerCost += " and " + formatPrecise(cost(peerThree))
+	}
+	t.Rows = append(t.Rows,
+		[]string{"MB/s over " + name + " (" + peerMBps + " MB/s)", ratioCell(mbps(one), mbps(peerOne)), ratioCell(mbps(three), mbps(peerThree)), "-"},
+		[]string{"CPU-s/GB over " + name + " (" + peerCost + ")", ratioCell(cost(one), cost(peerOne)), ratioCell(cost(three), cost(peerThree)), "-"})
+	if v := ratioOf(mbps(one), mbps(peerOne)); v != nil {
+		t.Numbers["rf1Over"+key] = *v
+	}
+	if v := ratioOf(mbps(three), mbps(peerThree)); v != nil {
+		t.Numbers["rf3Over"+key] = *v
+	}
+}
+
+func rowMegabytesPerSecond(x row) float64    { return x.MegabytesPerSecond.Median }
+func rowCPUSecondsPerGigabyte(x row) float64 { return x.CPUSecondsPerGigabyte.Median }
+
+// ratioCell is a/b as a table cell ("-" when there is none).
+func ratioCell(a, b float64) string {
+	if v := ratioOf(a, b); v != nil {
+		return formatPrecise(*v) + "x"
+	}
+	return "-"
 }
 
 func clusterFailoverTable(r clusterResult) Table {
@@ -442,7 +462,7 @@ func TestClusterScenarioSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	var measurements []Measurement
-	measurements = append(append(measurements, limitScenarios(t, mode)...), r.Produce...)
+	measurements = append(append(append(measurements, limitScenarios(t, mode)...), r.Produce...), r.Mirror...)
 	tables := clusterTables(r, aggregateAll(measurements))
 	for _, table := range tables {
 		t.Logf("%s: %v %v", table.Title, table.Rows, table.Numbers)
@@ -453,16 +473,21 @@ func TestClusterScenarioSmoke(t *testing.T) {
 // checkCluster checks what clusterScenario(mode) returned and its tables.
 func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table) {
 	t.Helper()
-	if len(r.Produce) != 2 || len(r.Rounds) != clusterRounds(mode) || len(tables) != 2 {
-		t.Fatalf("not sane: %d produce rows, %d rounds (want %d), %d tables", len(r.Produce), len(r.Rounds), clusterRounds(mode), len(tables))
+	if len(r.Produce) != 2 || len(r.Mirror) != 2 || len(r.Rounds) != clusterRounds(mode) || len(tables) != 3 {
+		t.Fatalf("not sane: %d produce rows, %d mirror rows, %d rounds (want %d), %d tables", len(r.Produce), len(r.Mirror), len(r.Rounds), clusterRounds(mode), len(tables))
 	}
-	for _, m := range r.Produce {
+	for _, m := range slices.Concat(r.Produce, r.Mirror) {
 		if len(m.Samples) != mode.Repeats {
 			t.Errorf("%s: %d samples, want %d", m.Variant, len(m.Samples), mode.Repeats)
 		}
 		for _, s := range m.Samples {
-			// One replica stores at least the values produced.
-			if s.Wall <= 0 || s.Records < mode.Bytes/clusterRecordBytes || s.Bytes < s.Records*clusterRecordBytes {
+			// One replica stores at least the values produced; the
+			// mirror's source holds mode.Bytes of batches.
+			least := mode.Bytes / clusterRecordBytes
+			if m.Scenario == scenarioClusterMirror {
+				least = mode.Bytes / (clusterRecordBytes + 100) // a record's framing and its batch's share of a header, less than 100 bytes
+			}
+			if s.Wall <= 0 || s.CPU <= 0 || s.Records < least || s.Bytes < s.Records*clusterRecordBytes || s.Bytes < mode.Bytes {
 				t.Errorf("%s: sample %+v", m.Variant, s)
 			}
 		}
@@ -476,12 +501,16 @@ func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table)
 			t.Errorf("round %d: %+v (lease %v)", i, round, r.Lease)
 		}
 	}
-	produce, failover := tables[0], tables[1]
+	produce, failover, mirror := tables[0], tables[1], tables[2]
 	if produce.Title != clusterProduceTitle || len(produce.Rows) != 6 || produce.Numbers["rf3OverRF1Throughput"] <= 0 || produce.Numbers["rf3OverLoopback"] <= 0 {
 		t.Errorf("produce table not sane: %+v", produce)
 	}
 	if failover.Title != clusterFailoverTitle || len(failover.Rows) != 3 || failover.Numbers["firstRecordMinMilliseconds"] <= 0 {
 		t.Errorf("failover table not sane: %+v", failover)
+	}
+	if mirror.Title != clusterMirrorTitle || len(mirror.Rows) != 8 || mirror.Numbers["rf3OverRF1Throughput"] <= 0 || mirror.Numbers["rf3OverRF1CPU"] <= 0 ||
+		mirror.Numbers["rf3OverLoopback"] <= 0 || mirror.Numbers["rf3OverProduce"] <= 0 {
+		t.Errorf("mirror table not sane: %+v", mirror)
 	}
 	for _, table := range tables {
 		for _, row := range table.Rows {
