@@ -192,21 +192,25 @@ type failoverRound struct {
 	Acked       int64
 }
 
-// clusterFailover runs rounds of kill -9 of a seeded partition's leader,
-// on a topic of its own.
-func clusterFailover(tb testing.TB, c *benchCluster, rounds int, check bool) ([]failoverRound, time.Duration, error) {
+// clusterFailover runs rounds of kill -9 of a seeded partition's leader
+// of topic. With sourceAddr "" the topic is created for them and the
+// producer writes into the cluster; else topic is a mirror topic of the
+// source at sourceAddr (a single node), which the producer writes to and
+// the cluster mirrors.
+func clusterFailover(tb testing.TB, c *benchCluster, topic, sourceAddr string, rounds int, check bool) ([]failoverRound, time.Duration, error) {
 	tb.Helper()
-	const topic = "failover"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+1)*clusterWait)
 	defer cancel()
-	if _, err := c.createTopic(ctx, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}); err != nil {
-		return nil, 0, err
+	if sourceAddr == "" {
+		if _, err := c.createTopic(ctx, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}); err != nil {
+			return nil, 0, err
+		}
 	}
 	random := rand.New(rand.NewPCG(clusterFailoverSeed, clusterFailoverSeed>>1))
 	var out []failoverRound
 	var slowest time.Duration
 	for round := range rounds {
-		r, err := clusterFailoverRound(ctx, tb, c, topic, int32(random.IntN(clusterPartitions)), check)
+		r, err := clusterFailoverRound(ctx, tb, c, topic, sourceAddr, int32(random.IntN(clusterPartitions)), check)
 		if err != nil {
 			return out, slowest, fmt.Errorf("cluster failover round %d: %w", round, err)
 		}
@@ -218,8 +222,9 @@ func clusterFailover(tb testing.TB, c *benchCluster, rounds int, check bool) ([]
 }
 
 // clusterFailoverRound kills the leader of partition p while a paced
-// producer writes to it and a consumer reads it.
-func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, topic string, p int32, check bool) (failoverRound, error) {
+// producer writes to it (or to the source at sourceAddr it mirrors) and
+// a consumer reads it.
+func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, topic, sourceAddr string, p int32, check bool) (failoverRound, error) {
 	tb.Helper()
 	r := failoverRound{Partition: p}
 	before, err := c.waitPartitions(ctx, topic, "every partition led with a full ISR", fullISR)
@@ -248,7 +253,11 @@ func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, t
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from[p])}}),
 		kgo.FetchMaxWait(250*time.Millisecond))
 	defer consumer.Close()
-	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(clusterWait))
+	produceOpts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(clusterWait)}
+	if sourceAddr != "" {
+		produceOpts = append(produceOpts, kgo.SeedBrokers(sourceAddr)) // in place of the cluster's
+	}
+	producer := c.client(produceOpts...)
 	defer producer.Close()
 	acks := newAckLedger(clusterPartitions)
 	acks.cancelled = context.Canceled
@@ -432,25 +441,34 @@ func clusterFailoverTable(r clusterResult) Table {
 			"New leader: kill to a surviving node's Metadata naming a new leader with a higher epoch (polled every 10 ms). " +
 			"First record read: kill to the consumer receiving the first record handed to the producer after the kill: the partition back for writes and reads " +
 			"(an empty fetch answered by the new leader can come before it takes writes). " +
-			fmt.Sprintf("Both clients retry and refresh metadata after %v. The killed node restarts and rejoins every ISR before the next round.", clusterClientBackoff),
+			fmt.Sprintf("Both clients retry and refresh metadata after %v. The killed node restarts and rejoins every ISR before the next round. ", clusterClientBackoff) +
+			"Mirror rows: the same rounds on the mirror topic of the Cluster: mirroring section (RF 3, the partition's leader mirrors the source), " +
+			"the producer writing to the source (one mirrord node) and the consumer reading the cluster: the first record produced at the source after the kill, " +
+			"read through the new leader, holds the new leader starting to mirror from its log end besides the rest.",
 		Columns: []string{"Time from the kill (ms)", "min", "median", "max", "rounds"},
-		Numbers: map[string]float64{"leaseSeconds": r.Lease.Seconds(), "rounds": float64(len(r.Rounds))},
+		Numbers: map[string]float64{"leaseSeconds": r.Lease.Seconds(), "rounds": float64(len(r.Rounds)), "mirrorRounds": float64(len(r.MirrorRounds))},
 	}
-	if len(r.Rounds) == 0 {
-		return t
-	}
-	add := func(name, key string, of func(failoverRound) time.Duration) {
+	add := func(rounds []failoverRound, name, key string, of func(failoverRound) time.Duration) {
+		if len(rounds) == 0 {
+			return
+		}
 		var ms []float64
-		for _, round := range r.Rounds {
+		for _, round := range rounds {
 			ms = append(ms, durationMilliseconds(of(round)))
 		}
 		s := spreadOf(ms)
 		t.Rows = append(t.Rows, []string{name, formatNumber(s.Min), formatNumber(s.Median), formatNumber(s.Max), strconv.Itoa(len(ms))})
 		t.Numbers[key+"MinMilliseconds"], t.Numbers[key+"MedianMilliseconds"], t.Numbers[key+"MaxMilliseconds"] = s.Min, s.Median, s.Max
 	}
-	add("new leader in Metadata", "elected", func(f failoverRound) time.Duration { return f.Elected })
-	add("first record produced after the kill, read", "firstRecord", func(f failoverRound) time.Duration { return f.FirstRecord })
-	add("killed node restarted and back in every ISR", "rejoined", func(f failoverRound) time.Duration { return f.Rejoined })
+	elected := func(f failoverRound) time.Duration { return f.Elected }
+	firstRecord := func(f failoverRound) time.Duration { return f.FirstRecord }
+	rejoined := func(f failoverRound) time.Duration { return f.Rejoined }
+	add(r.Rounds, "new leader in Metadata", "elected", elected)
+	add(r.Rounds, "first record produced after the kill, read", "firstRecord", firstRecord)
+	add(r.Rounds, "killed node restarted and back in every ISR", "rejoined", rejoined)
+	add(r.MirrorRounds, "mirror: new leader in Metadata", "mirrorElected", elected)
+	add(r.MirrorRounds, "mirror: first record produced at the source after the kill, read", "mirrorFirstRecord", firstRecord)
+	add(r.MirrorRounds, "mirror: killed node restarted and back in every ISR", "mirrorRejoined", rejoined)
 	return t
 }
 
@@ -473,8 +491,9 @@ func TestClusterScenarioSmoke(t *testing.T) {
 // checkCluster checks what clusterScenario(mode) returned and its tables.
 func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table) {
 	t.Helper()
-	if len(r.Produce) != 2 || len(r.Mirror) != 2 || len(r.Rounds) != clusterRounds(mode) || len(tables) != 3 {
-		t.Fatalf("not sane: %d produce rows, %d mirror rows, %d rounds (want %d), %d tables", len(r.Produce), len(r.Mirror), len(r.Rounds), clusterRounds(mode), len(tables))
+	if len(r.Produce) != 2 || len(r.Mirror) != 2 || len(r.Rounds) != clusterRounds(mode) || len(r.MirrorRounds) != clusterRounds(mode) || len(tables) != 3 {
+		t.Fatalf("not sane: %d produce rows, %d mirror rows, %d and %d mirror rounds (want %d), %d tables",
+			len(r.Produce), len(r.Mirror), len(r.Rounds), len(r.MirrorRounds), clusterRounds(mode), len(tables))
 	}
 	for _, m := range slices.Concat(r.Produce, r.Mirror) {
 		if len(m.Samples) != mode.Repeats {
@@ -492,7 +511,7 @@ func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table)
 			}
 		}
 	}
-	for i, round := range r.Rounds {
+	for i, round := range slices.Concat(r.Rounds, r.MirrorRounds) {
 		// The lease ends between 2/3 of its TTL (keep-alives go every
 		// third) and the TTL after the kill; a third leaves room for a
 		// keep-alive a loaded machine sent late. A new leader sooner
@@ -505,7 +524,7 @@ func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table)
 	if produce.Title != clusterProduceTitle || len(produce.Rows) != 6 || produce.Numbers["rf3OverRF1Throughput"] <= 0 || produce.Numbers["rf3OverLoopback"] <= 0 {
 		t.Errorf("produce table not sane: %+v", produce)
 	}
-	if failover.Title != clusterFailoverTitle || len(failover.Rows) != 3 || failover.Numbers["firstRecordMinMilliseconds"] <= 0 {
+	if failover.Title != clusterFailoverTitle || len(failover.Rows) != 6 || failover.Numbers["firstRecordMinMilliseconds"] <= 0 || failover.Numbers["mirrorFirstRecordMinMilliseconds"] <= 0 {
 		t.Errorf("failover table not sane: %+v", failover)
 	}
 	if mirror.Title != clusterMirrorTitle || len(mirror.Rows) != 8 || mirror.Numbers["rf3OverRF1Throughput"] <= 0 || mirror.Numbers["rf3OverRF1CPU"] <= 0 ||

@@ -43,18 +43,23 @@ const (
 
 // clusterMirrorScenario measures mirroring one source into three nodes
 // with replication factor 1, then 3: a row each, mode.Repeats samples.
-func clusterMirrorScenario(tb testing.TB, mode benchMode) ([]Measurement, error) {
+// Then, on the last RF 3 cluster, it runs the failover rounds on the
+// mirror topic while a producer writes to the source.
+func clusterMirrorScenario(tb testing.TB, mode benchMode, check bool) ([]Measurement, []failoverRound, error) {
 	tb.Helper()
+	began := time.Now()
+	defer func() { tb.Logf("cluster mirror: the scenario took %v", time.Since(began).Round(time.Millisecond)) }()
 	source := startSource(tb, mirrorCase{partitions: clusterPartitions, codec: rb.CodecNone, totalBytes: int(mode.Bytes)})
 	defer source.process.stop()
 	logs := make([]replicaLogs, clusterPartitions)
 	for p := range logs {
 		var err error
 		if logs[p], err = readReplicaLogs(filepath.Join(source.process.proc.DataDir, fmt.Sprintf("%s-%d", mirrorTopic, p))); err != nil {
-			return nil, fmt.Errorf("cluster mirror: source: %w", err)
+			return nil, nil, fmt.Errorf("cluster mirror: source: %w", err)
 		}
 	}
 	var rows []Measurement
+	var rounds []failoverRound
 	for _, v := range []struct {
 		variant string
 		rf      int
@@ -65,6 +70,9 @@ func clusterMirrorScenario(tb testing.TB, mode benchMode) ([]Measurement, error)
 		for sample := range mode.Repeats {
 			c := startBenchCluster(tb, 3, v.rf)
 			s, err := clusterMirrorSample(tb, c, source, logs, v.rf)
+			if err == nil && v.rf == 3 && sample == mode.Repeats-1 {
+				rounds, _, err = clusterFailover(tb, c, mirrorTopic, source.process.addr, clusterRounds(mode), check)
+			}
 			c.stop()
 			for _, dir := range c.dirs { // as many bytes as the source, RF times
 				if rerr := os.RemoveAll(dir); rerr != nil && err == nil {
@@ -72,13 +80,13 @@ func clusterMirrorScenario(tb testing.TB, mode benchMode) ([]Measurement, error)
 				}
 			}
 			if err != nil {
-				return rows, fmt.Errorf("cluster mirror, %s, sample %d: %w", v.variant, sample, err)
+				return rows, rounds, fmt.Errorf("cluster mirror, %s, sample %d: %w", v.variant, sample, err)
 			}
 			row.Samples = append(row.Samples, s)
 		}
 		rows = append(rows, row)
 	}
-	return rows, nil
+	return rows, rounds, nil
 }
 
 // clusterMirrorSample creates the mirror on c, starts the source's topic

@@ -279,11 +279,14 @@ func (c *benchCluster) waitReplicasEqual(ctx context.Context, topic string) (int
 
 // clusterResult is what the cluster scenario measured.
 type clusterResult struct {
-	Produce  []Measurement // the RF 1 and RF 3 rows
-	Mirror   []Measurement // the mirror RF 1 and RF 3 rows (cluster_mirror_test.go)
-	Rounds   []failoverRound
-	Lease    time.Duration
-	Restarts time.Duration // the longest restart of a killed node until back in every ISR
+	Produce []Measurement // the RF 1 and RF 3 rows
+	Mirror  []Measurement // the mirror RF 1 and RF 3 rows (cluster_mirror_test.go)
+	// MirrorRounds are the failover rounds on a mirror topic, the
+	// producer writing to the source.
+	MirrorRounds []failoverRound
+	Rounds       []failoverRound
+	Lease        time.Duration
+	Restarts     time.Duration // the longest restart of a killed node until back in every ISR
 }
 
 // clusterScenario measures produce on one node (RF 1) and three (RF 3),
@@ -313,7 +316,7 @@ func clusterScenario(tb testing.TB, mode benchMode, check bool) (clusterResult, 
 		}
 		r.Produce = append(r.Produce, row)
 		if v.nodes == 3 {
-			rounds, restarts, err := clusterFailover(tb, c, clusterRounds(mode), check)
+			rounds, restarts, err := clusterFailover(tb, c, "failover", "", clusterRounds(mode), check)
 			if err != nil {
 				return r, err
 			}
@@ -322,7 +325,7 @@ func clusterScenario(tb testing.TB, mode benchMode, check bool) (clusterResult, 
 		c.stop()
 	}
 	var err error
-	r.Mirror, err = clusterMirrorScenario(tb, mode)
+	r.Mirror, r.MirrorRounds, err = clusterMirrorScenario(tb, mode, check)
 	return r, err
 }
 
