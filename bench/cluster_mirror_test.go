@@ -23,7 +23,9 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -111,7 +113,14 @@ func clusterMirrorSample(tb testing.TB, c *benchCluster, source mirrorSource, lo
 		return Sample{}, err
 	}
 	led := time.Since(started)
-	if err := pollUntil(ctx, clusterPollInterval, func() (bool, error) { return replicasHold(c, ps, logs) }); err != nil {
+	var leadersHeld time.Duration // when every leader held the source's bytes
+	if err := pollUntil(ctx, clusterPollInterval, func() (bool, error) {
+		leaders, all, err := replicasHold(c, ps, logs)
+		if leaders && leadersHeld == 0 {
+			leadersHeld = time.Since(started)
+		}
+		return all, err
+	}); err != nil {
 		return Sample{}, fmt.Errorf("cluster mirror: replicas never held the source's bytes: %w", err)
 	}
 	wall, used := time.Since(started), c.cpu()-cpu
@@ -119,38 +128,54 @@ func clusterMirrorSample(tb testing.TB, c *benchCluster, source mirrorSource, lo
 		return Sample{}, err
 	}
 	records := sum(source.endOffsets)
-	tb.Logf("cluster mirror: 3 nodes, RF %d: %d records, %d bytes per replica, every partition led after %v, every replica caught up after %v, %v CPU of the nodes",
-		rf, records, source.bytes, led.Round(time.Millisecond), wall.Round(time.Millisecond), used)
+	tb.Logf("cluster mirror: 3 nodes, RF %d: %d records, %d bytes per replica, every partition led after %v, every leader caught up after %v, every replica after %v, %v CPU of the nodes",
+		rf, records, source.bytes, led.Round(time.Millisecond), leadersHeld.Round(time.Millisecond), wall.Round(time.Millisecond), used)
 	return Sample{Wall: wall, Bytes: source.bytes, Records: records, CPU: used}, nil
 }
 
-// replicasHold reports whether every replica of every partition in ps
-// holds as many log bytes as the source's partition (a stat of each
-// segment; a replica whose directory does not exist yet holds none).
-func replicasHold(c *benchCluster, ps kadm.PartitionDetails, logs []replicaLogs) (bool, error) {
+// replicasHold reports whether every partition's leader, and whether
+// every replica of every partition, in ps holds as many log bytes as the
+// source's partition (a stat of each segment; a replica whose directory
+// does not exist yet holds none).
+func replicasHold(c *benchCluster, ps kadm.PartitionDetails, logs []replicaLogs) (leaders, all bool, err error) {
+	leaders, all = true, true
 	for p := range int32(clusterPartitions) {
 		for _, replica := range ps[p].Replicas {
-			names, err := filepath.Glob(filepath.Join(c.dirs[replica-1], fmt.Sprintf("%s-%d", mirrorTopic, p), "*.log"))
+			size, err := segmentsSize(filepath.Join(c.dirs[replica-1], fmt.Sprintf("%s-%d", mirrorTopic, p)))
 			if err != nil {
-				return false, err
-			}
-			var size int64
-			for _, name := range names {
-				info, err := os.Stat(name)
-				if err != nil {
-					return false, nil // a segment deleted between the glob and the stat: polled again
-				}
-				size += info.Size()
+				return false, false, err
 			}
 			if size > logs[p].size {
-				return false, fmt.Errorf("%w: %s-%d: node %d holds %d log bytes, the source %d", errClusterCheck, mirrorTopic, p, replica, size, logs[p].size)
+				return false, false, fmt.Errorf("%w: %s-%d: node %d holds %d log bytes, the source %d", errClusterCheck, mirrorTopic, p, replica, size, logs[p].size)
 			}
 			if size < logs[p].size {
-				return false, nil
+				all = false
+				leaders = leaders && replica != ps[p].Leader
 			}
 		}
 	}
-	return true, nil
+	return leaders, all, nil
+}
+
+// segmentsSize is the size of the segments in a partition's directory,
+// 0 when it does not exist yet.
+func segmentsSize(dir string) (int64, error) {
+	names, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return 0, err
+	}
+	var size int64
+	for _, name := range names {
+		info, err := os.Stat(name)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted between the glob and the stat: not counted, polled again
+		}
+		if err != nil {
+			return 0, err
+		}
+		size += info.Size()
+	}
+	return size, nil
 }
 
 // checkMirrorReplicas requires rf replicas of every partition, each
