@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -243,4 +244,61 @@ func clusterMirrorTable(rows []row) Table {
 		addRatioRows(&t, "produce replication's", "Produce", one, three, produceOne, produceThree)
 	}
 	return t
+}
+
+// TestClusterMirrorTable checks the mirroring section's figures on rows
+// of known rates: the ratios, the peers beside each, and which rows a
+// missing peer leaves out.
+func TestClusterMirrorTable(t *testing.T) {
+	// measurement is one sample of mbps MB/s costing cpu CPU-s/GB.
+	measurement := func(scenario, variant string, mbps, cpu float64) Measurement {
+		bytes := int64(mbps * bytesPerMegabyte) // one second's worth
+		return Measurement{Scenario: scenario, Variant: variant,
+			Samples: []Sample{{Wall: time.Second, Bytes: bytes, Records: 1, CPU: time.Duration(cpu * float64(bytes) / bytesPerGigabyte * float64(time.Second))}}}
+	}
+	mirrorOne := measurement(scenarioClusterMirror, variantClusterMirrorRF1, 400, 1)
+	mirrorThree := measurement(scenarioClusterMirror, variantClusterMirrorRF3, 100, 4)
+	produceOne := measurement(scenarioClusterProduce, variantClusterRF1, 200, 2)
+	produceThree := measurement(scenarioClusterProduce, variantClusterRF3, 50, 8)
+	loopback := measurement(scenarioLimit, variantLimit, 1000, 0.5)
+	write := measurement(scenarioLimit, variantFileWrite, 500, 0.25)
+	for _, tc := range []struct {
+		name         string
+		measurements []Measurement
+		rows         int
+		numbers      map[string]float64 // each must be there, within 1e-9
+		absent       []string
+	}{
+		{"every peer", []Measurement{mirrorOne, mirrorThree, produceOne, produceThree, loopback, write}, 8,
+			map[string]float64{"rf1MegabytesPerSecond": 400, "rf3MegabytesPerSecond": 100, "rf3OverRF1Throughput": 0.25, "rf3OverRF1CPU": 4,
+				"rf1OverLoopback": 0.4, "rf3OverLoopback": 0.1, "rf1OverFileWrite": 0.8, "rf1OverProduce": 2, "rf3OverProduce": 2}, nil},
+		{"no produce rows", []Measurement{mirrorOne, mirrorThree, loopback, write}, 6,
+			map[string]float64{"rf3OverRF1Throughput": 0.25, "rf3OverFileWrite": 0.2}, []string{"rf1OverProduce", "rf3OverProduce"}},
+		{"no limit rows", []Measurement{mirrorOne, mirrorThree, produceOne, produceThree}, 4,
+			map[string]float64{"rf3OverRF1CPU": 4, "rf3OverProduce": 2}, []string{"rf1OverLoopback", "rf3OverFileWrite"}},
+		{"no RF 3 mirror row", []Measurement{mirrorOne, produceOne, produceThree, loopback, write}, 0,
+			nil, []string{"rf1MegabytesPerSecond", "rf3OverRF1Throughput", "rf1OverProduce"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table := clusterMirrorTable(aggregateAll(tc.measurements))
+			if table.Title != clusterMirrorTitle || len(table.Rows) != tc.rows {
+				t.Fatalf("%q: %d rows, want %d: %v", table.Title, len(table.Rows), tc.rows, table.Rows)
+			}
+			for key, want := range tc.numbers {
+				if got, ok := table.Numbers[key]; !ok || math.Abs(got-want) > 1e-9 {
+					t.Errorf("%s = %v (present %v), want %v", key, got, ok, want)
+				}
+			}
+			for _, key := range tc.absent {
+				if got, ok := table.Numbers[key]; ok {
+					t.Errorf("%s = %v, want absent", key, got)
+				}
+			}
+			for _, row := range table.Rows {
+				if len(row) != len(table.Columns) || slices.Contains(row, "") {
+					t.Errorf("row %v: %d cells, want %d", row, len(row), len(table.Columns))
+				}
+			}
+		})
+	}
 }
