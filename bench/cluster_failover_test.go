@@ -192,21 +192,25 @@ type failoverRound struct {
 	Acked       int64
 }
 
-// clusterFailover runs rounds of kill -9 of a seeded partition's leader,
-// on a topic of its own.
-func clusterFailover(tb testing.TB, c *benchCluster, rounds int, check bool) ([]failoverRound, time.Duration, error) {
+// clusterFailover runs rounds of kill -9 of a seeded partition's leader
+// of topic. With sourceAddr "" the topic is created for them and the
+// producer writes into the cluster; else topic is a mirror topic of the
+// source at sourceAddr (a single node), which the producer writes to and
+// the cluster mirrors.
+func clusterFailover(tb testing.TB, c *benchCluster, topic, sourceAddr string, rounds int, check bool) ([]failoverRound, time.Duration, error) {
 	tb.Helper()
-	const topic = "failover"
 	ctx, cancel := context.WithTimeout(context.Background(), time.Duration(rounds+1)*clusterWait)
 	defer cancel()
-	if _, err := c.createTopic(ctx, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}); err != nil {
-		return nil, 0, err
+	if sourceAddr == "" {
+		if _, err := c.createTopic(ctx, topic, map[string]*string{"min.insync.replicas": kadm.StringPtr("2")}); err != nil {
+			return nil, 0, err
+		}
 	}
 	random := rand.New(rand.NewPCG(clusterFailoverSeed, clusterFailoverSeed>>1))
 	var out []failoverRound
 	var slowest time.Duration
 	for round := range rounds {
-		r, err := clusterFailoverRound(ctx, tb, c, topic, int32(random.IntN(clusterPartitions)), check)
+		r, err := clusterFailoverRound(ctx, tb, c, topic, sourceAddr, int32(random.IntN(clusterPartitions)), check)
 		if err != nil {
 			return out, slowest, fmt.Errorf("cluster failover round %d: %w", round, err)
 		}
@@ -218,8 +222,9 @@ func clusterFailover(tb testing.TB, c *benchCluster, rounds int, check bool) ([]
 }
 
 // clusterFailoverRound kills the leader of partition p while a paced
-// producer writes to it and a consumer reads it.
-func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, topic string, p int32, check bool) (failoverRound, error) {
+// producer writes to it (or to the source at sourceAddr it mirrors) and
+// a consumer reads it.
+func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, topic, sourceAddr string, p int32, check bool) (failoverRound, error) {
 	tb.Helper()
 	r := failoverRound{Partition: p}
 	before, err := c.waitPartitions(ctx, topic, "every partition led with a full ISR", fullISR)
@@ -248,7 +253,11 @@ func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, t
 	consumer := c.client(kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: {p: kgo.NewOffset().At(from[p])}}),
 		kgo.FetchMaxWait(250*time.Millisecond))
 	defer consumer.Close()
-	producer := c.client(kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(clusterWait))
+	produceOpts := []kgo.Opt{kgo.RequiredAcks(kgo.AllISRAcks()), kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.RecordDeliveryTimeout(clusterWait)}
+	if sourceAddr != "" {
+		produceOpts = append(produceOpts, kgo.SeedBrokers(sourceAddr)) // in place of the cluster's
+	}
+	producer := c.client(produceOpts...)
 	defer producer.Close()
 	acks := newAckLedger(clusterPartitions)
 	acks.cancelled = context.Canceled
@@ -336,16 +345,16 @@ func clusterFailoverRound(ctx context.Context, tb testing.TB, c *benchCluster, t
 	return r, nil
 }
 
-// clusterTables are the report's two cluster sections; rows are every
+// clusterTables are the report's three cluster sections; rows are every
 // aggregated throughput row of the run (the limit's among them).
 func clusterTables(r clusterResult, rows []row) []Table {
-	return []Table{clusterProduceTable(r, rows), clusterFailoverTable(r)}
+	return []Table{clusterProduceTable(rows), clusterFailoverTable(r), clusterMirrorTable(rows)}
 }
 
-func clusterProduceTable(r clusterResult, rows []row) Table {
+func clusterProduceTable(rows []row) Table {
 	t := Table{
 		Title: clusterProduceTitle,
-		Intro: "Produce replication, not mirroring: mirroring a source Kafka into a cluster is not supported yet (a cluster node refuses mirrors). " +
+		Intro: "Produce replication (mirroring into a cluster is the next section). " +
 			fmt.Sprintf("An idempotent franz-go producer (acks=all, %d partitions, 1 KiB uncompressed records) into one mirrord node on etcd (replication factor 1) ", clusterPartitions) +
 			"and into three on one etcd (replication factor 3, min.insync.replicas 2), a fresh topic per sample, timed to every record acknowledged. " +
 			"CPU-s/GB: every mirrord process (not etcd, not the producer), per GB that one replica stores. " +
@@ -353,30 +362,30 @@ func clusterProduceTable(r clusterResult, rows []row) Table {
 		Columns: []string{"Figure", variantClusterRF1, variantClusterRF3, "RF 3 / RF 1"},
 		Numbers: map[string]float64{},
 	}
-	one, hasOne := findRow(rows, scenarioClusterProduce, variantClusterRF1)
-	three, hasThree := findRow(rows, scenarioClusterProduce, variantClusterRF3)
+	addReplicationRows(&t, rows, scenarioClusterProduce, variantClusterRF1, variantClusterRF3)
+	return t
+}
+
+// addReplicationRows adds to t the MB/s and CPU-s/GB of the scenario's
+// RF 1 and RF 3 rows, their ratio, and each beside the run's limits
+// (loopback copy, file write); nothing when either row is missing.
+func addReplicationRows(t *Table, rows []row, scenario, rf1, rf3 string) {
+	one, hasOne := findRow(rows, scenario, rf1)
+	three, hasThree := findRow(rows, scenario, rf3)
 	if !hasOne || !hasThree {
-		return t
+		return
 	}
 	loopback, hasLoopback := findRow(rows, scenarioLimit, variantLimit)
 	write, hasWrite := findRow(rows, scenarioLimit, variantFileWrite)
-	mbps := func(x row) float64 { return x.MegabytesPerSecond.Median }
-	cost := func(x row) float64 { return x.CPUSecondsPerGigabyte.Median }
-	ratio := func(a, b float64) string {
-		if v := ratioOf(a, b); v != nil {
-			return formatPrecise(*v) + "x"
-		}
-		return "-"
-	}
 	t.Rows = append(t.Rows,
-		[]string{"MB/s (median)", formatNumber(mbps(one)), formatNumber(mbps(three)), ratio(mbps(three), mbps(one))},
-		[]string{"CPU-s/GB of the mirrord processes (median)", formatNumber(cost(one)), formatNumber(cost(three)), ratio(cost(three), cost(one))})
-	t.Numbers["rf1MegabytesPerSecond"], t.Numbers["rf3MegabytesPerSecond"] = mbps(one), mbps(three)
-	t.Numbers["rf1CPUSecondsPerGigabyte"], t.Numbers["rf3CPUSecondsPerGigabyte"] = cost(one), cost(three)
-	if v := ratioOf(mbps(three), mbps(one)); v != nil {
+		[]string{"MB/s (median)", formatNumber(rowMegabytesPerSecond(one)), formatNumber(rowMegabytesPerSecond(three)), ratioCell(rowMegabytesPerSecond(three), rowMegabytesPerSecond(one))},
+		[]string{"CPU-s/GB of the mirrord processes (median)", formatNumber(rowCPUSecondsPerGigabyte(one)), formatNumber(rowCPUSecondsPerGigabyte(three)), ratioCell(rowCPUSecondsPerGigabyte(three), rowCPUSecondsPerGigabyte(one))})
+	t.Numbers["rf1MegabytesPerSecond"], t.Numbers["rf3MegabytesPerSecond"] = rowMegabytesPerSecond(one), rowMegabytesPerSecond(three)
+	t.Numbers["rf1CPUSecondsPerGigabyte"], t.Numbers["rf3CPUSecondsPerGigabyte"] = rowCPUSecondsPerGigabyte(one), rowCPUSecondsPerGigabyte(three)
+	if v := ratioOf(rowMegabytesPerSecond(three), rowMegabytesPerSecond(one)); v != nil {
 		t.Numbers["rf3OverRF1Throughput"] = *v
 	}
-	if v := ratioOf(cost(three), cost(one)); v != nil {
+	if v := ratioOf(rowCPUSecondsPerGigabyte(three), rowCPUSecondsPerGigabyte(one)); v != nil {
 		t.Numbers["rf3OverRF1CPU"] = *v
 	}
 	for _, limit := range []struct {
@@ -388,19 +397,39 @@ func clusterProduceTable(r clusterResult, rows []row) Table {
 		if !limit.ok {
 			continue
 		}
-		t.Rows = append(t.Rows,
-			[]string{"MB/s over the " + limit.name + "'s (" + formatNumber(mbps(limit.r)) + " MB/s)",
-				ratio(mbps(one), mbps(limit.r)), ratio(mbps(three), mbps(limit.r)), "-"},
-			[]string{"CPU-s/GB over the " + limit.name + "'s (" + formatPrecise(cost(limit.r)) + ")",
-				ratio(cost(one), cost(limit.r)), ratio(cost(three), cost(limit.r)), "-"})
-		if v := ratioOf(mbps(one), mbps(limit.r)); v != nil {
-			t.Numbers["rf1Over"+limit.key] = *v
-		}
-		if v := ratioOf(mbps(three), mbps(limit.r)); v != nil {
-			t.Numbers["rf3Over"+limit.key] = *v
-		}
+		addRatioRows(t, "the "+limit.name+"'s", limit.key, one, three, limit.r, limit.r)
 	}
-	return t
+}
+
+// addRatioRows adds the rows of one and three over peers (one's peer,
+// three's peer: the same row for a limit) in MB/s and CPU-s/GB.
+func addRatioRows(t *Table, name, key string, one, three, peerOne, peerThree row) {
+	mbps, cost := rowMegabytesPerSecond, rowCPUSecondsPerGigabyte
+	peerMBps, peerCost := formatNumber(mbps(peerOne)), formatPrecise(cost(peerOne))
+	if peerOne.label() != peerThree.label() {
+		peerMBps += " and " + formatNumber(mbps(peerThree))
+		peerCost += " and " + formatPrecise(cost(peerThree))
+	}
+	t.Rows = append(t.Rows,
+		[]string{"MB/s over " + name + " (" + peerMBps + " MB/s)", ratioCell(mbps(one), mbps(peerOne)), ratioCell(mbps(three), mbps(peerThree)), "-"},
+		[]string{"CPU-s/GB over " + name + " (" + peerCost + ")", ratioCell(cost(one), cost(peerOne)), ratioCell(cost(three), cost(peerThree)), "-"})
+	if v := ratioOf(mbps(one), mbps(peerOne)); v != nil {
+		t.Numbers["rf1Over"+key] = *v
+	}
+	if v := ratioOf(mbps(three), mbps(peerThree)); v != nil {
+		t.Numbers["rf3Over"+key] = *v
+	}
+}
+
+func rowMegabytesPerSecond(x row) float64    { return x.MegabytesPerSecond.Median }
+func rowCPUSecondsPerGigabyte(x row) float64 { return x.CPUSecondsPerGigabyte.Median }
+
+// ratioCell is a/b as a table cell ("-" when there is none).
+func ratioCell(a, b float64) string {
+	if v := ratioOf(a, b); v != nil {
+		return formatPrecise(*v) + "x"
+	}
+	return "-"
 }
 
 func clusterFailoverTable(r clusterResult) Table {
@@ -412,25 +441,34 @@ func clusterFailoverTable(r clusterResult) Table {
 			"New leader: kill to a surviving node's Metadata naming a new leader with a higher epoch (polled every 10 ms). " +
 			"First record read: kill to the consumer receiving the first record handed to the producer after the kill: the partition back for writes and reads " +
 			"(an empty fetch answered by the new leader can come before it takes writes). " +
-			fmt.Sprintf("Both clients retry and refresh metadata after %v. The killed node restarts and rejoins every ISR before the next round.", clusterClientBackoff),
+			fmt.Sprintf("Both clients retry and refresh metadata after %v. The killed node restarts and rejoins every ISR before the next round. ", clusterClientBackoff) +
+			"Mirror rows: the same rounds on the mirror topic of the Cluster: mirroring section (RF 3, the partition's leader mirrors the source), " +
+			"the producer writing to the source (one mirrord node) and the consumer reading the cluster: the first record produced at the source after the kill, " +
+			"read through the new leader, holds the new leader starting to mirror from its log end besides the rest.",
 		Columns: []string{"Time from the kill (ms)", "min", "median", "max", "rounds"},
-		Numbers: map[string]float64{"leaseSeconds": r.Lease.Seconds(), "rounds": float64(len(r.Rounds))},
+		Numbers: map[string]float64{"leaseSeconds": r.Lease.Seconds(), "rounds": float64(len(r.Rounds)), "mirrorRounds": float64(len(r.MirrorRounds))},
 	}
-	if len(r.Rounds) == 0 {
-		return t
-	}
-	add := func(name, key string, of func(failoverRound) time.Duration) {
+	add := func(rounds []failoverRound, name, key string, of func(failoverRound) time.Duration) {
+		if len(rounds) == 0 {
+			return
+		}
 		var ms []float64
-		for _, round := range r.Rounds {
+		for _, round := range rounds {
 			ms = append(ms, durationMilliseconds(of(round)))
 		}
 		s := spreadOf(ms)
 		t.Rows = append(t.Rows, []string{name, formatNumber(s.Min), formatNumber(s.Median), formatNumber(s.Max), strconv.Itoa(len(ms))})
 		t.Numbers[key+"MinMilliseconds"], t.Numbers[key+"MedianMilliseconds"], t.Numbers[key+"MaxMilliseconds"] = s.Min, s.Median, s.Max
 	}
-	add("new leader in Metadata", "elected", func(f failoverRound) time.Duration { return f.Elected })
-	add("first record produced after the kill, read", "firstRecord", func(f failoverRound) time.Duration { return f.FirstRecord })
-	add("killed node restarted and back in every ISR", "rejoined", func(f failoverRound) time.Duration { return f.Rejoined })
+	elected := func(f failoverRound) time.Duration { return f.Elected }
+	firstRecord := func(f failoverRound) time.Duration { return f.FirstRecord }
+	rejoined := func(f failoverRound) time.Duration { return f.Rejoined }
+	add(r.Rounds, "new leader in Metadata", "elected", elected)
+	add(r.Rounds, "first record produced after the kill, read", "firstRecord", firstRecord)
+	add(r.Rounds, "killed node restarted and back in every ISR", "rejoined", rejoined)
+	add(r.MirrorRounds, "mirror: new leader in Metadata", "mirrorElected", elected)
+	add(r.MirrorRounds, "mirror: first record produced at the source after the kill, read", "mirrorFirstRecord", firstRecord)
+	add(r.MirrorRounds, "mirror: killed node restarted and back in every ISR", "mirrorRejoined", rejoined)
 	return t
 }
 
@@ -442,7 +480,7 @@ func TestClusterScenarioSmoke(t *testing.T) {
 		t.Fatal(err)
 	}
 	var measurements []Measurement
-	measurements = append(append(measurements, limitScenarios(t, mode)...), r.Produce...)
+	measurements = append(append(append(measurements, limitScenarios(t, mode)...), r.Produce...), r.Mirror...)
 	tables := clusterTables(r, aggregateAll(measurements))
 	for _, table := range tables {
 		t.Logf("%s: %v %v", table.Title, table.Rows, table.Numbers)
@@ -453,21 +491,27 @@ func TestClusterScenarioSmoke(t *testing.T) {
 // checkCluster checks what clusterScenario(mode) returned and its tables.
 func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table) {
 	t.Helper()
-	if len(r.Produce) != 2 || len(r.Rounds) != clusterRounds(mode) || len(tables) != 2 {
-		t.Fatalf("not sane: %d produce rows, %d rounds (want %d), %d tables", len(r.Produce), len(r.Rounds), clusterRounds(mode), len(tables))
+	if len(r.Produce) != 2 || len(r.Mirror) != 2 || len(r.Rounds) != clusterRounds(mode) || len(r.MirrorRounds) != clusterRounds(mode) || len(tables) != 3 {
+		t.Fatalf("not sane: %d produce rows, %d mirror rows, %d and %d mirror rounds (want %d), %d tables",
+			len(r.Produce), len(r.Mirror), len(r.Rounds), len(r.MirrorRounds), clusterRounds(mode), len(tables))
 	}
-	for _, m := range r.Produce {
+	for _, m := range slices.Concat(r.Produce, r.Mirror) {
 		if len(m.Samples) != mode.Repeats {
 			t.Errorf("%s: %d samples, want %d", m.Variant, len(m.Samples), mode.Repeats)
 		}
 		for _, s := range m.Samples {
-			// One replica stores at least the values produced.
-			if s.Wall <= 0 || s.Records < mode.Bytes/clusterRecordBytes || s.Bytes < s.Records*clusterRecordBytes {
+			// One replica stores at least the values produced; the
+			// mirror's source holds mode.Bytes of batches.
+			least := mode.Bytes / clusterRecordBytes
+			if m.Scenario == scenarioClusterMirror {
+				least = mode.Bytes / (clusterRecordBytes + 100) // a record's framing and its batch's share of a header, less than 100 bytes
+			}
+			if s.Wall <= 0 || s.CPU <= 0 || s.Records < least || s.Bytes < s.Records*clusterRecordBytes || s.Bytes < mode.Bytes {
 				t.Errorf("%s: sample %+v", m.Variant, s)
 			}
 		}
 	}
-	for i, round := range r.Rounds {
+	for i, round := range slices.Concat(r.Rounds, r.MirrorRounds) {
 		// The lease ends between 2/3 of its TTL (keep-alives go every
 		// third) and the TTL after the kill; a third leaves room for a
 		// keep-alive a loaded machine sent late. A new leader sooner
@@ -476,12 +520,16 @@ func checkCluster(t *testing.T, mode benchMode, r clusterResult, tables []Table)
 			t.Errorf("round %d: %+v (lease %v)", i, round, r.Lease)
 		}
 	}
-	produce, failover := tables[0], tables[1]
+	produce, failover, mirror := tables[0], tables[1], tables[2]
 	if produce.Title != clusterProduceTitle || len(produce.Rows) != 6 || produce.Numbers["rf3OverRF1Throughput"] <= 0 || produce.Numbers["rf3OverLoopback"] <= 0 {
 		t.Errorf("produce table not sane: %+v", produce)
 	}
-	if failover.Title != clusterFailoverTitle || len(failover.Rows) != 3 || failover.Numbers["firstRecordMinMilliseconds"] <= 0 {
+	if failover.Title != clusterFailoverTitle || len(failover.Rows) != 6 || failover.Numbers["firstRecordMinMilliseconds"] <= 0 || failover.Numbers["mirrorFirstRecordMinMilliseconds"] <= 0 {
 		t.Errorf("failover table not sane: %+v", failover)
+	}
+	if mirror.Title != clusterMirrorTitle || len(mirror.Rows) != 8 || mirror.Numbers["rf3OverRF1Throughput"] <= 0 || mirror.Numbers["rf3OverRF1CPU"] <= 0 ||
+		mirror.Numbers["rf3OverLoopback"] <= 0 || mirror.Numbers["rf3OverProduce"] <= 0 {
+		t.Errorf("mirror table not sane: %+v", mirror)
 	}
 	for _, table := range tables {
 		for _, row := range table.Rows {

@@ -2,8 +2,7 @@ package bench
 
 // The cluster scenario: mirrord nodes joined on one etcd (`mirrord serve
 // --node-id --etcd-endpoints`, docs/cluster.md), measured as produce
-// replication. Mirroring a source into a cluster is not supported yet (a
-// cluster node refuses mirrors), so the bytes come from a producer:
+// replication, failover, and mirroring (cluster_mirror_test.go):
 //
 //   - produce: an idempotent franz-go producer (acks=all, no compression,
 //     1 KiB records, clusterPartitions partitions, mode.Bytes per sample)
@@ -280,14 +279,19 @@ func (c *benchCluster) waitReplicasEqual(ctx context.Context, topic string) (int
 
 // clusterResult is what the cluster scenario measured.
 type clusterResult struct {
-	Produce  []Measurement // the RF 1 and RF 3 rows
-	Rounds   []failoverRound
-	Lease    time.Duration
-	Restarts time.Duration // the longest restart of a killed node until back in every ISR
+	Produce []Measurement // the RF 1 and RF 3 rows
+	Mirror  []Measurement // the mirror RF 1 and RF 3 rows (cluster_mirror_test.go)
+	// MirrorRounds are the failover rounds on a mirror topic, the
+	// producer writing to the source.
+	MirrorRounds []failoverRound
+	Rounds       []failoverRound
+	Lease        time.Duration
+	Restarts     time.Duration // the longest restart of a killed node until back in every ISR
 }
 
 // clusterScenario measures produce on one node (RF 1) and three (RF 3),
-// then the failover rounds on the three.
+// then the failover rounds on the three, then mirroring into three nodes
+// with RF 1 and RF 3.
 func clusterScenario(tb testing.TB, mode benchMode, check bool) (clusterResult, error) {
 	tb.Helper()
 	r := clusterResult{Lease: clusterLease}
@@ -312,7 +316,7 @@ func clusterScenario(tb testing.TB, mode benchMode, check bool) (clusterResult, 
 		}
 		r.Produce = append(r.Produce, row)
 		if v.nodes == 3 {
-			rounds, restarts, err := clusterFailover(tb, c, clusterRounds(mode), check)
+			rounds, restarts, err := clusterFailover(tb, c, "failover", "", clusterRounds(mode), check)
 			if err != nil {
 				return r, err
 			}
@@ -320,7 +324,9 @@ func clusterScenario(tb testing.TB, mode benchMode, check bool) (clusterResult, 
 		}
 		c.stop()
 	}
-	return r, nil
+	var err error
+	r.Mirror, r.MirrorRounds, err = clusterMirrorScenario(tb, mode, check)
+	return r, err
 }
 
 // clusterRounds is how many leader kills a mode times.

@@ -19,8 +19,13 @@
 //     RF 3 over RF 1 and each over the limit rows; and seeded rounds of
 //     kill -9 of a partition's leader, timed to the new leader in Metadata
 //     and to the first record produced after the kill read by a consumer
-//     (cluster_test.go, cluster_failover_test.go). Produce replication:
-//     a cluster refuses mirrors yet;
+//     (cluster_test.go, cluster_failover_test.go);
+//   - cluster-mirror: the mirrord scenario's source (4 partitions)
+//     mirrored into three nodes on etcd with replication factor 1 and 3,
+//     timed to every replica holding the source's bytes, beside the limit
+//     and cluster-produce rows; and the same kill -9 rounds on a mirror
+//     partition while a producer writes to the source
+//     (cluster_mirror_test.go);
 //   - mirrord-from-kafka, mm2, kafka-replication, serve-kafka,
 //     serve-mirrord: with real Kafka 4.4 brokers and MirrorMaker 2 from the
 //     Maven jars (kafka_test.go, kafkatest);

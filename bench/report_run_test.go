@@ -110,7 +110,7 @@ func runReport(t *testing.T, mode benchMode, withKafka, check bool) Report {
 		if err != nil {
 			t.Fatalf("cluster: %v", err)
 		}
-		report.Measurements = append(report.Measurements, r.Produce...)
+		report.Measurements = append(append(report.Measurements, r.Produce...), r.Mirror...)
 		tables := clusterTables(r, aggregateAll(report.Measurements)) // the limit rows are measured by now
 		if check {
 			checkCluster(t, mode, r, tables)
