@@ -31,7 +31,9 @@
 // new source stored, mirror loops refused) are built. Mirror definitions
 // persist in mirror-<name>.json; partition states in __mirror_state
 // (mirror_statelog.go), an internal log replayed at open, whose unreadable
-// batches are quarantined rather than stopping the node.
+// batches are quarantined rather than stopping the node; on a cluster, in
+// etcd (cluster_mirror_states.go, behind the same mirrorStates interface),
+// so that a partition's new leader resumes its machine.
 //
 // Each mirror also syncs its source's consumer group offsets, transactional
 // IDs and topic configs (mirror_groups.go, mirror_txns.go,
