@@ -57,12 +57,17 @@ type FollowTarget struct {
 
 // Kafka's replica fetcher defaults.
 const (
-	replicaFetchVersion          = 17
-	replicaFetchWaitMax          = 500 * time.Millisecond // replica.fetch.wait.max.ms
-	replicaFetchPartitionMax     = 1 << 20                // replica.fetch.max.bytes
-	replicaFetchResponseMax      = 10 << 20               // replica.fetch.response.max.bytes
-	replicaFetchBackoff          = time.Second            // replica.fetch.backoff.ms
-	replicaSocketTimeout         = 30 * time.Second       // replica.socket.timeout.ms
+	replicaFetchVersion      = 17
+	replicaFetchWaitMax      = 500 * time.Millisecond // replica.fetch.wait.max.ms
+	replicaFetchPartitionMax = 1 << 20                // replica.fetch.max.bytes
+	replicaFetchResponseMax  = 10 << 20               // replica.fetch.response.max.bytes
+	replicaFetchBackoff      = time.Second            // replica.fetch.backoff.ms
+	// replicaFetchRoleBackoff is the retry after the leader answered that
+	// it does not lead at the follower's epoch yet: the leader applies the
+	// role etcd gave it within a watch round, and every acks=all produce
+	// waits for this follower meanwhile.
+	replicaFetchRoleBackoff      = 50 * time.Millisecond
+	replicaSocketTimeout         = 30 * time.Second // replica.socket.timeout.ms
 	replicaDialTimeout           = 10 * time.Second
 	replicaFetchConnBackoffStart = 100 * time.Millisecond
 )
@@ -345,6 +350,10 @@ func (f *replicaFetcher) apply(conn *fetchConn, fp *followedPartition, rp *fetch
 		return
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		f.outOfRange(conn, fp, log)
+		return
+	case errors.Is(err, kerr.UnknownLeaderEpoch), errors.Is(err, kerr.NotLeaderForPartition):
+		log.Debug("replica fetcher: the leader is behind the role etcd gave it; retried soon", "error", err)
+		fp.delayed = time.Now().Add(replicaFetchRoleBackoff)
 		return
 	default:
 		log.Debug("replica fetcher: retried later", "error", err)
