@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 )
@@ -89,6 +90,11 @@ func TestClusterMirrors(t *testing.T) {
 		}
 	}
 	produceSource(300)
+	// A config of the source's topic, which the mirror copies to every
+	// replica of its topic.
+	if altered, err := kadm.NewClient(producer).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: "retention.ms", Value: kadm.StringPtr("86400000")}}, "events"); err != nil || onlyErr(altered.On("events", nil)) != nil {
+		t.Fatalf("set a config of the source's topic: %v %v", err, onlyErr(altered.On("events", nil)))
+	}
 
 	tc := startTestCluster(t, 3)
 	waitUntil(t, 30*time.Second, "three live nodes", func() (bool, string) {
@@ -98,7 +104,7 @@ func TestClusterMirrors(t *testing.T) {
 	began := time.Now()
 	phase := func(what string) { t.Logf("%v: %s", time.Since(began).Round(time.Millisecond), what) }
 	admin := tc.nodes[1].Admin()
-	config := map[string]string{"bootstrap.servers": sourceAddr, "mirror.metadata.refresh.interval.ms": "200"}
+	config := map[string]string{"bootstrap.servers": sourceAddr, "mirror.metadata.refresh.interval.ms": "200", "mirror.group.offsets.sync.interval.ms": "200"}
 	if err := admin.CreateMirror(ctx, "m", config); err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +134,16 @@ func TestClusterMirrors(t *testing.T) {
 	}
 	check(300)
 	phase("300 records mirrored, replicas byte-identical")
+	for i := range tc.nodes {
+		waitUntil(t, 30*time.Second, fmt.Sprintf("node %d describes the source's config", i+1), func() (bool, string) {
+			v, err := topicConfig(ctx, tc.client(i), "events", "retention.ms")
+			return err == nil && v == "86400000", fmt.Sprint(v, err)
+		})
+	}
+	if err := setTopicConfig(ctx, tc.client(2), "events", "retention.ms", "1000"); !errors.Is(err, kerr.PolicyViolation) {
+		t.Fatalf("alter a mirror topic's config through node 3: %v, want POLICY_VIOLATION (read-only)", err)
+	}
+	phase("the source topic's config on every node; a client's alter refused")
 
 	meta, err := kadm.NewClient(tc.client(0)).Metadata(ctx, "events")
 	if err != nil {
@@ -234,6 +250,14 @@ func TestClusterMirrors(t *testing.T) {
 	}
 	tc.waitReplicas("events", 3, 3*212)
 	phase("produced through every node after the stop, replicas byte-identical")
+	if err := setTopicConfig(ctx, tc.client(2), "events", "retention.ms", "1000000"); err != nil {
+		t.Fatalf("alter the stopped topic's config through node 3: %v", err)
+	}
+	for i := range tc.nodes {
+		if v, err := topicConfig(ctx, tc.client(i), "events", "retention.ms"); err != nil || v != "1000000" {
+			t.Errorf("node %d describes retention.ms %q (%v) after the alter, want 1000000", i+1, v, err)
+		}
+	}
 	if err := admin.DeleteMirror(ctx, "m"); err != nil {
 		t.Fatalf("delete the stopped mirror: %v", err)
 	}
@@ -243,4 +267,34 @@ func TestClusterMirrors(t *testing.T) {
 		r, err := cl.ProduceSync(ctx, &kgo.Record{Topic: "events", Partition: 0, Value: []byte("after the delete")}).First()
 		return err == nil && r.Offset == 212, fmt.Sprint(r, err)
 	})
+}
+
+// topicConfig describes one config of topic through cl.
+func topicConfig(ctx context.Context, cl *kgo.Client, topic, name string) (string, error) {
+	described, err := kadm.NewClient(cl).DescribeTopicConfigs(ctx, topic)
+	if err != nil {
+		return "", err
+	}
+	rc, err := described.On(topic, nil)
+	if err == nil {
+		err = rc.Err
+	}
+	if err != nil {
+		return "", err
+	}
+	for _, c := range rc.Configs {
+		if c.Key == name && c.Value != nil {
+			return *c.Value, nil
+		}
+	}
+	return "", fmt.Errorf("no config %s", name)
+}
+
+// setTopicConfig sets one config of topic through cl.
+func setTopicConfig(ctx context.Context, cl *kgo.Client, topic, name, value string) error {
+	altered, err := kadm.NewClient(cl).AlterTopicConfigs(ctx, []kadm.AlterConfig{{Op: kadm.SetConfig, Name: name, Value: kadm.StringPtr(value)}}, topic)
+	if err != nil {
+		return err
+	}
+	return onlyErr(altered.On(topic, nil))
 }

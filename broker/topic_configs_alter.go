@@ -184,3 +184,23 @@ func (n *Node) setTopicConfigs(t *topic, configs map[string]string, origin strin
 	n.log.Info("topic configs set", "topic", t.name, "origin", origin, "configs", len(overrides))
 	return nil
 }
+
+// AlteredTopicOverrides is what an alter's changes make of a topic's
+// overrides (current), checked as Kafka checks them and written as Kafka
+// writes them: a cluster's AlterConfigs, which writes the result to the
+// topic's spec rather than to this node's topic.
+func (n *Node) AlteredTopicOverrides(current map[string]string, changes []netio.ConfigChange, incremental bool) (map[string]string, error) {
+	configs, err := n.alteredOverrides(current, changes, incremental)
+	if err != nil {
+		return nil, err
+	}
+	overrides, _, err := n.parseTopicConfigs(configs)
+	return overrides, err
+}
+
+// DescribeTopicOverrides describes a topic of overrides this node does
+// not hold (a cluster's topic placed on other nodes), as DescribeConfigs
+// describes a topic it holds.
+func (n *Node) DescribeTopicOverrides(overrides map[string]string, names []string) []netio.ConfigEntry {
+	return n.topicConfigEntries(overrides, names)
+}

@@ -160,3 +160,45 @@ func GrowTopic(ctx context.Context, client *clientv3.Client, clusterID, topic st
 	}
 	return TopicState{}, fmt.Errorf("cluster: grow topic %s: changed under %d attempts: %w", topic, growAttempts, ErrStaleMetadata)
 }
+
+// UpdateTopicConfigs replaces topic's configs with what change makes of
+// its spec (an AlterConfigs, a mirror's config sync), by compare-and-swap
+// on the spec's ModRevision: a lost swap reads again, at most
+// growAttempts times (then ErrStaleMetadata). A change returning
+// unchanged false writes nothing. It returns the spec as it stands.
+func UpdateTopicConfigs(ctx context.Context, client *clientv3.Client, clusterID, topic string, change func(TopicSpec) (configs map[string]string, changed bool, err error)) (TopicState, error) {
+	if err := validTopicKey(topic); err != nil {
+		return TopicState{}, err
+	}
+	key := topicKey(clusterID, topic)
+	for range growAttempts {
+		resp, err := client.Get(ctx, key)
+		if err != nil {
+			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, err)
+		}
+		if len(resp.Kvs) == 0 {
+			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, ErrUnknownTopic)
+		}
+		kv := resp.Kvs[0]
+		spec, err := decodeTopicSpec(topic, kv.Value)
+		if err != nil {
+			return TopicState{}, err
+		}
+		configs, changed, err := change(spec.clone())
+		if err != nil || !changed {
+			return TopicState{TopicSpec: spec, ModRevision: kv.ModRevision}, err
+		}
+		spec.Configs = configs
+		txn, err := client.Txn(ctx).
+			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
+			Then(clientv3.OpPut(key, encodeJSON(spec))).
+			Commit()
+		if err != nil {
+			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, err)
+		}
+		if txn.Succeeded {
+			return TopicState{TopicSpec: spec, ModRevision: txn.Header.Revision}, nil
+		}
+	}
+	return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: changed under %d attempts: %w", topic, growAttempts, ErrStaleMetadata)
+}

@@ -395,8 +395,7 @@ func (n *Node) reconcile(ctx context.Context) {
 		if mirror := specs[e.Name].Mirror; mirror != "" {
 			// A mirror topic's partitions are read-only on every replica
 			// until their records say STOPPED or the mirror is deleted
-			// (its leader's mirror sets it too), and its configs are the
-			// mirror's config sync's, not etcd's.
+			// (its leader's mirror sets it too).
 			_, live := mirrors[mirror]
 			for i, p := range e.Local {
 				record, ok := n.states.get(MirrorStateKey{Mirror: mirror, TopicID: e.ID, Partition: int32(i)})
@@ -406,10 +405,9 @@ func (n *Node) reconcile(ctx context.Context) {
 					p.SetReadOnly(mirrorTopicRefusal(e.Name, mirror))
 				}
 			}
-			continue
 		}
-		// The topic's configs are etcd's: set at creation, and put back
-		// when they differ (a local AlterConfigs is not the cluster's).
+		// The topic's configs are etcd's (cluster_configs.go): set at
+		// creation, and put back when they differ.
 		want := specs[e.Name].Configs
 		if have, _, err := n.TopicConfigs(e.Name); err == nil && !maps.Equal(have, want) {
 			if err := n.SetTopicConfigs(e.Name, want, clusterConfigOrigin); err != nil {

@@ -16,7 +16,8 @@ import (
 // MIRRORING), the source topic's dynamic configs (DescribeConfigs: the
 // DYNAMIC_TOPIC_CONFIG ones, set on the topic) minus those matching
 // topic.properties.exclude, as the mirror topic's overrides
-// (broker.Node.SetTopicConfigs, persisted, origin "mirror <name>"). A
+// (broker.Node.SetTopicConfigs, persisted, origin "mirror <name>"; on a
+// cluster, the topic's spec in etcd, which every replica applies). A
 // mirror topic refuses a client's AlterConfigs (it is read-only): its
 // configs are the source's. A topic stopped (failed over) keeps the last
 // configs copied and is writable, its configs its clients' from then on.
@@ -67,9 +68,14 @@ func (m *mirror) syncConfigsRound(ctx context.Context) (int, error) {
 				overrides[c.Key] = *c.Value
 			}
 		}
-		current, origin, err := m.node.TopicConfigs(rc.Name)
-		if err == nil && (!maps.Equal(current, overrides) || origin != configOrigin(m.name)) {
-			err = m.node.SetTopicConfigs(rc.Name, overrides, configOrigin(m.name))
+		var err error
+		if m.node.member != nil {
+			err = m.node.setClusterTopicConfigs(ctx, rc.Name, overrides) // cluster_configs.go
+		} else {
+			current, origin, cerr := m.node.TopicConfigs(rc.Name)
+			if err = cerr; err == nil && (!maps.Equal(current, overrides) || origin != configOrigin(m.name)) {
+				err = m.node.SetTopicConfigs(rc.Name, overrides, configOrigin(m.name))
+			}
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("set the configs of mirror topic %s: %w", rc.Name, err))
