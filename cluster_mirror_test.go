@@ -144,6 +144,19 @@ func TestClusterMirrors(t *testing.T) {
 		t.Fatalf("alter a mirror topic's config through node 3: %v, want POLICY_VIOLATION (read-only)", err)
 	}
 	phase("the source topic's config on every node; a client's alter refused")
+	// A group's offsets committed at the source are the cluster's group
+	// coordinator's (the controller's; the other nodes do not sync them).
+	committed := kadm.Offsets{}
+	committed.Add(kadm.Offset{Topic: "events", Partition: 1, At: 42, LeaderEpoch: -1})
+	if resp, err := kadm.NewClient(producer).CommitOffsets(ctx, "readers", committed); err != nil || resp.Error() != nil {
+		t.Fatalf("commit at the source: %v %v", err, resp.Error())
+	}
+	waitUntil(t, 30*time.Second, "the source group's offset through the cluster", func() (bool, string) {
+		fetched, err := kadm.NewClient(tc.client(1)).FetchOffsets(ctx, "readers")
+		o, ok := fetched.Lookup("events", 1)
+		return err == nil && ok && o.At == 42, fmt.Sprint(fetched, err)
+	})
+	phase("the source group's offsets through the cluster's coordinator")
 
 	meta, err := kadm.NewClient(tc.client(0)).Metadata(ctx, "events")
 	if err != nil {

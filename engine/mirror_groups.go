@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mirrord/mirrord/broker"
 	"github.com/mirrord/mirrord/engine/mirrorstate"
 	"github.com/mirrord/mirrord/logstore"
 	rb "github.com/mirrord/mirrord/recordbatch"
@@ -91,13 +92,24 @@ func (g *groupSync) set(s groupSyncStatus) {
 
 // syncGroupsLoop runs a group sync round, then a transactional ID sync
 // round (mirror_txns.go) and a topic config sync round
-// (mirror_configs.go), every interval until ctx is done.
+// (mirror_configs.go), every interval until ctx is done. On a cluster the
+// group and transactional ID rounds run on the node coordinating groups
+// (the controller): the others' coordinators answer no client.
 func (m *mirror) syncGroupsLoop(ctx context.Context) {
 	runEvery(ctx, m.config.GroupOffsetsSyncInterval, func(ctx context.Context) {
-		m.syncGroups(ctx)
-		m.syncTransactions(ctx)
+		if m.node.coordinatesGroups() {
+			m.syncGroups(ctx)
+			m.syncTransactions(ctx)
+		}
 		m.syncConfigs(ctx)
 	})
+}
+
+// coordinatesGroups reports whether this node's group coordinator is the
+// one clients are sent to: always alone, the controller's on a cluster
+// (clusterBackend.Coordinator).
+func (n *Node) coordinatesGroups() bool {
+	return n.member == nil || n.member.cache.ControllerID() == n.member.cfg.NodeID
 }
 
 // syncGroups runs one round and records its outcome.
@@ -136,7 +148,7 @@ func (m *mirror) syncGroupsRound(ctx context.Context) (groupSyncStatus, error) {
 	if len(names) == 0 {
 		return status, err
 	}
-	mirroring := m.mirroringPartitions()
+	mirroring := m.groupSyncPartitions()
 	active, committed, localErr := m.localGroups(ctx, names)
 	if localErr != nil {
 		return status, localErr
@@ -183,6 +195,37 @@ func (m *mirror) mirroringPartitions() map[logstore.TopicPartition]*mirrorPartit
 	for tp, mp := range m.partitions {
 		if record, _ := mp.status(); record.State == mirrorstate.Mirroring {
 			out[tp] = mp
+		}
+	}
+	return out
+}
+
+// groupSyncPartitions is the partitions whose source group offsets a
+// round copies, by their local log (which clamps them): the MIRRORING
+// ones. On a cluster, every MIRRORING partition of the mirror's topics
+// (its record in etcd) this node holds a replica of, led here or not: the
+// group coordinator (the controller) leads only some.
+func (m *mirror) groupSyncPartitions() map[logstore.TopicPartition]*broker.Partition {
+	out := map[logstore.TopicPartition]*broker.Partition{}
+	if m.node.member == nil {
+		for tp, mp := range m.mirroringPartitions() {
+			out[tp] = mp.local
+		}
+		return out
+	}
+	for topic, spec := range m.node.member.cache.MirrorTopics(m.name) {
+		id, err := rb.ParseTopicID(spec.TopicID)
+		if err != nil {
+			continue
+		}
+		for i := range spec.Partitions {
+			record, ok := m.node.states.get(MirrorStateKey{Mirror: m.name, TopicID: id, Partition: i})
+			if !ok || record.State != mirrorstate.Mirroring {
+				continue
+			}
+			if p, err := m.node.LocalPartition(topic, i); err == nil {
+				out[logstore.TopicPartition{Topic: topic, Partition: i}] = p
+			}
 		}
 	}
 	return out
@@ -237,7 +280,7 @@ func (m *mirror) localGroups(ctx context.Context, names []string) (active map[st
 // what this node holds, and returns the group's lag: the source's
 // committed offsets minus the synced ones.
 func (m *mirror) syncGroup(ctx context.Context, name string, source kadm.OffsetResponses, local map[logstore.TopicPartition]int64,
-	mirroring map[logstore.TopicPartition]*mirrorPartition) (int64, error) {
+	mirroring map[logstore.TopicPartition]*broker.Partition) (int64, error) {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Version = 8 // a simple consumer's commit: no member, generation -1
 	req.Group, req.Generation, req.MemberID = name, -1, ""
@@ -245,11 +288,11 @@ func (m *mirror) syncGroup(ctx context.Context, name string, source kadm.OffsetR
 	topics := map[string]int{}
 	source.Each(func(o kadm.OffsetResponse) {
 		tp := logstore.TopicPartition{Topic: o.Topic, Partition: o.Partition}
-		mp := mirroring[tp]
-		if mp == nil || o.Err != nil || o.At < 0 {
+		p := mirroring[tp]
+		if p == nil || o.Err != nil || o.At < 0 {
 			return
 		}
-		offset, held := clampGroupOffset(o.At, mp.local.LogStartOffset(), mp.local.HighWatermark(), local, tp)
+		offset, held := clampGroupOffset(o.At, p.LogStartOffset(), p.HighWatermark(), local, tp)
 		lag += max(o.At-offset, 0)
 		if held {
 			return
@@ -262,12 +305,12 @@ func (m *mirror) syncGroup(ctx context.Context, name string, source kadm.OffsetR
 			i = len(req.Topics) - 1
 			topics[o.Topic] = i
 		}
-		p := kmsg.NewOffsetCommitRequestTopicPartition()
-		p.Partition, p.Offset = o.Partition, offset
-		p.LeaderEpoch = int32(mp.local.CommittedLeaderEpoch(rb.Offset(offset)))
+		commit := kmsg.NewOffsetCommitRequestTopicPartition()
+		commit.Partition, commit.Offset = o.Partition, offset
+		commit.LeaderEpoch = int32(p.CommittedLeaderEpoch(rb.Offset(offset)))
 		metadata := o.Metadata
-		p.Metadata = &metadata
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p)
+		commit.Metadata = &metadata
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, commit)
 	})
 	if len(req.Topics) == 0 {
 		return lag, nil
