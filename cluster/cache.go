@@ -115,6 +115,25 @@ func (c *Cache) Topics() map[string]TopicSpec {
 	return out
 }
 
+// TopicIDs returns every topic's ID (as the spec holds it) and partition
+// count, by name: what a Metadata of every topic lists, without copying
+// the specs' configs.
+func (c *Cache) TopicIDs() map[string]TopicIDCount {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make(map[string]TopicIDCount, len(c.state.topics))
+	for name, t := range c.state.topics {
+		out[name] = TopicIDCount{TopicID: t.TopicID, Partitions: t.Partitions}
+	}
+	return out
+}
+
+// TopicIDCount is a topic's ID and partition count.
+type TopicIDCount struct {
+	TopicID    string
+	Partitions int32
+}
+
 // Topic returns one topic's spec and the ModRevision it was written at.
 func (c *Cache) Topic(name string) (TopicState, bool) {
 	c.mu.Lock()

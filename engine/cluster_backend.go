@@ -30,11 +30,11 @@ func (b clusterBackend) cache() *cluster.Cache { return b.member.cache }
 
 // Topics are the cluster's topics, by name.
 func (b clusterBackend) Topics() []netio.TopicInfo {
-	specs := b.cache().Topics()
-	out := make([]netio.TopicInfo, 0, len(specs))
-	for name, spec := range specs {
-		if t, ok := topicInfo(name, spec); ok {
-			out = append(out, t)
+	topics := b.cache().TopicIDs()
+	out := make([]netio.TopicInfo, 0, len(topics))
+	for name, t := range topics {
+		if info, ok := topicInfo(name, cluster.TopicSpec{TopicID: t.TopicID, Partitions: t.Partitions}); ok {
+			out = append(out, info)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -70,9 +70,9 @@ func (b clusterBackend) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
 			return t, true
 		}
 	}
-	for name, spec := range b.cache().Topics() {
-		if spec.TopicID == want {
-			return topicInfo(name, spec)
+	for name, t := range b.cache().TopicIDs() {
+		if t.TopicID == want {
+			return topicInfo(name, cluster.TopicSpec{TopicID: t.TopicID, Partitions: t.Partitions})
 		}
 	}
 	return netio.TopicInfo{}, false
