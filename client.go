@@ -294,6 +294,7 @@ func mirrorDescriptionOf(m *mirrorwire.DescribeClusterMirrorsMirror) netio.Mirro
 				Stale:        p.LagLowerBound >= 0, // the node sends a lower bound for a stale source high watermark only
 				LogEndOffset: p.DestinationOffset, LastMirrorEpoch: p.LastMirrorEpoch, LastMirrorOffset: p.LastMirrorOffset,
 				LagTime: durationOrUnknown(p.LagMillis), LeaderEpoch: p.LeaderEpoch, SourceLeaderEpoch: p.SourceLeaderEpoch,
+				Leader: p.Leader, ISR: p.ISR, // -1 and nil from a node alone
 			})
 		}
 	}

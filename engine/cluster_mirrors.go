@@ -618,15 +618,16 @@ func (m *mirror) awaitReplicated(ctx context.Context, mp *mirrorPartition) error
 	return mp.local.AwaitReplicated(ctx, mp.local.LogEndOffset())
 }
 
-// ListMirrors, DescribeMirrors and LastMirrorEpochs answer from the
-// node's own copy of each mirror: every node has every mirror, and
-// describe shows the partitions the answering node leads.
+// ListMirrors and LastMirrorEpochs answer from the node's own copy of
+// each mirror: every node has every mirror. DescribeMirrors shows every
+// partition of the cluster, with its leader and ISR
+// (cluster_mirror_describe.go).
 func (a clusterMirrors) ListMirrors(ctx context.Context) ([]netio.MirrorListing, error) {
 	return a.n.Mirrors().ListMirrors(ctx)
 }
 
 func (a clusterMirrors) DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
-	return a.n.Mirrors().DescribeMirrors(ctx, names, failedOnly)
+	return a.n.describeClusterMirrors(ctx, names, failedOnly)
 }
 
 func (a clusterMirrors) LastMirrorEpochs(ctx context.Context, clusterID string, partitions []netio.TopicPartitions) ([]netio.LastMirrorEpoch, error) {

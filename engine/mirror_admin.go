@@ -319,6 +319,7 @@ func (m *mirror) describe(failedOnly bool) netio.MirrorDescription {
 		status := netio.MirrorPartitionStatus{Topic: tp.Topic, Partition: tp.Partition, State: record.State.String(), Error: errText,
 			RetryCount: retryCount(record), LastMirrorEpoch: -1, LastMirrorOffset: -1}
 		status.LeaderEpoch, status.SourceLeaderEpoch = mp.leaderEpochs()
+		status.Leader = -1 // a node alone's; a cluster's are set by describeClusterMirrors
 		if record.State == mirrorstate.Stopping || record.State == mirrorstate.Stopped {
 			status.SourceHighWatermark, status.SourceHighWatermarkAge, status.LagTime = -1, -1, -1
 			status.LogEndOffset = int64(mp.local.LogEndOffset())

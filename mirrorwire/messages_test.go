@@ -49,10 +49,10 @@ func mirrorSamples() []mirrorMessage {
 	}
 	partition := DescribeClusterMirrorsPartition{PartitionIndex: 2, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"),
 		RetryAttempt: -1, SourceOffset: 1 << 40, DestinationOffset: 7, Lag: 1<<40 - 7, LastMirrorEpoch: 9, LastMirrorOffset: 3,
-		LagMillis: 12, SourceOffsetAgeMillis: 40, LeaderEpoch: 9, SourceLeaderEpoch: 11}
+		LagMillis: 12, SourceOffsetAgeMillis: 40, LeaderEpoch: 9, SourceLeaderEpoch: 11, Leader: 2, ISR: []int32{2, 3, 1}}
 	stale := DescribeClusterMirrorsPartition{PartitionIndex: 3, StateValue: "MIRRORING", SourceOffset: 10, DestinationOffset: 4, Lag: -1,
 		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 6,
-		LeaderEpoch: -1, SourceLeaderEpoch: 0}
+		LeaderEpoch: -1, SourceLeaderEpoch: 0, Leader: -1, ISR: []int32{0}}
 	var unset DescribeClusterMirrorsPartition
 	unset.Default()
 	return []mirrorMessage{
@@ -199,7 +199,7 @@ func TestMirrorMessagesGolden(t *testing.T) {
 		// topic's, the mirror's and the response's tags: none.
 		{&DescribeClusterMirrorsResponse{Mirrors: []DescribeClusterMirrorsMirror{{MirrorName: "m", AuthorizedOperations: 1, SourceUnreachableSinceMillis: -1,
 			Topics: []DescribeClusterMirrorsTopic{{TopicName: "t", Partitions: []DescribeClusterMirrorsPartition{{SourceOffset: -1, DestinationOffset: -1,
-				Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1, LeaderEpoch: 3, SourceLeaderEpoch: 4}}}}}}},
+				Lag: -1, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: -1, SourceOffsetAgeMillis: -1, LagLowerBound: -1, LeaderEpoch: 3, SourceLeaderEpoch: 4, Leader: -1}}}}}}},
 			[]byte{0, 0, 0, 0, 0, 0, 0, 2, 0, 0, 0, 2, 'm', 0, 0, 0, 0, 0, 1,
 				2, 2, 't', 2, // one topic "t", one partition
 				0, 0, 0, 0, 1, 0, 0, 0, // index, state, error, retry

@@ -350,6 +350,10 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 		if status.Stale {
 			lowerBound = status.LagAtLeast()
 		}
+		leader := int32(-1) // a node alone: neither leader nor ISR
+		if len(status.ISR) > 0 {
+			leader = max(status.Leader, -1)
+		}
 		topic.Partitions = append(topic.Partitions, mirrorwire.DescribeClusterMirrorsPartition{
 			PartitionIndex:        status.Partition,
 			StateValue:            status.State,
@@ -365,6 +369,8 @@ func describedMirror(c *conn, d *MirrorDescription) mirrorwire.DescribeClusterMi
 			LagLowerBound:         lowerBound,
 			LeaderEpoch:           max(status.LeaderEpoch, -1),
 			SourceLeaderEpoch:     max(status.SourceLeaderEpoch, -1),
+			Leader:                leader,
+			ISR:                   status.ISR,
 		})
 	}
 	return m

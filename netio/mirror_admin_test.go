@@ -225,7 +225,7 @@ func TestMirrorAdminDescribe(t *testing.T) {
 		Configs: []mirrorwire.CreateClusterMirrorConfig{{Name: "bootstrap.servers", Value: strPtr("src:9092")}}})
 	request[*mirrorwire.MirrorTopicsResponse](t, client, &mirrorwire.MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []mirrorwire.MirrorTopicsRequestTopic{{TopicName: "orders"}}})
 	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 120, LogEndOffset: 100, LastMirrorEpoch: -1, LastMirrorOffset: -1,
-		LeaderEpoch: 5, SourceLeaderEpoch: 6})
+		LeaderEpoch: 5, SourceLeaderEpoch: 6, Leader: 2, ISR: []int32{2, 1, 3}})
 	admin.setPartition("m", MirrorPartitionStatus{Topic: "orders", Partition: 1, State: "FAILED", Error: "source topic deleted", RetryCount: -1,
 		SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 50, LastMirrorEpoch: 3, LastMirrorOffset: 40})
 	request[*mirrorwire.MirrorTopicsResponse](t, client, &mirrorwire.MirrorTopicsRequest{Change: StartMirroring, MirrorName: "m", Topics: []mirrorwire.MirrorTopicsRequestTopic{{TopicName: "pay-eu"}}})
@@ -246,18 +246,20 @@ func TestMirrorAdminDescribe(t *testing.T) {
 		t.Errorf("mirror %+v", m)
 	}
 	// A stale source high watermark: Lag -1 (older clients show it
-	// unknown), the lower bound and the age beside it.
+	// unknown), the lower bound and the age beside it. The leader goes
+	// only beside an ISR (a cluster's partition): partition 1's zero
+	// Leader, without one, is a node alone's.
 	wantPartitions := []mirrorwire.DescribeClusterMirrorsPartition{
 		{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 120, DestinationOffset: 100, Lag: 20, LastMirrorEpoch: -1, LastMirrorOffset: -1, LagLowerBound: -1,
-			LeaderEpoch: 5, SourceLeaderEpoch: 6},
+			LeaderEpoch: 5, SourceLeaderEpoch: 6, Leader: 2, ISR: []int32{2, 1, 3}},
 		{PartitionIndex: 1, StateValue: "FAILED", ErrorMessage: strPtr("source topic deleted"), RetryAttempt: -1,
-			SourceOffset: -1, DestinationOffset: 50, Lag: -1, LastMirrorEpoch: 3, LastMirrorOffset: 40, SourceOffsetAgeMillis: -1, LagLowerBound: -1},
+			SourceOffset: -1, DestinationOffset: 50, Lag: -1, LastMirrorEpoch: 3, LastMirrorOffset: 40, SourceOffsetAgeMillis: -1, LagLowerBound: -1, Leader: -1},
 	}
 	if got := m.Topics[0].Partitions; m.Topics[0].TopicName != "orders" || !reflect.DeepEqual(got, wantPartitions) {
 		t.Errorf("partitions\n%+v\nwant\n%+v", got, wantPartitions)
 	}
 	wantStale := []mirrorwire.DescribeClusterMirrorsPartition{{PartitionIndex: 0, StateValue: "MIRRORING", SourceOffset: 90, DestinationOffset: 60, Lag: -1,
-		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 30}}
+		LastMirrorEpoch: -1, LastMirrorOffset: -1, LagMillis: 180000, SourceOffsetAgeMillis: 180000, LagLowerBound: 30, Leader: -1}}
 	if got := m.Topics[1].Partitions; m.Topics[1].TopicName != "pay-eu" || !reflect.DeepEqual(got, wantStale) {
 		t.Errorf("stale partition\n%+v\nwant\n%+v", got, wantStale)
 	}

@@ -205,6 +205,14 @@ type MirrorPartitionStatus struct {
 	// SourceLeaderEpoch is the source partition leader's epoch as last
 	// learned, -1 when unknown.
 	LeaderEpoch, SourceLeaderEpoch int32
+	// Leader is the node leading the partition on a mirrord cluster, -1
+	// when it has none (offline) or is unknown; ISR its in-sync replicas
+	// as the cluster's metadata names them, never empty on a cluster
+	// (Kafka's rule: a leader that goes stays the last member). A node
+	// alone sets no ISR (nil), and Leader means nothing without one: the
+	// wire carries Leader only beside an ISR.
+	Leader int32
+	ISR    []int32
 }
 
 // Lag is how far the local log is behind the source: source high

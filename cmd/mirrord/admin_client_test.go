@@ -297,7 +297,7 @@ func everyFieldSet() mirrord.MirrorDescription {
 		SourceUnreachableSince: at, SourceError: "fetch from broker 1: connection refused",
 		Partitions: []mirrord.MirrorPartitionStatus{{Topic: "orders", Partition: 3, State: "FAILED", Error: "source topic deleted", RetryCount: 2,
 			SourceHighWatermark: 1200, SourceHighWatermarkAge: 3 * time.Minute, Stale: true, LogEndOffset: 1150, LastMirrorEpoch: 4, LastMirrorOffset: 77,
-			LagTime: 200 * time.Second, LeaderEpoch: 9, SourceLeaderEpoch: 11}},
+			LagTime: 200 * time.Second, LeaderEpoch: 9, SourceLeaderEpoch: 11, Leader: 2, ISR: []int32{2, 3}}},
 		GroupSync: &mirrord.MirrorGroupSync{At: at.Add(time.Second), Duration: 12 * time.Millisecond, Synced: 2, Skipped: 1, FailedRounds: 4, Error: "NOT_COORDINATOR",
 			Groups: []mirrord.MirrorGroupSyncGroup{{Group: "app", OffsetLag: 500, Skipped: true}}},
 		ACLSync: &mirrord.MirrorACLSync{At: at.Add(2 * time.Second), Duration: 7 * time.Millisecond, Synced: 3, FailedRounds: 1, Error: "SECURITY_DISABLED"},

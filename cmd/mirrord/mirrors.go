@@ -56,6 +56,7 @@ actions:
                                                       been behind the source, as mirrord_mirror_lag_seconds),
                                                       leader epochs (EPOCH: the local log's latest,
                                                       SOURCE-EPOCH: the source leader's as last learned),
+                                                      on a cluster each partition's LEADER and ISR,
                                                       and each mirror's consumer group offset and ACL sync;
                                                       --watch repeats it every --interval (default 2s) until
                                                       interrupted, or --count times: on a terminal it
@@ -87,7 +88,8 @@ field names stable; -1 stands for what the text prints as "-" (unknown):
                        "lag" (-1 also when only a lower bound is known), "lagAtLeast",
                        "lagMillis" (lag in time), "leaderEpoch", "sourceLeaderEpoch",
                        "error", "retryCount" (-1: waits for --recover),
-                       "lastMirrorEpoch", "lastMirrorOffset"}]}
+                       "lastMirrorEpoch", "lastMirrorOffset",
+                       "leader" (-1: none), "isr" (both on a cluster only)}]}
   --stop --dry-run  {"mirror", "sourceUnreachableSince", "sourceError",
                      "partitions": [{"topic", "partition", "state", "sourceHighWatermark",
                        "logEndOffset", "lagRecords", "lagRecordsAtLeast", "lagMillis",

@@ -1,9 +1,10 @@
 package main
 
 // `mirrord mirrors --describe [--watch]`: every mirrored partition's
-// state, offsets, lag in records and in time and leader epochs, the
-// node's offline partitions first and each mirror's sync rounds after,
-// as a table or --json; --watch repeats it.
+// state, offsets, lag in records and in time and leader epochs (on a
+// cluster also its leader and ISR), the node's offline partitions first
+// and each mirror's sync rounds after, as a table or --json; --watch
+// repeats it.
 
 import (
 	"bytes"
@@ -11,7 +12,9 @@ import (
 	"fmt"
 	"github.com/mirrord/mirrord"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 )
@@ -94,7 +97,15 @@ type describedPartition struct {
 	RetryCount        int16  `json:"retryCount"`
 	LastMirrorEpoch   int32  `json:"lastMirrorEpoch"`
 	LastMirrorOffset  int64  `json:"lastMirrorOffset"`
+	// Leader (-1: none, offline) and ISR are the partition's on a
+	// cluster; both absent from a node alone's rows.
+	Leader *int32  `json:"leader,omitempty"`
+	ISR    []int32 `json:"isr,omitempty"`
 }
+
+// clustered reports whether the row is a cluster's: a partition there
+// always has an ISR (its last leader stays in it when it goes).
+func (row describedPartition) clustered() bool { return len(row.ISR) > 0 }
 
 // describedMirror is one mirror of --describe --json; the source fields
 // are set while the source does not answer.
@@ -193,12 +204,18 @@ func writeDescribe(out io.Writer, opts mirrorsOptions, described describeOutput,
 func partitionRows(m mirrord.MirrorDescription) []describedPartition {
 	var rows []describedPartition
 	for _, p := range m.Partitions {
+		var leader *int32
+		if len(p.ISR) > 0 {
+			leader = new(int32)
+			*leader = max(p.Leader, -1)
+		}
 		rows = append(rows, describedPartition{
 			Mirror: m.Name, Topic: p.Topic, Partition: p.Partition, State: p.State,
 			SourceHighWatermark: p.SourceHighWatermark, SourceHighWatermarkAgeMillis: millisOf(p.SourceHighWatermarkAge),
 			LogEndOffset: p.LogEndOffset, Lag: p.Lag(), LagAtLeast: p.LagAtLeast(), LagMillis: millisOf(p.LagTime),
 			LeaderEpoch: max(p.LeaderEpoch, -1), SourceLeaderEpoch: max(p.SourceLeaderEpoch, -1),
 			Error: p.Error, RetryCount: p.RetryCount, LastMirrorEpoch: p.LastMirrorEpoch, LastMirrorOffset: p.LastMirrorOffset,
+			Leader: leader, ISR: p.ISR,
 		})
 	}
 	return rows
@@ -207,10 +224,18 @@ func partitionRows(m mirrord.MirrorDescription) []describedPartition {
 // printDescribeTable prints the rows as a table; a FAILED row's ERROR
 // says how often it was retried, or that it waits for --recover. A lag
 // that is only a lower bound reads "lag >= N (source high watermark D
-// ago)".
+// ago)". On a cluster (any row with an ISR) LEADER and ISR follow
+// PARTITION; a node alone's table has neither.
 func printDescribeTable(out io.Writer, rows []describedPartition) error {
 	table := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(table, "MIRROR\tTOPIC\tPARTITION\tSTATE\tSOURCE-HW\tLOCAL-LEO\tLAG\tLAG-TIME\tEPOCH\tSOURCE-EPOCH\tERROR")
+	clustered := slices.ContainsFunc(rows, describedPartition.clustered)
+	placement := func(leader, isr string) string { // the LEADER and ISR cells, or none
+		if !clustered {
+			return ""
+		}
+		return leader + "\t" + isr + "\t"
+	}
+	fmt.Fprintln(table, "MIRROR\tTOPIC\tPARTITION\t"+placement("LEADER", "ISR")+"STATE\tSOURCE-HW\tLOCAL-LEO\tLAG\tLAG-TIME\tEPOCH\tSOURCE-EPOCH\tERROR")
 	for _, row := range rows {
 		problem := ""
 		switch {
@@ -223,11 +248,27 @@ func printDescribeTable(out io.Writer, rows []describedPartition) error {
 		if row.Lag < 0 && row.LagAtLeast >= 0 {
 			lag = fmt.Sprintf("%s (source high watermark %s ago)", lag, ageText(row.SourceHighWatermarkAgeMillis))
 		}
-		fmt.Fprintf(table, "%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Mirror, row.Topic, row.Partition, row.State,
+		leader := "-"
+		if row.Leader != nil {
+			leader = offsetText(int64(*row.Leader))
+		}
+		fmt.Fprintf(table, "%s\t%s\t%d\t%s%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", row.Mirror, row.Topic, row.Partition, placement(leader, isrText(row.ISR)), row.State,
 			offsetText(row.SourceHighWatermark), offsetText(row.LogEndOffset), lag, ageText(row.LagMillis),
 			offsetText(int64(row.LeaderEpoch)), offsetText(int64(row.SourceLeaderEpoch)), problem)
 	}
 	return table.Flush()
+}
+
+// isrText prints an ISR as Kafka's tools do ("1,2,3"), "-" when none.
+func isrText(isr []int32) string {
+	if len(isr) == 0 {
+		return "-"
+	}
+	ids := make([]string, len(isr))
+	for i, id := range isr {
+		ids[i] = strconv.FormatInt(int64(id), 10)
+	}
+	return strings.Join(ids, ",")
 }
 
 // clearScreen moves a terminal's cursor home and clears the screen.

@@ -271,3 +271,67 @@ func TestWatchSnapshotRedraws(t *testing.T) {
 		t.Error("a buffer is no terminal")
 	}
 }
+
+// clusterFixture is a mirror on a cluster: a partition this node's
+// machine describes, one described from its etcd record (stopped), and
+// one whose leader is gone (no record: UNKNOWN), each with its leader and
+// ISR.
+func clusterFixture() []mirrord.MirrorDescription {
+	return []mirrord.MirrorDescription{{Name: "east", SourceBootstrap: "east-1:9092", SourceClusterID: "Ab3xQ", Partitions: []mirrord.MirrorPartitionStatus{
+		{Topic: "orders", Partition: 0, State: "MIRRORING", SourceHighWatermark: 1200, SourceHighWatermarkAge: 500 * time.Millisecond, LogEndOffset: 1150,
+			LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: 4 * time.Second, LeaderEpoch: 7, SourceLeaderEpoch: 7, Leader: 2, ISR: []int32{2, 1, 3}},
+		{Topic: "orders", Partition: 1, State: "STOPPED", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: 81,
+			LastMirrorEpoch: 4, LastMirrorOffset: 80, LagTime: -1, LeaderEpoch: 15, SourceLeaderEpoch: 4, Leader: 13, ISR: []int32{13, 1}},
+		{Topic: "orders", Partition: 2, State: "UNKNOWN", SourceHighWatermark: -1, SourceHighWatermarkAge: -1, LogEndOffset: -1,
+			LastMirrorEpoch: -1, LastMirrorOffset: -1, LagTime: -1, LeaderEpoch: -1, SourceLeaderEpoch: -1, Leader: -1, ISR: []int32{3}},
+	}}}
+}
+
+// On a cluster --describe prints each partition's LEADER ("-": none) and
+// ISR after PARTITION, and --json "leader" and "isr"; a node alone's
+// output has neither (TestMirrorsDescribeTable, TestMirrorsJSONShapes).
+func TestMirrorsDescribeCluster(t *testing.T) {
+	admin, run := newCLI(t)
+	admin.descriptions = clusterFixture()
+	out, err := run("--describe")
+	want := "MIRROR  TOPIC   PARTITION  LEADER  ISR    STATE      SOURCE-HW  LOCAL-LEO  LAG  LAG-TIME  EPOCH  SOURCE-EPOCH  ERROR\n" +
+		"east    orders  0          2       2,1,3  MIRRORING  1200       1150       50   4s        7      7             \n" +
+		"east    orders  1          13      13,1   STOPPED    -          81         -    -         15     4             \n" +
+		"east    orders  2          -       3      UNKNOWN    -          -          -    -         -      -             \n"
+	if err != nil || out != want {
+		t.Errorf("describe: %v\n%s\nwant\n%s", err, out, want)
+	}
+
+	out, err = run("--describe", "--json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got describeOutput
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("--json output does not parse: %v\n%s", err, out)
+	}
+	type placement struct {
+		leader int32
+		isr    []int32
+	}
+	var placements []placement
+	for _, row := range got.Partitions {
+		if row.Leader == nil {
+			t.Fatalf("row %+v: no leader", row)
+		}
+		placements = append(placements, placement{*row.Leader, row.ISR})
+	}
+	if want := []placement{{2, []int32{2, 1, 3}}, {13, []int32{13, 1}}, {-1, []int32{3}}}; !reflect.DeepEqual(placements, want) {
+		t.Errorf("--json leaders and ISRs %v, want %v", placements, want)
+	}
+	paths := jsonPaths(t, out)
+	var help bytes.Buffer
+	if err := mirrorsCommand(context.Background(), []string{"--help"}, &help); err != nil {
+		t.Fatal(err)
+	}
+	for _, field := range []string{"leader", "isr"} {
+		if !slices.Contains(paths, "partitions[]."+field) || !strings.Contains(help.String(), `"`+field+`"`) {
+			t.Errorf("--json field %q: in %q, documented %v", field, paths, strings.Contains(help.String(), `"`+field+`"`))
+		}
+	}
+}
