@@ -223,8 +223,15 @@ func (c *Client) ListMirrors(ctx context.Context) ([]netio.MirrorListing, error)
 // or every mirror, sorted by name, when names is nil. failedOnly keeps
 // only the FAILED partitions. Times and durations come to the
 // millisecond.
+//
+// On a cluster (rows with a leader) each partition's row is its leader's:
+// only the leader knows the source's high watermark, so the lag of a
+// partition another node leads is unknown in the first node's answer.
+// The leaders are asked too, and their own rows replace those (a leader
+// that does not answer leaves the first answer's row).
 func (c *Client) DescribeMirrors(ctx context.Context, names []string, failedOnly bool) ([]netio.MirrorDescription, error) {
-	r, err := c.describe(ctx, &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: names, FailedOnly: failedOnly})
+	req := &mirrorwire.DescribeClusterMirrorsRequest{MirrorNames: names, FailedOnly: failedOnly}
+	r, err := c.describe(ctx, req)
 	if err != nil {
 		return nil, err
 	}
@@ -232,7 +239,54 @@ func (c *Client) DescribeMirrors(ctx context.Context, names []string, failedOnly
 	for i := range r.Mirrors {
 		descriptions = append(descriptions, mirrorDescriptionOf(&r.Mirrors[i]))
 	}
+	c.fromLeaders(ctx, req, descriptions)
 	return descriptions, nil
+}
+
+// fromLeaders replaces, in descriptions, each partition's row with the
+// one its leader answers req with.
+func (c *Client) fromLeaders(ctx context.Context, req *mirrorwire.DescribeClusterMirrorsRequest, descriptions []netio.MirrorDescription) {
+	leaders := map[int32]bool{} // bounded by the cluster's nodes
+	for _, d := range descriptions {
+		for _, p := range d.Partitions {
+			if p.Leader >= 0 {
+				leaders[p.Leader] = true
+			}
+		}
+	}
+	if len(leaders) == 0 {
+		return
+	}
+	type key struct {
+		mirror, topic string
+		partition     int32
+	}
+	rows := map[key]netio.MirrorPartitionStatus{}
+	for leader := range leaders {
+		resp, err := c.client.Broker(int(leader)).Request(ctx, req)
+		if err != nil {
+			continue
+		}
+		r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
+		if kafkaError(r.ErrorCode, r.ErrorMessage) != nil {
+			continue
+		}
+		for i := range r.Mirrors {
+			d := mirrorDescriptionOf(&r.Mirrors[i])
+			for _, p := range d.Partitions {
+				if p.Leader == leader {
+					rows[key{d.Name, p.Topic, p.Partition}] = p
+				}
+			}
+		}
+	}
+	for _, d := range descriptions {
+		for i, p := range d.Partitions {
+			if row, ok := rows[key{d.Name, p.Topic, p.Partition}]; ok {
+				d.Partitions[i] = row
+			}
+		}
+	}
 }
 
 // OfflinePartitions lists the node's partitions whose log could not be

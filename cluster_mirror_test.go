@@ -196,6 +196,26 @@ func TestClusterMirrors(t *testing.T) {
 			t.Fatalf("node %d describes as failed %+v (%v), want none", i+1, failed, err)
 		}
 	}
+	// The remote client (the CLI's) takes each row from the partition's
+	// leader, the one node that knows the source's high watermark: every
+	// partition's lag is known, and 0.
+	remote, err := Dial(ctx, tc.addrs[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer remote.Close()
+	waitUntil(t, 30*time.Second, "every partition's lag through node 1's client", func() (bool, string) {
+		descriptions, err := remote.DescribeMirrors(ctx, []string{"m"}, false)
+		if err != nil || len(descriptions) != 1 || len(descriptions[0].Partitions) != 3 {
+			return false, fmt.Sprintf("%+v (%v)", descriptions, err)
+		}
+		for _, p := range descriptions[0].Partitions {
+			if p.Lag() != 0 || p.SourceHighWatermark != 100 {
+				return false, fmt.Sprintf("events-%d: lag %d, source high watermark %d (leader %d)", p.Partition, p.Lag(), p.SourceHighWatermark, p.Leader)
+			}
+		}
+		return true, ""
+	})
 	if err := admin.DeleteMirror(ctx, "m"); err == nil {
 		t.Fatal("a mirror that mirrors was deleted")
 	}

@@ -341,19 +341,22 @@ func stopWithControllerKilled(ctx context.Context, t *testing.T, c *testClusterN
 
 	// The end state of a stop on one node: every partition STOPPED at
 	// Kafka's log end, its batches Kafka's, then the stop's own.
-	stopped := map[topicPartition]int64{}
-	for i, n := range c.nodes {
-		described, out := describeMirror(ctx, t, n.addr, "m")
-		for _, p := range described.Partitions {
-			tp := topicPartition{p.Topic, p.Partition}
-			if p.State != "STOPPED" || p.LastMirrorOffset != kafkaEnds[tp] {
-				t.Errorf("node %d describes %s %s at last mirror offset %d, want STOPPED at Kafka's end %d\n%s", i+1, tp, p.State, p.LastMirrorOffset, kafkaEnds[tp], out)
+	for i, n := range c.nodes { // a node's cache may trail the leaders' writes by a moment
+		if last := pollUntil(ctx, 30*time.Second, func(ctx context.Context) string {
+			described, out := describeMirror(ctx, t, n.addr, "m")
+			if len(described.Partitions) != len(tps) {
+				return fmt.Sprintf("%d partitions described, want %d\n%s", len(described.Partitions), len(tps), out)
 			}
-			stopped[tp] = p.LastMirrorOffset
+			for _, p := range described.Partitions {
+				tp := topicPartition{p.Topic, p.Partition}
+				if p.State != "STOPPED" || p.LastMirrorOffset != kafkaEnds[tp] {
+					return fmt.Sprintf("%s %s at last mirror offset %d, want STOPPED at Kafka's end %d\n%s", tp, p.State, p.LastMirrorOffset, kafkaEnds[tp], out)
+				}
+			}
+			return ""
+		}); last != "" {
+			t.Fatalf("node %d describes %s", i+1, last)
 		}
-	}
-	if len(stopped) != len(tps) {
-		t.Fatalf("the nodes describe %d partitions, want %d: %v", len(stopped), len(tps), stopped)
 	}
 	for i := range c.nodes {
 		got := readAll(ctx, t, c.nodes[i].addr+","+c.nodes[i].addr, tps)
