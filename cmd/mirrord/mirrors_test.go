@@ -130,6 +130,14 @@ type cliBackend struct {
 
 func (b cliBackend) Mirrors() netio.MirrorAdmin { return b.admin }
 
+// Cluster and Topics answer the Metadata the admin client asks before it
+// sends a describe to a cluster's partition leaders by node ID: one node,
+// no topics (the fixtures' leaders are not known, so the rows stay).
+func (b cliBackend) Cluster() netio.ClusterInfo {
+	return netio.ClusterInfo{ClusterID: "cli-test", NodeID: 1}
+}
+func (b cliBackend) Topics() []netio.TopicInfo { return nil }
+
 // serveCLI serves backend on loopback until the test ends and returns the
 // address.
 func serveCLI(t *testing.T, backend netio.Backend) string {
