@@ -126,39 +126,13 @@ func DeleteTopic(ctx context.Context, client *clientv3.Client, clusterID, topic 
 // at most growAttempts times (then ErrStaleMetadata). The controller places
 // the new partitions. It returns the spec as written.
 func GrowTopic(ctx context.Context, client *clientv3.Client, clusterID, topic string, partitions int32) (TopicState, error) {
-	if err := validTopicKey(topic); err != nil {
-		return TopicState{}, err
-	}
-	key := topicKey(clusterID, topic)
-	for range growAttempts {
-		resp, err := client.Get(ctx, key)
-		if err != nil {
-			return TopicState{}, fmt.Errorf("cluster: grow topic %s: %w", topic, err)
-		}
-		if len(resp.Kvs) == 0 {
-			return TopicState{}, fmt.Errorf("cluster: grow topic %s: %w", topic, ErrUnknownTopic)
-		}
-		kv := resp.Kvs[0]
-		spec, err := decodeTopicSpec(topic, kv.Value)
-		if err != nil {
-			return TopicState{}, err
-		}
+	return updateTopicSpec(ctx, client, clusterID, topic, "grow topic "+topic, func(spec TopicSpec) (TopicSpec, bool, error) {
 		if partitions <= spec.Partitions {
-			return TopicState{}, fmt.Errorf("cluster: grow topic %s from %d to %d partitions: %w", topic, spec.Partitions, partitions, ErrInvalidPartitions)
+			return spec, false, fmt.Errorf("cluster: grow topic %s from %d to %d partitions: %w", topic, spec.Partitions, partitions, ErrInvalidPartitions)
 		}
 		spec.Partitions = partitions
-		txn, err := client.Txn(ctx).
-			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, encodeJSON(spec))).
-			Commit()
-		if err != nil {
-			return TopicState{}, fmt.Errorf("cluster: grow topic %s: %w", topic, err)
-		}
-		if txn.Succeeded {
-			return TopicState{TopicSpec: spec, ModRevision: txn.Header.Revision}, nil
-		}
-	}
-	return TopicState{}, fmt.Errorf("cluster: grow topic %s: changed under %d attempts: %w", topic, growAttempts, ErrStaleMetadata)
+		return spec, true, nil
+	})
 }
 
 // UpdateTopicConfigs replaces topic's configs with what change makes of
@@ -167,6 +141,19 @@ func GrowTopic(ctx context.Context, client *clientv3.Client, clusterID, topic st
 // growAttempts times (then ErrStaleMetadata). A change returning
 // unchanged false writes nothing. It returns the spec as it stands.
 func UpdateTopicConfigs(ctx context.Context, client *clientv3.Client, clusterID, topic string, change func(TopicSpec) (configs map[string]string, changed bool, err error)) (TopicState, error) {
+	return updateTopicSpec(ctx, client, clusterID, topic, "set the configs of topic "+topic, func(spec TopicSpec) (TopicSpec, bool, error) {
+		configs, changed, err := change(spec.clone())
+		spec.Configs = configs
+		return spec, changed, err
+	})
+}
+
+// updateTopicSpec writes what change makes of topic's spec by
+// compare-and-swap on its ModRevision: a lost swap reads again, at most
+// growAttempts times (then ErrStaleMetadata). A change that errs or
+// returns changed false writes nothing; the spec as it stands is
+// returned.
+func updateTopicSpec(ctx context.Context, client *clientv3.Client, clusterID, topic, what string, change func(TopicSpec) (TopicSpec, bool, error)) (TopicState, error) {
 	if err := validTopicKey(topic); err != nil {
 		return TopicState{}, err
 	}
@@ -174,31 +161,30 @@ func UpdateTopicConfigs(ctx context.Context, client *clientv3.Client, clusterID,
 	for range growAttempts {
 		resp, err := client.Get(ctx, key)
 		if err != nil {
-			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, err)
+			return TopicState{}, fmt.Errorf("cluster: %s: %w", what, err)
 		}
 		if len(resp.Kvs) == 0 {
-			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, ErrUnknownTopic)
+			return TopicState{}, fmt.Errorf("cluster: %s: %w", what, ErrUnknownTopic)
 		}
 		kv := resp.Kvs[0]
 		spec, err := decodeTopicSpec(topic, kv.Value)
 		if err != nil {
 			return TopicState{}, err
 		}
-		configs, changed, err := change(spec.clone())
+		next, changed, err := change(spec.clone())
 		if err != nil || !changed {
 			return TopicState{TopicSpec: spec, ModRevision: kv.ModRevision}, err
 		}
-		spec.Configs = configs
 		txn, err := client.Txn(ctx).
 			If(clientv3.Compare(clientv3.ModRevision(key), "=", kv.ModRevision)).
-			Then(clientv3.OpPut(key, encodeJSON(spec))).
+			Then(clientv3.OpPut(key, encodeJSON(next))).
 			Commit()
 		if err != nil {
-			return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: %w", topic, err)
+			return TopicState{}, fmt.Errorf("cluster: %s: %w", what, err)
 		}
 		if txn.Succeeded {
-			return TopicState{TopicSpec: spec, ModRevision: txn.Header.Revision}, nil
+			return TopicState{TopicSpec: next, ModRevision: txn.Header.Revision}, nil
 		}
 	}
-	return TopicState{}, fmt.Errorf("cluster: set the configs of topic %s: changed under %d attempts: %w", topic, growAttempts, ErrStaleMetadata)
+	return TopicState{}, fmt.Errorf("cluster: %s: changed under %d attempts: %w", what, growAttempts, ErrStaleMetadata)
 }
