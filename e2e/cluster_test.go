@@ -201,8 +201,11 @@ func TestClusterLeaderKills(t *testing.T) {
 		topic      = "replicated"
 		partitions = 3
 		records    = 12000
-		rounds     = 3
 	)
+	rounds := 3
+	if os.Getenv("MIRRORD_SOAK") != "" {
+		rounds = 12
+	}
 	c.createTopic(ctx, topic, partitions)
 
 	producer := newClient(t, c.seeds(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(500),
