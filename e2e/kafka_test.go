@@ -102,37 +102,67 @@ func createKafkaTopic(ctx context.Context, t *testing.T, addr, name string, part
 }
 
 // consoleConsume runs kafka-console-consumer (the Java client) on one
-// partition from the earliest offset until it printed count records, with
-// every field of the record printed, and returns its output.
-func consoleConsume(ctx context.Context, t *testing.T, libs, addr string, tp topicPartition, isolation string, count int) []byte {
+// partition of Kafka and of mirrord, from the earliest offset until it
+// printed count records, with every field of the record printed, and
+// returns both outputs.
+func consoleConsume(ctx context.Context, t *testing.T, libs, kafka, mirror string, tp topicPartition, isolation string, count int) (fromKafka, fromMirror []byte) {
 	t.Helper()
-	out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-		"--bootstrap-server", addr, "--topic", tp.topic, "--partition", fmt.Sprint(tp.partition),
-		"--offset", "earliest", "--max-messages", fmt.Sprint(count), "--timeout-ms", consoleConsumeWait,
-		"--isolation-level", isolation,
-		"--property", "print.partition=true", "--property", "print.offset=true",
-		"--property", "print.timestamp=true", "--property", "print.key=true",
-		"--property", "print.headers=true", "--property", "print.value=true",
-		"--property", "null.literal=<null>")
+	fromKafka, fromMirror, err := fromBoth(kafka, mirror, func(addr string) ([]byte, error) {
+		out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+			"--bootstrap-server", addr, "--topic", tp.topic, "--partition", fmt.Sprint(tp.partition),
+			"--offset", "earliest", "--max-messages", fmt.Sprint(count), "--timeout-ms", consoleConsumeWait,
+			"--isolation-level", isolation,
+			"--property", "print.partition=true", "--property", "print.offset=true",
+			"--property", "print.timestamp=true", "--property", "print.key=true",
+			"--property", "print.headers=true", "--property", "print.value=true",
+			"--property", "null.literal=<null>")
+		if err != nil {
+			return nil, fmt.Errorf("kafka-console-consumer %s (%s) from %s: %w", tp, isolation, addr, err)
+		}
+		return out, nil
+	})
 	if err != nil {
-		t.Fatalf("kafka-console-consumer %s (%s) from %s: %v", tp, isolation, addr, err)
+		t.Fatal(err)
 	}
-	return out
+	return fromKafka, fromMirror
 }
 
-// getOffsets runs kafka-get-offsets (GetOffsetShell) for the topics
-// matching pattern at time (-1 latest, -2 earliest, -3 max timestamp, or
-// a timestamp in ms) and returns its output lines sorted.
-func getOffsets(ctx context.Context, t *testing.T, libs, addr, pattern string, time int64) string {
+// getOffsets runs kafka-get-offsets (GetOffsetShell) against Kafka and
+// against mirrord for the topics matching pattern at time (-1 latest, -2
+// earliest, -3 max timestamp, or a timestamp in ms) and returns both
+// outputs, their lines sorted.
+func getOffsets(ctx context.Context, t *testing.T, libs, kafka, mirror, pattern string, time int64) (fromKafka, fromMirror string) {
 	t.Helper()
-	out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.GetOffsetShell",
-		"--bootstrap-server", addr, "--topic", pattern, "--time", fmt.Sprint(time))
+	kafkaOut, mirrorOut, err := fromBoth(kafka, mirror, func(addr string) ([]byte, error) {
+		out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.GetOffsetShell",
+			"--bootstrap-server", addr, "--topic", pattern, "--time", fmt.Sprint(time))
+		if err != nil {
+			return nil, fmt.Errorf("kafka-get-offsets --time %d from %s: %w", time, addr, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		sort.Strings(lines)
+		return []byte(strings.Join(lines, "\n")), nil
+	})
 	if err != nil {
-		t.Fatalf("kafka-get-offsets --time %d from %s: %v", time, addr, err)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return string(kafkaOut), string(mirrorOut)
+}
+
+// fromBoth asks Kafka and mirrord at once and returns both answers: a
+// Kafka tool's run is mostly its JVM's start-up, and the two overlap
+// instead of adding up (22 kafka-console-consumer pairs took 71 s of
+// TestInteropKafkaSingleBroker one after the other).
+func fromBoth(kafka, mirror string, ask func(addr string) ([]byte, error)) (fromKafka, fromMirror []byte, err error) {
+	var kafkaErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fromKafka, kafkaErr = ask(kafka)
+	}()
+	fromMirror, err = ask(mirror)
+	<-done // bounded: ask's tools run under kafkatest's time limit
+	return fromKafka, fromMirror, errors.Join(kafkaErr, err)
 }
 
 // deleteRecords runs kafka-delete-records against Kafka: every partition
