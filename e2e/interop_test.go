@@ -57,7 +57,7 @@ func interopMirrorConfig(t *testing.T, bootstrap string) string {
 // started.
 func TestInteropKafkaSingleBroker(t *testing.T) {
 	t.Parallel()
-	cluster := startKafka(t, 1, nil)
+	cluster := sharedKafkaBroker(t) // its topics, transactional IDs and mirror pattern: it-*
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
 	defer cancel()

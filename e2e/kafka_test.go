@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,6 +78,61 @@ func startKafkaCluster(t *testing.T, opts kafkatest.Options) *kafkatest.Cluster 
 		cluster.Close()
 	})
 	return cluster
+}
+
+// sharedKafka is the one-broker Kafka of the tests that can share one
+// (sharedKafkaBroker), started by the first of them and closed by
+// TestMain once every test ended.
+var sharedKafka struct {
+	once    sync.Once
+	dir     string
+	cluster *kafkatest.Cluster
+	err     error
+}
+
+// sharedKafkaBroker returns the package's shared one-broker Kafka with
+// kafkatest's default configs, starting it on first use: a Kafka start
+// is 12-24 s of a loaded machine's CPU (JVMs: a cluster ID, a format, the
+// broker). Only a test that neither stops nor reconfigures the broker,
+// nor lists what other tests create there (topics, groups, transactional
+// IDs: it names its own and asks about those) may use it; the broker's
+// log is printed when such a test fails.
+func sharedKafkaBroker(t *testing.T) *kafkatest.Cluster {
+	t.Helper()
+	libs := kafkaLibs(t)
+	sharedKafka.once.Do(func() {
+		started := time.Now()
+		if sharedKafka.dir, sharedKafka.err = os.MkdirTemp("", "e2e-shared-kafka-"); sharedKafka.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), kafkaStartWait)
+		defer cancel()
+		sharedKafka.cluster, sharedKafka.err = kafkatest.Start(ctx, kafkatest.Options{Libs: libs, Dir: sharedKafka.dir, Brokers: 1})
+		if sharedKafka.err == nil {
+			t.Logf("shared Kafka %s: 1 broker at %s, started in %v", kafkatest.Version, sharedKafka.cluster.Bootstrap(), time.Since(started).Round(time.Millisecond))
+		}
+	})
+	if sharedKafka.err != nil {
+		t.Fatalf("start the shared Kafka %s: %v", kafkatest.Version, sharedKafka.err)
+	}
+	cluster := sharedKafka.cluster
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("shared Kafka's logs:\n%s", cluster.Logs())
+		}
+	})
+	return cluster
+}
+
+// closeSharedKafka stops the shared Kafka, if a test started it, and
+// removes its directory.
+func closeSharedKafka() {
+	if sharedKafka.cluster != nil {
+		sharedKafka.cluster.Close()
+	}
+	if sharedKafka.dir != "" {
+		os.RemoveAll(sharedKafka.dir)
+	}
 }
 
 // createKafkaTopic creates a topic on Kafka with a replication factor and
