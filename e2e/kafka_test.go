@@ -75,9 +75,22 @@ func startKafkaCluster(t *testing.T, opts kafkatest.Options) *kafkatest.Cluster 
 		if t.Failed() {
 			t.Logf("Kafka logs:\n%s", cluster.Logs())
 		}
-		cluster.Close()
+		killKafka(cluster)
 	})
 	return cluster
+}
+
+// killKafka ends every node of a test's cluster with SIGKILL once the
+// test is done with it. A graceful stop (Cluster.Close) checks nothing
+// and is slow: a combined KRaft node that lost its quorum to the others'
+// stops waits out kafkatest's 30 s grace period, which was a third of
+// TestInteropKafkaLeaderKilled's 104 s on an idle machine.
+func killKafka(cluster *kafkatest.Cluster) {
+	for _, n := range append(append([]*kafkatest.Node{}, cluster.Nodes...), cluster.Controllers...) {
+		if n.Running() {
+			_ = cluster.Kill(n) // fails only if it exited meanwhile
+		}
+	}
 }
 
 // sharedKafka is the one-broker Kafka of the tests that can share one
@@ -128,7 +141,7 @@ func sharedKafkaBroker(t *testing.T) *kafkatest.Cluster {
 // removes its directory.
 func closeSharedKafka() {
 	if sharedKafka.cluster != nil {
-		sharedKafka.cluster.Close()
+		killKafka(sharedKafka.cluster)
 	}
 	if sharedKafka.dir != "" {
 		os.RemoveAll(sharedKafka.dir)
