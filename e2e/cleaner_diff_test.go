@@ -32,7 +32,7 @@ var cleanerDiffConfigs = map[string]string{"cleanup.policy": "compact", "segment
 // offsets.
 func TestCleanerMatchesKafka(t *testing.T) {
 	t.Parallel()
-	cluster := startKafka(t, 1, map[string]string{"log.cleaner.backoff.ms": "100"})
+	cluster := sharedKafkaBroker(t) // kafkatest's cleaner looks every 100 ms; the topic and transactional ID: cleaned, cleaner-diff
 	mirror := startServer(t, "--log-cleaner-backoff-ms", "100")
 	ctx, cancel := context.WithTimeout(context.Background(), cleanerDiffWait+time.Minute)
 	defer cancel()

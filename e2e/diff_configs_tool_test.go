@@ -27,13 +27,12 @@ func diffKafkaConfigs(t *testing.T, d diffTargets) {
 		"--add-config", "retention.ms=3600000,cleanup.policy=[compact,delete],max.message.bytes=5000", "--delete-config", "segment.ms"}
 	describe := []string{"--describe", "--entity-type", "topics", "--entity-name", topic}
 	own := startServer(t)
-	servers := []diffServer{d.kafka, {addr: own.addr}}
-	var outputs [2]string
-	for i, server := range servers {
+	ownServer := diffServer{addr: own.addr}
+	for _, server := range []diffServer{d.kafka, ownServer} {
 		createKafkaTopic(ctx, t, server.addr, topic, 1, 1, map[string]string{"segment.ms": "60000"})
-		runDiffTool(ctx, t, d.libs, server, configCommand, alter...)
-		outputs[i] = runDiffTool(ctx, t, d.libs, server, configCommand, describe...)
 	}
+	runDiffToolBoth(ctx, t, d.libs, d.kafka, ownServer, configCommand, alter...)
+	outputs := runDiffToolBoth(ctx, t, d.libs, d.kafka, ownServer, configCommand, describe...)
 	compareToolOutputs(t, "kafka-configs --describe", outputs)
 	want := topicOverrides(ctx, t, own.addr, topic)
 	if want["retention.ms"] != "3600000" || want["cleanup.policy"] != "compact,delete" || len(want) != 3 {
@@ -49,7 +48,7 @@ func diffKafkaConfigs(t *testing.T, d diffTargets) {
 			t.Fatalf("after %s and a restart: overrides %v, want %v", restart.what, got, want)
 		}
 	}
-	if after := runDiffTool(ctx, t, d.libs, diffServer{addr: own.addr}, configCommand, describe...); after != outputs[1] {
+	if after := runDiffTool(ctx, t, d.libs, ownServer, configCommand, describe...); after != outputs[1] {
 		t.Errorf("kafka-configs --describe after the restarts printed\n%s\nbefore\n%s", after, outputs[1])
 	}
 }

@@ -11,10 +11,12 @@ package e2e
 // Cases live in tables (diff_*_cases_test.go), each registering its set
 // with registerDiffCases from an init function; sets run in name order,
 // cases in table order, all against the same broker and node, so a set
-// uses topic names of its own (diff-<set>-...). The broker and the node
-// start once for the whole file: TestDifferential runs every set as a
-// subtest, and the tests that run Kafka's own tools against mirrord are
-// subtests of it too.
+// uses topic names of its own (diff-<set>-...). The broker is the
+// package's shared one (sharedKafkaBroker), which other tests write to
+// too: what a case lists (every topic, every transactional ID) it filters
+// by its own names. The node starts once for the whole file:
+// TestDifferential runs every set as a subtest, and the tests that run
+// Kafka's own tools against mirrord are subtests of it too.
 //
 // Like the interop suite it skips without Java and the Kafka jars, unless
 // CI=true or MIRRORD_INTEROP=1 makes that a failure.
@@ -86,7 +88,7 @@ var diffTools = map[string]func(t *testing.T, targets diffTargets){}
 func TestDifferential(t *testing.T) {
 	t.Parallel()
 	libs := kafkaLibs(t)
-	cluster := startKafka(t, 1, nil)
+	cluster := sharedKafkaBroker(t) // its topics and transactional IDs: diff-*; what it lists it filters by them
 	mirror := startServer(t)
 	targets := diffTargets{libs: libs, cluster: cluster, kafka: describeDiffServer(t, cluster.Nodes[0].Addr), mirrord: describeDiffServer(t, mirror.addr)}
 	sets := make([]string, 0, len(diffCaseSets))

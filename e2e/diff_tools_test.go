@@ -36,6 +36,24 @@ func runDiffTool(ctx context.Context, t *testing.T, libs string, server diffServ
 	return string(out)
 }
 
+// runDiffToolBoth runs a Kafka tool class with args against Kafka and
+// against mirrord at once (fromBoth: the two JVM start-ups overlap) and
+// returns both outputs, Kafka's first.
+func runDiffToolBoth(ctx context.Context, t *testing.T, libs string, kafka, mirrord diffServer, class string, args ...string) [2]string {
+	t.Helper()
+	fromKafka, fromMirrord, err := fromBoth(kafka.addr, mirrord.addr, func(addr string) ([]byte, error) {
+		out, err := kafkatest.RunTool(ctx, libs, nil, class, append([]string{"--bootstrap-server", addr}, args...)...)
+		if err != nil {
+			return nil, fmt.Errorf("%s against %s: %w\n%s", class, addr, err, out)
+		}
+		return out, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return [2]string{string(fromKafka), string(fromMirrord)}
+}
+
 var (
 	topicIDField = regexp.MustCompile(`TopicId: [A-Za-z0-9_-]+`)
 	nodeFields   = regexp.MustCompile(`(Leader|Replicas|Isr): [0-9,]+`)
@@ -63,21 +81,17 @@ func diffKafkaTopics(t *testing.T, d diffTargets) {
 	defer cancel()
 	const topic = "diff-tools-topic"
 	t.Run("create", func(t *testing.T) {
-		var outputs [2]string
-		for i, server := range []diffServer{d.kafka, d.mirrord} {
-			outputs[i] = runDiffTool(ctx, t, d.libs, server, "org.apache.kafka.tools.TopicCommand",
-				"--create", "--topic", topic, "--partitions", "3", "--replication-factor", "1", "--config", "retention.bytes=1048576")
-		}
+		outputs := runDiffToolBoth(ctx, t, d.libs, d.kafka, d.mirrord, "org.apache.kafka.tools.TopicCommand",
+			"--create", "--topic", topic, "--partitions", "3", "--replication-factor", "1", "--config", "retention.bytes=1048576")
 		compareToolOutputs(t, "kafka-topics --create", outputs)
 	})
 	t.Run("describe", func(t *testing.T) {
 		if !advertises(ctx, t, d.mirrord.addr, describeConfigsKey) {
 			t.Skip("mirrord does not serve DescribeConfigs, which kafka-topics --describe needs")
 		}
-		var outputs [2]string
+		outputs := runDiffToolBoth(ctx, t, d.libs, d.kafka, d.mirrord, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", topic)
 		for i, server := range []diffServer{d.kafka, d.mirrord} {
-			out := runDiffTool(ctx, t, d.libs, server, "org.apache.kafka.tools.TopicCommand", "--describe", "--topic", topic)
-			outputs[i] = normaliseTopicsOutput(out, server.node)
+			outputs[i] = normaliseTopicsOutput(outputs[i], server.node)
 		}
 		compareToolOutputs(t, "kafka-topics --describe", outputs)
 	})
@@ -116,8 +130,8 @@ func compareToolOutputs(t *testing.T, what string, outputs [2]string) {
 func diffKafkaFeatures(t *testing.T, d diffTargets) {
 	ctx, cancel := context.WithTimeout(context.Background(), diffToolWait)
 	defer cancel()
-	kafka := runDiffTool(ctx, t, d.libs, d.kafka, "org.apache.kafka.tools.FeatureCommand", "describe")
-	mirrord := runDiffTool(ctx, t, d.libs, d.mirrord, "org.apache.kafka.tools.FeatureCommand", "describe")
+	outputs := runDiffToolBoth(ctx, t, d.libs, d.kafka, d.mirrord, "org.apache.kafka.tools.FeatureCommand", "describe")
+	kafka, mirrord := outputs[0], outputs[1]
 	t.Logf("kafka-features describe, Kafka:\n%s\nmirrord:\n%s", kafka, mirrord)
 	// mirrord reports a subset of Kafka's features (18_api_versions.go):
 	// each line it prints must be one Kafka prints, but for the levels it

@@ -75,7 +75,7 @@ func TestDumpLogSegmentsWritten(t *testing.T) {
 // DumpLogSegments verify and dump mirrord's copy.
 func TestDumpLogSegmentsMirroredCompaction(t *testing.T) {
 	t.Parallel()
-	cluster := startKafka(t, 1, nil)
+	cluster := sharedKafkaBroker(t) // its topic: dump-compacted
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), dumpDeadline)
 	defer cancel()

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -74,9 +75,77 @@ func startKafkaCluster(t *testing.T, opts kafkatest.Options) *kafkatest.Cluster 
 		if t.Failed() {
 			t.Logf("Kafka logs:\n%s", cluster.Logs())
 		}
-		cluster.Close()
+		killKafka(cluster)
 	})
 	return cluster
+}
+
+// killKafka ends every node of a test's cluster with SIGKILL once the
+// test is done with it. A graceful stop (Cluster.Close) checks nothing
+// and is slow: a combined KRaft node that lost its quorum to the others'
+// stops waits out kafkatest's 30 s grace period, which was a third of
+// TestInteropKafkaLeaderKilled's 104 s on an idle machine.
+func killKafka(cluster *kafkatest.Cluster) {
+	for _, n := range append(append([]*kafkatest.Node{}, cluster.Nodes...), cluster.Controllers...) {
+		if n.Running() {
+			_ = cluster.Kill(n) // fails only if it exited meanwhile
+		}
+	}
+}
+
+// sharedKafka is the one-broker Kafka of the tests that can share one
+// (sharedKafkaBroker), started by the first of them and closed by
+// TestMain once every test ended.
+var sharedKafka struct {
+	once    sync.Once
+	dir     string
+	cluster *kafkatest.Cluster
+	err     error
+}
+
+// sharedKafkaBroker returns the package's shared one-broker Kafka with
+// kafkatest's default configs, starting it on first use: a Kafka start
+// is 12-24 s of a loaded machine's CPU (JVMs: a cluster ID, a format, the
+// broker). Only a test that neither stops nor reconfigures the broker,
+// nor lists what other tests create there (topics, groups, transactional
+// IDs: it names its own and asks about those) may use it; the broker's
+// log is printed when such a test fails.
+func sharedKafkaBroker(t *testing.T) *kafkatest.Cluster {
+	t.Helper()
+	libs := kafkaLibs(t)
+	sharedKafka.once.Do(func() {
+		started := time.Now()
+		if sharedKafka.dir, sharedKafka.err = os.MkdirTemp("", "e2e-shared-kafka-"); sharedKafka.err != nil {
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), kafkaStartWait)
+		defer cancel()
+		sharedKafka.cluster, sharedKafka.err = kafkatest.Start(ctx, kafkatest.Options{Libs: libs, Dir: sharedKafka.dir, Brokers: 1})
+		if sharedKafka.err == nil {
+			t.Logf("shared Kafka %s: 1 broker at %s, started in %v", kafkatest.Version, sharedKafka.cluster.Bootstrap(), time.Since(started).Round(time.Millisecond))
+		}
+	})
+	if sharedKafka.err != nil {
+		t.Fatalf("start the shared Kafka %s: %v", kafkatest.Version, sharedKafka.err)
+	}
+	cluster := sharedKafka.cluster
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("shared Kafka's logs:\n%s", cluster.Logs())
+		}
+	})
+	return cluster
+}
+
+// closeSharedKafka stops the shared Kafka, if a test started it, and
+// removes its directory.
+func closeSharedKafka() {
+	if sharedKafka.cluster != nil {
+		killKafka(sharedKafka.cluster)
+	}
+	if sharedKafka.dir != "" {
+		os.RemoveAll(sharedKafka.dir)
+	}
 }
 
 // createKafkaTopic creates a topic on Kafka with a replication factor and
@@ -102,37 +171,67 @@ func createKafkaTopic(ctx context.Context, t *testing.T, addr, name string, part
 }
 
 // consoleConsume runs kafka-console-consumer (the Java client) on one
-// partition from the earliest offset until it printed count records, with
-// every field of the record printed, and returns its output.
-func consoleConsume(ctx context.Context, t *testing.T, libs, addr string, tp topicPartition, isolation string, count int) []byte {
+// partition of Kafka and of mirrord, from the earliest offset until it
+// printed count records, with every field of the record printed, and
+// returns both outputs.
+func consoleConsume(ctx context.Context, t *testing.T, libs, kafka, mirror string, tp topicPartition, isolation string, count int) (fromKafka, fromMirror []byte) {
 	t.Helper()
-	out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.consumer.ConsoleConsumer",
-		"--bootstrap-server", addr, "--topic", tp.topic, "--partition", fmt.Sprint(tp.partition),
-		"--offset", "earliest", "--max-messages", fmt.Sprint(count), "--timeout-ms", consoleConsumeWait,
-		"--isolation-level", isolation,
-		"--property", "print.partition=true", "--property", "print.offset=true",
-		"--property", "print.timestamp=true", "--property", "print.key=true",
-		"--property", "print.headers=true", "--property", "print.value=true",
-		"--property", "null.literal=<null>")
+	fromKafka, fromMirror, err := fromBoth(kafka, mirror, func(addr string) ([]byte, error) {
+		out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.consumer.ConsoleConsumer",
+			"--bootstrap-server", addr, "--topic", tp.topic, "--partition", fmt.Sprint(tp.partition),
+			"--offset", "earliest", "--max-messages", fmt.Sprint(count), "--timeout-ms", consoleConsumeWait,
+			"--isolation-level", isolation,
+			"--property", "print.partition=true", "--property", "print.offset=true",
+			"--property", "print.timestamp=true", "--property", "print.key=true",
+			"--property", "print.headers=true", "--property", "print.value=true",
+			"--property", "null.literal=<null>")
+		if err != nil {
+			return nil, fmt.Errorf("kafka-console-consumer %s (%s) from %s: %w", tp, isolation, addr, err)
+		}
+		return out, nil
+	})
 	if err != nil {
-		t.Fatalf("kafka-console-consumer %s (%s) from %s: %v", tp, isolation, addr, err)
+		t.Fatal(err)
 	}
-	return out
+	return fromKafka, fromMirror
 }
 
-// getOffsets runs kafka-get-offsets (GetOffsetShell) for the topics
-// matching pattern at time (-1 latest, -2 earliest, -3 max timestamp, or
-// a timestamp in ms) and returns its output lines sorted.
-func getOffsets(ctx context.Context, t *testing.T, libs, addr, pattern string, time int64) string {
+// getOffsets runs kafka-get-offsets (GetOffsetShell) against Kafka and
+// against mirrord for the topics matching pattern at time (-1 latest, -2
+// earliest, -3 max timestamp, or a timestamp in ms) and returns both
+// outputs, their lines sorted.
+func getOffsets(ctx context.Context, t *testing.T, libs, kafka, mirror, pattern string, time int64) (fromKafka, fromMirror string) {
 	t.Helper()
-	out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.GetOffsetShell",
-		"--bootstrap-server", addr, "--topic", pattern, "--time", fmt.Sprint(time))
+	kafkaOut, mirrorOut, err := fromBoth(kafka, mirror, func(addr string) ([]byte, error) {
+		out, err := kafkatest.RunTool(ctx, libs, nil, "org.apache.kafka.tools.GetOffsetShell",
+			"--bootstrap-server", addr, "--topic", pattern, "--time", fmt.Sprint(time))
+		if err != nil {
+			return nil, fmt.Errorf("kafka-get-offsets --time %d from %s: %w", time, addr, err)
+		}
+		lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+		sort.Strings(lines)
+		return []byte(strings.Join(lines, "\n")), nil
+	})
 	if err != nil {
-		t.Fatalf("kafka-get-offsets --time %d from %s: %v", time, addr, err)
+		t.Fatal(err)
 	}
-	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	sort.Strings(lines)
-	return strings.Join(lines, "\n")
+	return string(kafkaOut), string(mirrorOut)
+}
+
+// fromBoth asks Kafka and mirrord at once and returns both answers: a
+// Kafka tool's run is mostly its JVM's start-up, and the two overlap
+// instead of adding up (22 kafka-console-consumer pairs took 71 s of
+// TestInteropKafkaSingleBroker one after the other).
+func fromBoth(kafka, mirror string, ask func(addr string) ([]byte, error)) (fromKafka, fromMirror []byte, err error) {
+	var kafkaErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fromKafka, kafkaErr = ask(kafka)
+	}()
+	fromMirror, err = ask(mirror)
+	<-done // bounded: ask's tools run under kafkatest's time limit
+	return fromKafka, fromMirror, errors.Join(kafkaErr, err)
 }
 
 // deleteRecords runs kafka-delete-records against Kafka: every partition

@@ -60,6 +60,7 @@ func TestMain(m *testing.M) {
 
 func runTests(m *testing.M) int {
 	flag.Parse() // for testing.Verbose
+	defer closeSharedKafka()
 	if mirrordBinary = os.Getenv("MIRRORD_E2E_BINARY"); mirrordBinary != "" {
 		return m.Run()
 	}

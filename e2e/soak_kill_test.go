@@ -3,7 +3,8 @@ package e2e
 // The kill -9 soak of a mirror node (issue 19): seeded rounds of killing
 // the mirror while it mirrors a source with transactions and a compacted
 // topic, restarting it on its data directory each time. `make test` runs
-// soakRoundsShort rounds; MIRRORD_SOAK=1 (`make soak`) soakRoundsLong.
+// soakRoundsShort to soakRoundsShortMax rounds; MIRRORD_SOAK=1 (`make
+// soak`) soakRoundsLong.
 
 import (
 	"bytes"
@@ -21,7 +22,13 @@ import (
 )
 
 const (
-	soakRoundsShort      = 20
+	// soakRoundsShort: a short run aims at each kill point twice, then
+	// goes on aiming at those no kill landed on yet, up to
+	// soakRoundsShortMax rounds (soakKillAim): 20 rounds at random aims
+	// took 41 s of a loaded `make test`, and a kill mid-cleaning, which
+	// lands on about one aim in three, could still land on none.
+	soakRoundsShort      = 6
+	soakRoundsShortMax   = 20
 	soakRoundsLong       = 200
 	soakDeadlineShort    = 4 * time.Minute // the whole test, beside others on a loaded machine
 	soakDeadlineLong     = 30 * time.Minute
@@ -96,8 +103,11 @@ func TestSoakMirrorKill(t *testing.T) {
 
 	count := soakCount{kills: map[string]int{}}
 	address := target.addr
-	for round := range rounds {
-		aim := []string{"timed", "mid-transaction", "mid-cleaning"}[random.IntN(3)]
+	for round := range max(rounds, soakRoundsShortMax) { // soakKillAim ends it
+		aim, more := soakKillAim(round, rounds, count.kills, random)
+		if !more {
+			break
+		}
 		delay := soakKillDelayMin + time.Duration(random.Int64N(int64(soakKillDelayMax-soakKillDelayMin)))
 		beforeKill, err := endOffsets(ctx, target.addr, allTps)
 		if err != nil {
@@ -134,6 +144,61 @@ func TestSoakMirrorKill(t *testing.T) {
 	checkDescribedCaughtUp(ctx, t, target.addr, source.addr, sourceEnds)
 	checkCompactedConverges(ctx, t, workload, source.addr, target.addr, source.dataDir, target.dataDir, &count)
 	count.report(t, "soak mirror kill -9", time.Since(started))
+}
+
+// soakKillAims are where a kill of TestSoakMirrorKill aims
+// (awaitKillPoint).
+var soakKillAims = []string{"timed", "mid-transaction", "mid-cleaning"}
+
+// soakKillAim returns the aim of round, or false when the run ends. The
+// long run (MIRRORD_SOAK=1) draws rounds aims at random. The short run
+// cycles through the aims for rounds rounds, then aims at the first
+// that no kill landed on (landed counts kills by where they landed) until
+// every one has, or soakRoundsShortMax rounds ran.
+func soakKillAim(round, rounds int, landed map[string]int, random *rand.Rand) (string, bool) {
+	if soakLong() {
+		return soakKillAims[random.IntN(len(soakKillAims))], round < rounds
+	}
+	if round < rounds {
+		return soakKillAims[round%len(soakKillAims)], true
+	}
+	for _, aim := range soakKillAims {
+		if landed[aim] == 0 {
+			return aim, round < soakRoundsShortMax
+		}
+	}
+	return "", false
+}
+
+// TestSoakKillAim: the short run's aims (MIRRORD_SOAK unset).
+func TestSoakKillAim(t *testing.T) {
+	if soakLong() {
+		t.Skip("MIRRORD_SOAK=1: the long run draws its aims at random")
+	}
+	all := map[string]int{"timed": 1, "mid-transaction": 1, "mid-cleaning": 1}
+	noCleaning := map[string]int{"timed": 4, "mid-transaction": 2}
+	for _, c := range []struct {
+		name   string
+		round  int
+		landed map[string]int
+		aim    string
+		more   bool
+	}{
+		{"first round", 0, nil, "timed", true},
+		{"second round", 1, nil, "mid-transaction", true},
+		{"last cycled round", soakRoundsShort - 1, nil, "mid-cleaning", true},
+		{"every aim landed", soakRoundsShort, all, "", false},
+		{"none landed mid-cleaning", soakRoundsShort, noCleaning, "mid-cleaning", true},
+		{"still none at the last round", soakRoundsShortMax - 1, noCleaning, "mid-cleaning", true},
+		{"past the last round", soakRoundsShortMax, noCleaning, "mid-cleaning", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			aim, more := soakKillAim(c.round, soakRoundsShort, c.landed, nil)
+			if more != c.more || more && aim != c.aim {
+				t.Errorf("round %d, landed %v: %q %v, want %q %v", c.round, c.landed, aim, more, c.aim, c.more)
+			}
+		})
+	}
 }
 
 // waitCompactedMirrorTopic waits until the mirror copied the compacted
