@@ -51,31 +51,31 @@ func clusterMirrorKillRounds() int {
 // the topics writable through every node, the replicas identical.
 func TestClusterMirrorKafka(t *testing.T) {
 	t.Parallel()
-	source := startKafka(t, 1, nil)
+	source := sharedKafkaBroker(t)
 	libs := kafkaLibs(t)
 	ctx, cancel := context.WithTimeout(context.Background(), interopDeadline)
 	defer cancel()
 	kafka := source.Bootstrap()
 	seed := newSeed(t)
 	maker := newRecordMaker(seed)
-	topics := map[string]int32{"it-cm-events": 3, "it-cm-txn": 2}
+	topics := map[string]int32{"cm-events": 3, "cm-txn": 2}
 	for name, partitions := range topics {
 		createKafkaTopic(ctx, t, kafka, name, partitions, 1, nil)
 	}
 	produceEvents := func(count int) {
 		client := newClient(t, kafka, kgo.ProducerBatchCompression(kgo.ZstdCompression()))
 		defer client.Close()
-		for p := range topics["it-cm-events"] {
-			produceTo(ctx, t, client, maker, topicPartition{"it-cm-events", p}, count, newLedger())
+		for p := range topics["cm-events"] {
+			produceTo(ctx, t, client, maker, topicPartition{"cm-events", p}, count, newLedger())
 		}
 	}
 	produceEvents(500)
-	produceTransactions(ctx, t, kafka, maker, "it-cm-txn", 0)
+	produceTransactions(ctx, t, kafka, maker, "cm-txn", 0)
 
 	c := startClusterNodes(t, 3, clusterLease)
 	began := time.Now()
 	runMirrorsOK(ctx, t, c.nodes[1].addr, "--create", "--mirror", "m", "--mirror-config", interopMirrorConfig(t, kafka))
-	runMirrorsOK(ctx, t, c.nodes[1].addr, "--start", "--mirror", "m", "--topics", "it-cm-.*")
+	runMirrorsOK(ctx, t, c.nodes[1].addr, "--start", "--mirror", "m", "--topics", "cm-.*")
 	tps := topicPartitions(topics)
 	// endOffsets asks each partition's leader when given several addresses.
 	waitMirrorCaughtUp(ctx, t, kafka, c.seeds(), tps)
@@ -104,7 +104,7 @@ func TestClusterMirrorKafka(t *testing.T) {
 	}
 	replicasEqual()
 
-	killLeadersWhileMirroring(ctx, t, c, kafka, seed, topics["it-cm-events"])
+	killLeadersWhileMirroring(ctx, t, c, kafka, seed, topics["cm-events"])
 	replicasEqual()
 	t.Logf("%v: kill rounds done, every replica identical", time.Since(began).Round(time.Millisecond))
 	for i := range c.nodes {
@@ -124,7 +124,7 @@ func TestClusterMirrorKafka(t *testing.T) {
 // killed node restarts and rejoins every ISR.
 func killLeadersWhileMirroring(ctx context.Context, t *testing.T, c *testClusterNodes, kafka string, seed uint64, partitions int32) {
 	t.Helper()
-	const topic = "it-cm-events"
+	const topic = "cm-events"
 	random := rand.New(rand.NewPCG(seed, seed>>2))
 	var tps []topicPartition
 	for p := range partitions {
@@ -303,7 +303,7 @@ func stopWithControllerKilled(ctx context.Context, t *testing.T, c *testClusterN
 		}
 	}()
 	asked := time.Now()
-	result := runMirrors(ctx, t, asker.addr, "--stop", "--mirror", "m", "--topics", "it-cm-.*")
+	result := runMirrors(ctx, t, asker.addr, "--stop", "--mirror", "m", "--topics", "cm-.*")
 	var killed time.Time
 	select {
 	case killed = <-killedAt:
@@ -329,7 +329,7 @@ func stopWithControllerKilled(ctx context.Context, t *testing.T, c *testClusterN
 		// The node asked answered before the new leaders finished (its
 		// wait is bounded): the operator asks again.
 		t.Logf("the first --stop answered exit %d: %s%s; asking again", result.exit, result.stdout, result.stderr)
-		result.stdout = runMirrorsOK(ctx, t, asker.addr, "--stop", "--mirror", "m", "--topics", "it-cm-.*")
+		result.stdout = runMirrorsOK(ctx, t, asker.addr, "--stop", "--mirror", "m", "--topics", "cm-.*")
 	}
 	for topic := range topicNames {
 		if !strings.Contains(result.stdout, topic) || strings.Count(result.stdout, "stopped: writable") != len(topicNames) {
