@@ -175,6 +175,16 @@ func AppendMirrorChange(ctx context.Context, client *clientv3.Client, clusterID,
 	return MirrorState{}, fmt.Errorf("cluster: change mirror %s: changed under %d attempts: %w", name, appendAttempts, ErrStaleMetadata)
 }
 
+// MirrorCreateRevision returns the CreateRevision of a mirror's key (its
+// incarnation), without copying its spec; false if etcd has no such
+// mirror.
+func (c *Cache) MirrorCreateRevision(name string) (int64, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.state.mirrors[name]
+	return m.CreateRevision, ok
+}
+
 // Mirrors returns a copy of the mirrors' specs, by name.
 func (c *Cache) Mirrors() map[string]MirrorState {
 	c.mu.Lock()

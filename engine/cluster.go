@@ -348,7 +348,6 @@ func (n *Node) reconcile(ctx context.Context) {
 	c := n.member
 	self := c.cfg.NodeID
 	specs := c.cache.Topics()
-	mirrors := c.cache.Mirrors()
 	parts, _ := c.cache.Partitions()
 	live := map[int32]cluster.Node{}
 	var liveIDs []int32
@@ -396,7 +395,7 @@ func (n *Node) reconcile(ctx context.Context) {
 			// A mirror topic's partitions are read-only on every replica
 			// until their records say STOPPED or the mirror is deleted
 			// (its leader's mirror sets it too).
-			_, live := mirrors[mirror]
+			_, live := c.cache.MirrorCreateRevision(mirror)
 			for i, p := range e.Local {
 				record, ok := n.states.get(MirrorStateKey{Mirror: mirror, TopicID: e.ID, Partition: int32(i)})
 				if !live || ok && record.State == mirrorstate.Stopped {

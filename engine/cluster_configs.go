@@ -76,7 +76,7 @@ func (b clusterBackend) refuseMirrorTopic(name string, st cluster.TopicState, ac
 	if st.Mirror == "" {
 		return nil
 	}
-	if _, live := b.cache().Mirrors()[st.Mirror]; !live {
+	if _, live := b.cache().MirrorCreateRevision(st.Mirror); !live {
 		return nil
 	}
 	if b.stopDone(st.Mirror, name, st) != nil {

@@ -118,9 +118,8 @@ func (s *clusterStates) putAll(entries []stateEntry) error {
 		byMirror[e.key.Mirror] = append(byMirror[e.key.Mirror], pending{e.key, e.value,
 			cluster.MirrorStateWrite{Partition: mirrorPartitionOf(e.key), Value: value, ModRevision: revision}})
 	}
-	mirrors := s.c.cache.Mirrors()
 	for _, name := range order {
-		spec, ok := mirrors[name]
+		incarnation, ok := s.c.cache.MirrorCreateRevision(name)
 		if !ok {
 			return fmt.Errorf("engine: mirror %s: not in etcd: %w", name, cluster.ErrUnknownMirror)
 		}
@@ -132,7 +131,7 @@ func (s *clusterStates) putAll(entries []stateEntry) error {
 				writes[i] = p.write
 			}
 			ctx, cancel := context.WithTimeout(s.c.ctx, clusterStateWriteTimeout)
-			revision, err := cluster.PutMirrorStates(ctx, s.c.client, s.c.id, name, spec.CreateRevision, writes)
+			revision, err := cluster.PutMirrorStates(ctx, s.c.client, s.c.id, name, incarnation, writes)
 			cancel()
 			if err != nil {
 				return fmt.Errorf("engine: %w", err)

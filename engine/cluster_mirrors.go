@@ -380,7 +380,7 @@ func (a clusterMirrors) CreateMirror(ctx context.Context, name string, config ma
 	if !mirrorName.MatchString(name) {
 		return fmt.Errorf("%w: mirror name %q: want 1-249 of [a-zA-Z0-9._-]", kerr.InvalidRequest, name)
 	}
-	if _, ok := n.member.cache.Mirrors()[name]; ok {
+	if _, ok := n.member.cache.MirrorCreateRevision(name); ok {
 		return fmt.Errorf("%w: mirror %q exists", kerr.DuplicateResource, name)
 	}
 	// Checked as a node alone checks it: the config parses and the source
@@ -426,7 +426,7 @@ func (n *Node) waitMirrorRevision(ctx context.Context, name string, revision int
 // stopped (every partition's record STOPPED), as a node alone does.
 func (a clusterMirrors) DeleteMirror(ctx context.Context, name string) error {
 	n := a.n
-	if _, ok := n.member.cache.Mirrors()[name]; !ok {
+	if _, ok := n.member.cache.MirrorCreateRevision(name); !ok {
 		return fmt.Errorf("%w: no mirror %q", kerr.ResourceNotFound, name)
 	}
 	for topic, spec := range n.member.cache.MirrorTopics(name) {
