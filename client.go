@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mirrord/mirrord/engine"
@@ -243,6 +244,9 @@ func (c *Client) DescribeMirrors(ctx context.Context, names []string, failedOnly
 	return descriptions, nil
 }
 
+// leaderDescribeWait bounds the describe requests to a cluster's leaders.
+const leaderDescribeWait = 5 * time.Second
+
 // fromLeaders replaces, in descriptions, each partition's row with the
 // one its leader answers req with.
 func (c *Client) fromLeaders(ctx context.Context, req *mirrorwire.DescribeClusterMirrorsRequest, descriptions []netio.MirrorDescription) {
@@ -261,25 +265,39 @@ func (c *Client) fromLeaders(ctx context.Context, req *mirrorwire.DescribeCluste
 		mirror, topic string
 		partition     int32
 	}
+	// The leaders are asked at once, and a leader that does not answer
+	// in leaderDescribeWait (a node just killed, whose partitions the
+	// cluster has not moved yet) leaves its rows as they were.
+	ctx, cancel := context.WithTimeout(ctx, leaderDescribeWait)
+	defer cancel()
+	var mu sync.Mutex
 	rows := map[key]netio.MirrorPartitionStatus{}
+	var wg sync.WaitGroup
 	for leader := range leaders {
-		resp, err := c.client.Broker(int(leader)).Request(ctx, req)
-		if err != nil {
-			continue
-		}
-		r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
-		if kafkaError(r.ErrorCode, r.ErrorMessage) != nil {
-			continue
-		}
-		for i := range r.Mirrors {
-			d := mirrorDescriptionOf(&r.Mirrors[i])
-			for _, p := range d.Partitions {
-				if p.Leader == leader {
-					rows[key{d.Name, p.Topic, p.Partition}] = p
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := c.client.Broker(int(leader)).Request(ctx, req)
+			if err != nil {
+				return
+			}
+			r := resp.(*mirrorwire.DescribeClusterMirrorsResponse)
+			if kafkaError(r.ErrorCode, r.ErrorMessage) != nil {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for i := range r.Mirrors {
+				d := mirrorDescriptionOf(&r.Mirrors[i])
+				for _, p := range d.Partitions {
+					if p.Leader == leader {
+						rows[key{d.Name, p.Topic, p.Partition}] = p
+					}
 				}
 			}
-		}
+		}()
 	}
+	wg.Wait()
 	for _, d := range descriptions {
 		for i, p := range d.Partitions {
 			if row, ok := rows[key{d.Name, p.Topic, p.Partition}]; ok {
