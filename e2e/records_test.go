@@ -165,6 +165,13 @@ const (
 // many records (or the deadline passes) and returns what it read.
 func consume(ctx context.Context, t *testing.T, addr string, isolation kgo.IsolationLevel, counts map[topicPartition]int) map[topicPartition][]*kgo.Record {
 	t.Helper()
+	return consumeFrom(ctx, t, addr, isolation, nil, counts)
+}
+
+// consumeFrom is consume from the offsets of from (0 for a partition it
+// does not name).
+func consumeFrom(ctx context.Context, t *testing.T, addr string, isolation kgo.IsolationLevel, from map[topicPartition]int64, counts map[topicPartition]int) map[topicPartition][]*kgo.Record {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, consumeWait)
 	defer cancel()
 	partitions := map[string]map[int32]kgo.Offset{}
@@ -173,7 +180,7 @@ func consume(ctx context.Context, t *testing.T, addr string, isolation kgo.Isola
 		if partitions[tp.topic] == nil {
 			partitions[tp.topic] = map[int32]kgo.Offset{}
 		}
-		partitions[tp.topic][tp.partition] = kgo.NewOffset().At(0)
+		partitions[tp.topic][tp.partition] = kgo.NewOffset().At(from[tp])
 		remaining += count
 	}
 	client, err := kgo.NewClient(seeds(addr), kgo.ConsumePartitions(partitions),
