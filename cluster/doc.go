@@ -8,9 +8,8 @@
 //
 // A node of a cluster (engine/cluster.go) uses it to join, to run for
 // controller and to keep its cache; `mirrord nodes` reads it (Read) and
-// drains nodes. The design it follows, with the keys still to come
-// (mirrors, partition mirror states, group coordinators) and the failure
-// cases of the whole cluster, is docs/cluster.md.
+// drains nodes. The design it follows, with the failure cases of the
+// whole cluster, is docs/cluster.md.
 //
 // # Keys in etcd
 //
@@ -22,6 +21,8 @@
 //		    controller/<lease ID in hex>      the node ID of the candidate  concurrency.Election's keys
 //		    topics/<topic>                    {"topicID","partitions","replicationFactor","configs","mirror"}
 //		    topics/<topic>/partitions/<n>     {"topicID","replicas","leader","leaderEpoch","isr"}
+//		    mirrors/<name>                    {"config","changes"}          a mirror and its topic admin changes (mirrors.go)
+//		    mirrors/<name>/state/<id>/<n>     the engine's record bytes     a mirror partition's machine, by its leader (mirror_states.go)
 //
 //	  - nodes/<nodeID> is the registry. A node puts its key with a lease it
 //	    keeps alive (Join); when the node stops or is cut off for the lease's

@@ -11,7 +11,7 @@ import (
 )
 
 // The records of a mirror's partition state machines on a cluster
-// (docs/cluster.md, "Mirrors on a cluster: stage B"): one key per
+// (docs/cluster.md, "Mirrors on a cluster"): one key per
 // partition, mirrors/<name>/state/<topicID>/<partition>, whose value is
 // the engine's record (the bytes __mirror_state holds on a node alone;
 // this package does not read them). The partition's leader writes it, at

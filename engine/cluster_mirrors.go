@@ -1,6 +1,6 @@
 package engine
 
-// Mirrors on a cluster (docs/cluster.md, "Order of work" 5, stage A).
+// Mirrors on a cluster (docs/cluster.md, "Mirrors on a cluster").
 //
 //   - A mirror's definition and its topic admin changes are etcd's
 //     (cluster.MirrorSpec at mirrors/<name>): the node that receives the
