@@ -277,7 +277,8 @@ func (c *Client) fromLeaders(ctx context.Context, req *mirrorwire.DescribeCluste
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := c.client.Broker(int(leader)).Request(ctx, req)
+			own := *req // kgo sets the version on the request it sends
+			resp, err := c.client.Broker(int(leader)).Request(ctx, &own)
 			if err != nil {
 				return
 			}
