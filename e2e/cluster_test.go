@@ -183,52 +183,70 @@ func checkHistory(acked, stored []*kgo.Record) history {
 
 // TestClusterLeaderKills: seeded rounds of kill -9 of the node leading a
 // partition while an idempotent producer writes with acks=all and
-// min.insync.replicas=2. Each round: a new leader with a higher epoch
-// within the lease plus a fetch round, the killed node restarts and
-// rejoins the ISR (it caught up). At the end, no acknowledged record is
-// lost, duplicated or reordered (read with kgo through node 1), kcat
-// reads every record through every node, and the three replicas of
-// every partition are byte-identical.
+// min.insync.replicas=2 (killLeadersWhileProducing). Then kcat reads every
+// acknowledged record through every node, and the three replicas of every
+// partition are byte-identical.
 func TestClusterLeaderKills(t *testing.T) {
 	t.Parallel()
 	seed := newSeed(t)
-	random := rand.New(rand.NewPCG(seed, seed>>1))
 	ctx, cancel := context.WithTimeout(context.Background(), testDeadline)
 	defer cancel()
 	c := startClusterNodes(t, 3, clusterLease)
-
 	const (
 		topic      = "replicated"
 		partitions = 3
-		records    = 12000
 	)
+	c.createTopic(ctx, topic, partitions)
 	rounds := 3
 	if os.Getenv("MIRRORD_SOAK") != "" {
 		rounds = 12
 	}
-	c.createTopic(ctx, topic, partitions)
+	total := killLeadersWhileProducing(ctx, t, c, topic, partitions, seed, rounds, 12000)
 
+	kcat := findKcat(t)
+	for i := range c.nodes {
+		out := runKcat(ctx, t, kcat, nil, "-C", "-b", c.nodes[i].addr, "-t", topic, "-e", "-q", "-f", "%p %o\n")
+		if lines := bytes.Count(out, []byte("\n")); lines < total.acked {
+			t.Errorf("kcat through node %d read %d records, %d were acknowledged", i+1, lines, total.acked)
+		}
+	}
+	for _, n := range c.nodes {
+		n.stop()
+	}
+	for p := range int32(partitions) {
+		compareReplicaLogs(t, c, topic, p)
+	}
+}
+
+// killLeadersWhileProducing writes records to topic with an idempotent
+// producer, acks=all, while in rounds seeded by seed the node leading one
+// of its partitions is killed -9: each round, a new leader with a higher
+// epoch within the lease plus a fetch round, and the killed node restarts
+// and rejoins every ISR (it caught up). At the end no acknowledged record
+// is lost, duplicated or reordered (checkHistory, read through node 1 from
+// the first acknowledged offset); it returns the counts.
+func killLeadersWhileProducing(ctx context.Context, t *testing.T, c *testClusterNodes, topic string, partitions int32, seed uint64, rounds, records int) history {
+	t.Helper()
+	random := rand.New(rand.NewPCG(seed, seed>>1))
 	producer := newClient(t, c.seeds(), kgo.RequiredAcks(kgo.AllISRAcks()), kgo.MaxBufferedRecords(500),
 		kgo.ProducerBatchCompression(kgo.Lz4Compression()), kgo.RecordDeliveryTimeout(2*time.Minute), kgo.RetryTimeout(2*time.Minute))
 	maker := newRecordMaker(seed)
 	batch := make([]*kgo.Record, records)
 	for i := range batch {
-		batch[i] = maker.record(topic, int32(i%partitions), i)
+		batch[i] = maker.record(topic, int32(i)%partitions, i)
 	}
 	acked := newLedger()
 	done := make(chan error, 1)
 	go func() { done <- produceAll(ctx, producer, batch, acked) }()
-
 	var produceErr error
 	finished := false
 	for round := range rounds {
 		target := acked.count() + records/(rounds+2)
 		if !finished && !waitFor(ctx, func() bool { return acked.count() >= target }, done, &produceErr, &finished) {
-			t.Fatalf("round %d: %d acknowledged, want %d (produce: %v)", round, acked.count(), target, produceErr)
+			t.Fatalf("%s, round %d: %d acknowledged, want %d (produce: %v)", topic, round, acked.count(), target, produceErr)
 		}
-		p := int32(random.IntN(partitions))
-		before := c.waitPartitions(ctx, 0, topic, "a leader for every partition", 30*time.Second, fullISR)
-		old := before[p]
+		p := int32(random.IntN(int(partitions)))
+		old := c.waitPartitions(ctx, 0, topic, "a leader for every partition", 30*time.Second, fullISR)[p]
 		victim := int(old.Leader) - 1
 		via := (victim + 1) % len(c.nodes)
 		atKill := acked.count()
@@ -250,14 +268,13 @@ func TestClusterLeaderKills(t *testing.T) {
 	if produceErr != nil {
 		t.Errorf("producer: %v", produceErr)
 	}
-
 	want := acked.sorted()
-	counts := map[topicPartition]int{}
+	from, counts := map[topicPartition]int64{}, map[topicPartition]int{}
 	for tp, rs := range want {
-		counts[tp] = len(rs)
+		from[tp], counts[tp] = rs[0].Offset, len(rs)
 	}
+	got := consumeFrom(ctx, t, c.nodes[0].addr, kgo.ReadUncommitted(), from, counts)
 	var total history
-	got := consume(ctx, t, c.nodes[0].addr, kgo.ReadUncommitted(), counts)
 	for _, tp := range sortedPartitions(want) {
 		h := checkHistory(want[tp], got[tp])
 		total.acked, total.lost, total.duplicated, total.reordered = total.acked+h.acked, total.lost+h.lost, total.duplicated+h.duplicated, total.reordered+h.reordered
@@ -265,22 +282,8 @@ func TestClusterLeaderKills(t *testing.T) {
 			t.Errorf("%s: %s", tp, h)
 		}
 	}
-	t.Logf("history over %d rounds: %s", rounds, total)
-
-	kcat := findKcat(t)
-	for i := range c.nodes {
-		out := runKcat(ctx, t, kcat, nil, "-C", "-b", c.nodes[i].addr, "-t", topic, "-e", "-q", "-f", "%p %o\n")
-		if lines := bytes.Count(out, []byte("\n")); lines < total.acked {
-			t.Errorf("kcat through node %d read %d records, %d were acknowledged", i+1, lines, total.acked)
-		}
-	}
-
-	for _, n := range c.nodes {
-		n.stop()
-	}
-	for p := range int32(partitions) {
-		compareReplicaLogs(t, c, topic, p)
-	}
+	t.Logf("%s: history over %d rounds: %s", topic, rounds, total)
+	return total
 }
 
 // compareReplicaLogs requires every node's copy of a partition, its
