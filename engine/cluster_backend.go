@@ -33,7 +33,7 @@ func (b clusterBackend) Topics() []netio.TopicInfo {
 	topics := b.cache().TopicIDs()
 	out := make([]netio.TopicInfo, 0, len(topics))
 	for name, t := range topics {
-		if info, ok := topicInfo(name, cluster.TopicSpec{TopicID: t.TopicID, Partitions: t.Partitions}); ok {
+		if info, ok := topicInfo(name, t); ok {
 			out = append(out, info)
 		}
 	}
@@ -41,7 +41,7 @@ func (b clusterBackend) Topics() []netio.TopicInfo {
 	return out
 }
 
-func topicInfo(name string, spec cluster.TopicSpec) (netio.TopicInfo, bool) {
+func topicInfo(name string, spec cluster.TopicIDCount) (netio.TopicInfo, bool) {
 	id, err := rb.ParseTopicID(spec.TopicID)
 	if err != nil {
 		return netio.TopicInfo{}, false
@@ -56,7 +56,7 @@ func (b clusterBackend) Topic(name string) (netio.TopicInfo, bool) {
 	if !ok {
 		return netio.TopicInfo{}, false
 	}
-	return topicInfo(name, st.TopicSpec)
+	return topicInfo(name, cluster.TopicIDCount{TopicID: st.TopicID, Partitions: st.Partitions})
 }
 
 // TopicByID finds a topic by ID (Fetch v13+ names every partition so, a
@@ -72,7 +72,7 @@ func (b clusterBackend) TopicByID(id netio.TopicID) (netio.TopicInfo, bool) {
 	}
 	for name, t := range b.cache().TopicIDs() {
 		if t.TopicID == want {
-			return topicInfo(name, cluster.TopicSpec{TopicID: t.TopicID, Partitions: t.Partitions})
+			return topicInfo(name, t)
 		}
 	}
 	return netio.TopicInfo{}, false
